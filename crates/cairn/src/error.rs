@@ -1,0 +1,151 @@
+//! The one error type of cairn. Every failure a caller can cause or meet (bad input,
+//! corrupt files, I/O errors such as a full disk) is a variant here; panics are reserved
+//! for bugs.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout cairn.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors returned by cairn.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system I/O error (including `ENOSPC`, a full disk).
+    #[error("I/O error{}: {source}", context_suffix(.context))]
+    Io {
+        /// What cairn was doing (a file path or an operation), if known.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A checksum mismatch or an undecodable structure in a file.
+    #[error("corruption in {file}: {detail}")]
+    Corruption {
+        /// The file (or file kind) that is corrupt.
+        file: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A file written by an unknown (newer) format version.
+    #[error("unsupported format version {found} in {file} (this build reads up to {supported})")]
+    UnsupportedVersion {
+        /// The file.
+        file: String,
+        /// The version found in the file.
+        found: u32,
+        /// The newest version this build understands.
+        supported: u32,
+    },
+    /// Invalid options or arguments.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A key or value larger than the documented limit.
+    #[error("{what} of {len} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// "key" or "value".
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The directory exists but does not hold a cairn database.
+    #[error("{0} is not a cairn database")]
+    NotADatabase(PathBuf),
+    /// The database does not exist and `create_if_missing` is off.
+    #[error("database {0} does not exist")]
+    NotFound(PathBuf),
+    /// Another process (or another `Db` in this process) holds the LOCK file.
+    #[error("database {0} is locked by another process")]
+    Locked(PathBuf),
+    /// An unknown column family.
+    #[error("unknown column family {0:?}")]
+    UnknownColumnFamily(String),
+    /// The column family already exists.
+    #[error("column family {0:?} already exists")]
+    ColumnFamilyExists(String),
+    /// The database has been closed, or a background error put it in read-only mode.
+    #[error("database is closed or stopped after a background error: {0}")]
+    Closed(String),
+}
+
+fn context_suffix(context: &str) -> String {
+    if context.is_empty() {
+        String::new()
+    } else {
+        format!(" ({context})")
+    }
+}
+
+impl Error {
+    /// Wraps an I/O error with a context string.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// A corruption error.
+    pub fn corruption(file: impl Into<String>, detail: impl Into<String>) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// True for errors that mean a file's bytes are wrong.
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            Error::Corruption { .. } | Error::UnsupportedVersion { .. }
+        )
+    }
+
+    /// True when the underlying cause is a full disk (`ENOSPC`) or quota.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => matches!(
+                source.raw_os_error(),
+                Some(libc::ENOSPC) | Some(libc::EDQUOT)
+            ),
+            _ => false,
+        }
+    }
+
+    /// A copy of this error for reporting to several waiters (io::Error is not Clone).
+    pub fn duplicate(&self) -> Self {
+        match self {
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            Error::Corruption { file, detail } => Error::corruption(file.clone(), detail.clone()),
+            Error::UnsupportedVersion {
+                file,
+                found,
+                supported,
+            } => Error::UnsupportedVersion {
+                file: file.clone(),
+                found: *found,
+                supported: *supported,
+            },
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::TooLarge { what, len, limit } => Error::TooLarge {
+                what,
+                len: *len,
+                limit: *limit,
+            },
+            Error::NotADatabase(p) => Error::NotADatabase(p.clone()),
+            Error::NotFound(p) => Error::NotFound(p.clone()),
+            Error::Locked(p) => Error::Locked(p.clone()),
+            Error::UnknownColumnFamily(s) => Error::UnknownColumnFamily(s.clone()),
+            Error::ColumnFamilyExists(s) => Error::ColumnFamilyExists(s.clone()),
+            Error::Closed(s) => Error::Closed(s.clone()),
+        }
+    }
+}

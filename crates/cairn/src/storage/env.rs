@@ -1,0 +1,337 @@
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use super::file::{RandomAccessFile, WritableFile};
+use super::{DeviceProfile, FileKind, IoStats};
+use crate::{Error, Result};
+
+/// One storage tier: a directory for the tables of levels `first_level..` (up to the next
+/// tier's first level), with a device profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TierConfig {
+    /// Directory; relative paths are inside the database directory.
+    pub dir: PathBuf,
+    /// First level stored in this tier.
+    pub first_level: usize,
+    /// Added latency per I/O.
+    pub profile: DeviceProfile,
+}
+
+pub(crate) struct Tier {
+    dir: PathBuf,
+    first_level: usize,
+    profile: DeviceProfile,
+}
+
+pub(crate) struct EnvInner {
+    pub(crate) stats: IoStats,
+    tiers: Vec<Tier>,
+    latency_scale: f64,
+    /// Bytes that may still be written; `i64::MAX` when no quota is set.
+    space_left: AtomicI64,
+}
+
+impl EnvInner {
+    pub(crate) fn delay(&self, tier: usize, is_write: bool, bytes: usize) {
+        if let Some(t) = self.tiers.get(tier) {
+            if let Some(d) = t.profile.delay(is_write, bytes, self.latency_scale) {
+                std::thread::sleep(d);
+            }
+        }
+    }
+
+    pub(crate) fn charge_space(&self, bytes: u64, path: &Path) -> Result<()> {
+        if self.space_left.load(Ordering::Relaxed) == i64::MAX {
+            return Ok(());
+        }
+        let prev = self.space_left.fetch_sub(bytes as i64, Ordering::Relaxed);
+        if prev < bytes as i64 {
+            self.space_left.fetch_add(bytes as i64, Ordering::Relaxed);
+            return Err(Error::io(
+                path.display().to_string(),
+                std::io::Error::from_raw_os_error(libc::ENOSPC),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The storage environment of one database. Cheap to clone.
+#[derive(Clone)]
+pub struct StorageEnv {
+    inner: Arc<EnvInner>,
+    root: PathBuf,
+}
+
+impl StorageEnv {
+    /// Sets up the environment for a database at `root`, creating tier directories.
+    /// With no tiers, everything lives in `root` with no added latency.
+    pub fn new(root: &Path, tiers: &[TierConfig], latency_scale: f64) -> Result<Self> {
+        let mut ts: Vec<Tier> = if tiers.is_empty() {
+            vec![Tier {
+                dir: root.to_path_buf(),
+                first_level: 0,
+                profile: DeviceProfile::None,
+            }]
+        } else {
+            tiers
+                .iter()
+                .map(|t| Tier {
+                    dir: if t.dir.is_absolute() {
+                        t.dir.clone()
+                    } else {
+                        root.join(&t.dir)
+                    },
+                    first_level: t.first_level,
+                    profile: t.profile,
+                })
+                .collect()
+        };
+        ts.sort_by_key(|t| t.first_level);
+        if ts[0].first_level != 0 {
+            return Err(Error::InvalidArgument(
+                "the first storage tier must start at level 0".into(),
+            ));
+        }
+        if !(latency_scale.is_finite() && latency_scale >= 0.0) {
+            return Err(Error::InvalidArgument(format!(
+                "latency scale {latency_scale} must be a finite number >= 0"
+            )));
+        }
+        for t in &ts {
+            fs::create_dir_all(&t.dir).map_err(|e| Error::io(t.dir.display().to_string(), e))?;
+        }
+        Ok(StorageEnv {
+            inner: Arc::new(EnvInner {
+                stats: IoStats::default(),
+                tiers: ts,
+                latency_scale,
+                space_left: AtomicI64::new(i64::MAX),
+            }),
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// The database directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Number of tiers.
+    pub fn num_tiers(&self) -> usize {
+        self.inner.tiers.len()
+    }
+
+    /// The tier that stores `level`.
+    pub fn tier_for_level(&self, level: usize) -> usize {
+        self.inner
+            .tiers
+            .iter()
+            .rposition(|t| t.first_level <= level)
+            .unwrap_or(0)
+    }
+
+    /// The directory of a tier.
+    pub fn tier_dir(&self, tier: usize) -> &Path {
+        &self.inner.tiers[tier.min(self.inner.tiers.len() - 1)].dir
+    }
+
+    /// The device profile of a tier.
+    pub fn tier_profile(&self, tier: usize) -> DeviceProfile {
+        self.inner.tiers[tier.min(self.inner.tiers.len() - 1)].profile
+    }
+
+    /// The I/O counters.
+    pub fn stats(&self) -> &IoStats {
+        &self.inner.stats
+    }
+
+    /// Limits the bytes that may still be written (a simulated full disk); `None` lifts it.
+    pub fn set_space_quota(&self, bytes: Option<u64>) {
+        let v = bytes.map_or(i64::MAX, |b| b.min(i64::MAX as u64 - 1) as i64);
+        self.inner.space_left.store(v, Ordering::Relaxed);
+    }
+
+    /// Creates (or truncates) a file for sequential writing.
+    pub fn create(
+        &self,
+        path: &Path,
+        kind: FileKind,
+        tier: usize,
+        level: Option<usize>,
+    ) -> Result<WritableFile> {
+        let file = File::create(path).map_err(|e| Error::io(path.display().to_string(), e))?;
+        Ok(WritableFile::new(
+            file,
+            path.to_path_buf(),
+            kind,
+            tier,
+            level,
+            self.inner.clone(),
+        ))
+    }
+
+    /// Opens a file for reads at offsets. With `direct`, tries `O_DIRECT` and falls back to
+    /// buffered reads (counted in `IoStats::direct_io_fallbacks`) where it is refused.
+    pub fn open_read(
+        &self,
+        path: &Path,
+        kind: FileKind,
+        tier: usize,
+        level: Option<usize>,
+        direct: bool,
+    ) -> Result<RandomAccessFile> {
+        let mut used_direct = false;
+        let file = if direct {
+            match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(path)
+            {
+                Ok(f) => {
+                    used_direct = true;
+                    f
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    self.inner.stats.record_direct_fallback();
+                    File::open(path).map_err(|e| Error::io(path.display().to_string(), e))?
+                }
+                Err(e) => return Err(Error::io(path.display().to_string(), e)),
+            }
+        } else {
+            File::open(path).map_err(|e| Error::io(path.display().to_string(), e))?
+        };
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io(path.display().to_string(), e))?
+            .len();
+        let f = RandomAccessFile::new(
+            file,
+            path.to_path_buf(),
+            kind,
+            tier,
+            level,
+            used_direct,
+            size,
+            self.inner.clone(),
+        );
+        if used_direct && size > 0 {
+            // Some filesystems accept the flag but refuse the read; probe once.
+            if f.read_direct(0, 1).is_err() {
+                self.inner.stats.record_direct_fallback();
+                return self.open_read(path, kind, tier, level, false);
+            }
+        }
+        Ok(f)
+    }
+
+    /// Reads a whole file (WAL and manifest replay), counted as one read per 1 MiB.
+    pub fn read_whole(&self, path: &Path, kind: FileKind) -> Result<Vec<u8>> {
+        let f = self.open_read(path, kind, 0, None, false)?;
+        let size = f.size() as usize;
+        let mut out = Vec::with_capacity(size);
+        let mut off = 0usize;
+        while off < size {
+            let n = (size - off).min(1 << 20);
+            out.extend_from_slice(&f.read_at(off as u64, n)?);
+            off += n;
+        }
+        Ok(out)
+    }
+
+    /// Writes a small file atomically: temp file, fsync, rename, fsync of the directory.
+    pub fn write_atomic(&self, path: &Path, kind: FileKind, data: &[u8]) -> Result<()> {
+        let tmp = path.with_extension("tmp");
+        let mut f = self.create(&tmp, kind, 0, None)?;
+        f.append(data)?;
+        f.sync()?;
+        drop(f);
+        self.rename(&tmp, path)?;
+        self.sync_dir(path.parent().unwrap_or(&self.root))
+    }
+
+    /// fsync of a directory, so that created, renamed and removed entries are durable.
+    pub fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let d = File::open(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+        d.sync_all()
+            .map_err(|e| Error::io(format!("fsync dir {}", dir.display()), e))?;
+        self.inner.stats.record_sync(FileKind::Other, 0);
+        Ok(())
+    }
+
+    /// Renames a file.
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to)
+            .map_err(|e| Error::io(format!("rename {} -> {}", from.display(), to.display()), e))
+    }
+
+    /// Removes a file; a missing file is not an error.
+    pub fn remove(&self, path: &Path) -> Result<()> {
+        match fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(path.display().to_string(), e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_quota() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = StorageEnv::new(dir.path(), &[], 1.0).unwrap();
+        let p = dir.path().join("f");
+        let mut w = env.create(&p, FileKind::Table, 0, Some(1)).unwrap();
+        w.append(&[7u8; 1000]).unwrap();
+        w.sync().unwrap();
+        let r = env
+            .open_read(&p, FileKind::Table, 0, Some(1), true)
+            .unwrap();
+        assert_eq!(r.read_at(10, 20).unwrap(), vec![7u8; 20]);
+        assert!(r.read_at(990, 20).unwrap_err().is_corruption());
+        let s = env.stats().snapshot();
+        assert_eq!(s.kind(FileKind::Table).write_bytes, 1000);
+        assert_eq!(s.kind(FileKind::Table).read_ops, 1);
+        assert_eq!(s.by_level[1].read_bytes, 20);
+        assert!(s.direct_reads + s.direct_io_fallbacks >= 1);
+
+        env.set_space_quota(Some(100));
+        let mut w = env
+            .create(&dir.path().join("g"), FileKind::Wal, 0, None)
+            .unwrap();
+        w.append(&[1u8; 200]).unwrap();
+        let e = w.sync().unwrap_err();
+        assert!(e.is_no_space(), "{e}");
+        env.set_space_quota(None);
+        w.sync().unwrap();
+    }
+
+    #[test]
+    fn tiers_map_levels() {
+        let dir = tempfile::tempdir().unwrap();
+        let tiers = [
+            TierConfig {
+                dir: "hot".into(),
+                first_level: 0,
+                profile: DeviceProfile::None,
+            },
+            TierConfig {
+                dir: "cold".into(),
+                first_level: 2,
+                profile: DeviceProfile::Hdd,
+            },
+        ];
+        let env = StorageEnv::new(dir.path(), &tiers, 0.0).unwrap();
+        assert_eq!(env.tier_for_level(0), 0);
+        assert_eq!(env.tier_for_level(1), 0);
+        assert_eq!(env.tier_for_level(5), 1);
+        assert!(env.tier_dir(1).ends_with("cold"));
+        assert!(env.tier_dir(1).is_dir());
+    }
+}

@@ -1,0 +1,255 @@
+use std::alloc::{self, Layout};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::env::EnvInner;
+use super::FileKind;
+use crate::{Error, Result};
+
+const WRITE_BUFFER: usize = 64 * 1024;
+const DIRECT_ALIGN: usize = 4096;
+
+/// A file being written sequentially (WAL, table, manifest). Appends are buffered; each
+/// buffer that reaches the OS counts as one write operation.
+pub struct WritableFile {
+    file: File,
+    path: PathBuf,
+    kind: FileKind,
+    tier: usize,
+    level: Option<usize>,
+    buf: Vec<u8>,
+    len: u64,
+    env: Arc<EnvInner>,
+}
+
+impl WritableFile {
+    pub(crate) fn new(
+        file: File,
+        path: PathBuf,
+        kind: FileKind,
+        tier: usize,
+        level: Option<usize>,
+        env: Arc<EnvInner>,
+    ) -> Self {
+        WritableFile {
+            file,
+            path,
+            kind,
+            tier,
+            level,
+            buf: Vec::with_capacity(WRITE_BUFFER),
+            len: 0,
+            env,
+        }
+    }
+
+    /// Appends bytes (buffered).
+    pub fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.len += data.len() as u64;
+        if self.buf.len() + data.len() > WRITE_BUFFER && !self.buf.is_empty() {
+            self.flush()?;
+        }
+        if data.len() >= WRITE_BUFFER {
+            self.write_os(data)
+        } else {
+            self.buf.extend_from_slice(data);
+            Ok(())
+        }
+    }
+
+    fn write_os(&mut self, data: &[u8]) -> Result<()> {
+        self.env.charge_space(data.len() as u64, &self.path)?;
+        self.file
+            .write_all(data)
+            .map_err(|e| Error::io(self.path.display().to_string(), e))?;
+        self.env
+            .stats
+            .record_write(self.kind, self.tier, self.level, data.len() as u64);
+        self.env.delay(self.tier, true, data.len());
+        Ok(())
+    }
+
+    /// Hands buffered bytes to the OS (no fsync).
+    pub fn flush(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        // On error the bytes stay buffered so that a retry (after space returns) can
+        // resend them; callers that cannot know what reached the file abandon it.
+        let buf = std::mem::take(&mut self.buf);
+        let r = self.write_os(&buf);
+        self.buf = buf;
+        if r.is_ok() {
+            self.buf.clear();
+        }
+        r
+    }
+
+    /// Flushes and makes the data durable (fdatasync).
+    pub fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
+        self.env.stats.record_sync(self.kind, self.tier);
+        Ok(())
+    }
+
+    /// Bytes appended so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True if nothing was appended.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A file read at offsets (tables, value logs), optionally with `O_DIRECT`.
+pub struct RandomAccessFile {
+    file: File,
+    path: PathBuf,
+    kind: FileKind,
+    tier: usize,
+    level: Option<usize>,
+    direct: bool,
+    size: u64,
+    env: Arc<EnvInner>,
+}
+
+impl RandomAccessFile {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        file: File,
+        path: PathBuf,
+        kind: FileKind,
+        tier: usize,
+        level: Option<usize>,
+        direct: bool,
+        size: u64,
+        env: Arc<EnvInner>,
+    ) -> Self {
+        RandomAccessFile {
+            file,
+            path,
+            kind,
+            tier,
+            level,
+            direct,
+            size,
+            env,
+        }
+    }
+
+    /// Size of the file when it was opened.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True if reads bypass the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// Reads exactly `len` bytes at `offset`; a read past the end is a corruption error
+    /// (a handle pointing outside its file).
+    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.size)
+        {
+            return Err(Error::corruption(
+                self.path.display().to_string(),
+                format!(
+                    "read of {len} bytes at {offset} past end of file ({} bytes)",
+                    self.size
+                ),
+            ));
+        }
+        let out = if self.direct {
+            self.read_direct(offset, len)?
+        } else {
+            let mut v = vec![0u8; len];
+            self.file
+                .read_exact_at(&mut v, offset)
+                .map_err(|e| Error::io(self.path.display().to_string(), e))?;
+            v
+        };
+        self.env
+            .stats
+            .record_read(self.kind, self.tier, self.level, len as u64);
+        self.env.delay(self.tier, false, len);
+        Ok(out)
+    }
+
+    pub(crate) fn read_direct(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let start = offset & !(DIRECT_ALIGN as u64 - 1);
+        let end = (offset + len as u64).div_ceil(DIRECT_ALIGN as u64) * DIRECT_ALIGN as u64;
+        let span = (end - start) as usize;
+        let mut buf = AlignedBuf::new(span);
+        let mut got = 0usize;
+        while got < span {
+            let n = self
+                .file
+                .read_at(&mut buf.as_mut()[got..], start + got as u64)
+                .map_err(|e| Error::io(self.path.display().to_string(), e))?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        let skip = (offset - start) as usize;
+        if got < skip + len {
+            return Err(Error::corruption(
+                self.path.display().to_string(),
+                "short direct read",
+            ));
+        }
+        self.env.stats.record_direct_read();
+        Ok(buf.as_mut()[skip..skip + len].to_vec())
+    }
+}
+
+/// A heap buffer aligned for `O_DIRECT`.
+struct AlignedBuf {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> Self {
+        let layout = Layout::from_size_align(len.max(DIRECT_ALIGN), DIRECT_ALIGN)
+            .expect("aligned layout of a bounded read");
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, layout }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is a live allocation of layout.size() initialised bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in new() with this layout.
+        unsafe { alloc::dealloc(self.ptr, self.layout) }
+    }
+}

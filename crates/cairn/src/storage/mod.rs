@@ -1,0 +1,16 @@
+//! The storage environment: the one place where cairn touches files (DESIGN.md principle 4).
+//!
+//! Every read and write is counted per file kind and per tier ([`IoStats`]); tables can be
+//! read with `O_DIRECT`; levels map to tiers (directories), each with a [`DeviceProfile`]
+//! that adds latency per I/O so a cold tier can be slower than a hot one on one machine.
+//! A space quota can be set to simulate a full disk in tests.
+
+mod env;
+mod file;
+mod profile;
+mod stats;
+
+pub use env::{StorageEnv, TierConfig};
+pub use file::{RandomAccessFile, WritableFile};
+pub use profile::DeviceProfile;
+pub use stats::{FileKind, IoCounts, IoStats, IoStatsSnapshot};
