@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod iter;
 pub mod storage;
 pub mod types;
 
