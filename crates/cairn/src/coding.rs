@@ -1,0 +1,92 @@
+//! Varint and length-prefixed encodings shared by the manifest and other formats.
+//! Decoders take a cursor and never panic: truncated or oversized input is `None`.
+
+/// Appends a LEB128 varint.
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends a varint length followed by the bytes.
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// A reading cursor over a byte slice.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A cursor at the start of `buf`.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+    /// True when everything was read.
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+    /// Reads one byte.
+    pub fn u8(&mut self) -> Option<u8> {
+        let b = *self.buf.get(self.pos)?;
+        self.pos += 1;
+        Some(b)
+    }
+    /// Reads a varint (at most 10 bytes).
+    pub fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let b = self.u8()?;
+            if shift == 63 && b > 1 {
+                return None;
+            }
+            v |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    /// Reads a varint that must fit in `u32`.
+    pub fn varint32(&mut self) -> Option<u32> {
+        self.varint().and_then(|v| u32::try_from(v).ok())
+    }
+    /// Reads a length-prefixed byte string.
+    pub fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        let end = self.pos.checked_add(n)?;
+        let s = self.buf.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_truncation() {
+        let mut b = Vec::new();
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            put_varint(&mut b, v);
+        }
+        put_bytes(&mut b, b"hello");
+        let mut r = Reader::new(&b);
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            assert_eq!(r.varint(), Some(v));
+        }
+        assert_eq!(r.bytes(), Some(&b"hello"[..]));
+        assert!(r.is_empty());
+        for cut in 0..b.len() {
+            let mut r = Reader::new(&b[..cut]);
+            while r.varint().is_some() {}
+        }
+        assert_eq!(Reader::new(&[0xff; 11]).varint(), None);
+    }
+}

@@ -1,0 +1,163 @@
+//! The merge that flushes and compactions share: read entries in internal order, keep the
+//! newest version of each key in every snapshot stripe, drop tombstones where nothing older
+//! can be below, and write tables cut at the target size (never splitting one user key's
+//! versions across two files, which the picker's key-range units rely on).
+
+use std::path::PathBuf;
+
+use crate::iter::InternalIterator;
+use crate::storage::{FileKind, StorageEnv};
+use crate::table::{TableBuildOptions, TableBuilder, TableSummary};
+use crate::types::{parse_internal_key, SeqNo, ValueKind};
+use crate::version::FileDesc;
+use crate::{Error, Result};
+
+/// Where and how to write the output.
+pub struct MergeParams<'a> {
+    /// Storage.
+    pub env: &'a StorageEnv,
+    /// Tier of the output level.
+    pub tier: usize,
+    /// Output level (for I/O accounting).
+    pub level: usize,
+    /// Table format options.
+    pub build: TableBuildOptions,
+    /// Cut output files at this size.
+    pub target_file_size: u64,
+    /// Live snapshots, ascending.
+    pub snapshots: &'a [SeqNo],
+    /// Nothing older than the output can hold these keys: tombstones may be dropped.
+    pub bottommost: bool,
+    /// Allocates a file number and its path.
+    pub new_file: &'a mut dyn FnMut() -> (u64, PathBuf),
+    /// Checked between entries; a stop request ends the merge with an error.
+    pub should_stop: &'a dyn Fn() -> bool,
+}
+
+/// One table written by a merge.
+pub struct MergeOutput {
+    /// Its durable description.
+    pub desc: FileDesc,
+    /// What the builder reported (block ranges for events).
+    pub summary: TableSummary,
+}
+
+/// Counts of what a merge did.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct MergeCounts {
+    /// Entries read.
+    pub entries_in: u64,
+    /// Entries written.
+    pub entries_out: u64,
+    /// Bytes read from inputs (keys + values).
+    pub bytes_in: u64,
+}
+
+struct Open {
+    builder: TableBuilder,
+    file_no: u64,
+    path: PathBuf,
+}
+
+/// Runs the merge; on error, removes any file it created.
+pub fn merge(
+    input: &mut dyn InternalIterator,
+    p: &mut MergeParams<'_>,
+) -> Result<(Vec<MergeOutput>, MergeCounts)> {
+    let mut created: Vec<PathBuf> = Vec::new();
+    let r = merge_inner(input, p, &mut created);
+    if r.is_err() {
+        for path in &created {
+            let _ = p.env.remove(path);
+        }
+    }
+    r
+}
+
+fn merge_inner(
+    input: &mut dyn InternalIterator,
+    p: &mut MergeParams<'_>,
+    created: &mut Vec<PathBuf>,
+) -> Result<(Vec<MergeOutput>, MergeCounts)> {
+    let mut outputs = Vec::new();
+    let mut counts = MergeCounts::default();
+    let mut open: Option<Open> = None;
+    let mut cur_key: Vec<u8> = Vec::new();
+    let mut have_key = false;
+    let mut last_stripe: Option<usize> = None;
+    let mut last_written_user: Vec<u8> = Vec::new();
+    input.seek_to_first();
+    while input.valid() {
+        if (p.should_stop)() {
+            return Err(Error::Closed("shutting down".into()));
+        }
+        let ikey = input.key();
+        let parsed = parse_internal_key(ikey)
+            .filter(|k| k.value_kind().is_some())
+            .ok_or_else(|| Error::corruption("compaction input", "malformed internal key"))?;
+        counts.entries_in += 1;
+        counts.bytes_in += (ikey.len() + input.value().len()) as u64;
+        if !have_key || parsed.user_key != cur_key.as_slice() {
+            cur_key.clear();
+            cur_key.extend_from_slice(parsed.user_key);
+            have_key = true;
+            last_stripe = None;
+        }
+        let stripe = p.snapshots.partition_point(|&s| s < parsed.seq);
+        let drop = if last_stripe == Some(stripe) {
+            true // shadowed by a newer version visible to the same snapshots
+        } else {
+            last_stripe = Some(stripe);
+            parsed.kind == ValueKind::Deletion as u8 && p.bottommost && stripe == 0
+        };
+        if !drop {
+            let cut = open.as_ref().is_some_and(|o| {
+                o.builder.estimated_size() >= p.target_file_size
+                    && last_written_user.as_slice() != parsed.user_key
+            });
+            if cut {
+                let o = open.take().expect("checked");
+                outputs.push(finish(o, p.tier)?);
+            }
+            if open.is_none() {
+                let (file_no, path) = (p.new_file)();
+                created.push(path.clone());
+                let f = p.env.create(&path, FileKind::Table, p.tier, Some(p.level))?;
+                open = Some(Open {
+                    builder: TableBuilder::new(f, p.build.clone()),
+                    file_no,
+                    path,
+                });
+            }
+            let o = open.as_mut().expect("opened above");
+            o.builder.add(ikey, input.value())?;
+            counts.entries_out += 1;
+            last_written_user.clear();
+            last_written_user.extend_from_slice(parsed.user_key);
+        }
+        input.next();
+    }
+    input.status()?;
+    if let Some(o) = open.take() {
+        outputs.push(finish(o, p.tier)?);
+    }
+    Ok((outputs, counts))
+}
+
+fn finish(o: Open, tier: usize) -> Result<MergeOutput> {
+    let _ = &o.path;
+    let summary = o.builder.finish()?;
+    Ok(MergeOutput {
+        desc: FileDesc {
+            file_no: o.file_no,
+            tier: tier as u32,
+            size: summary.file_size,
+            smallest: summary.smallest.clone(),
+            largest: summary.largest.clone(),
+            num_entries: summary.num_entries,
+            min_seq: summary.min_seq,
+            max_seq: summary.max_seq,
+        },
+        summary,
+    })
+}

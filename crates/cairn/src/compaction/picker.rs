@@ -1,0 +1,394 @@
+//! The choice of the next compaction, as a pure function of a version and the level shape,
+//! so that policies can be tested (and simulated) without disk.
+//!
+//! Rules (FLSM, RusKey 4 and 7):
+//! - Level 0 holds one run per flush; at K_0 runs, all of them merge into level 1.
+//! - Level i (not the last) with K_i = 1 is leveled: when its size passes C_i, one file at a
+//!   time (round robin over the key space) merges into level i+1, as RocksDB does.
+//! - Level i with K_i > 1 is tiered/hybrid: its active run is sealed at C_i / K_i; when the
+//!   level holds C_i bytes (or too many runs) it is *draining* and merges into level i+1 one
+//!   bounded unit at a time until it is empty.
+//! - A unit taken from a level is the closure of a seed file over all runs of the level:
+//!   every file of every run whose key range touches the unit's range joins it. Moving a key
+//!   range out of a level therefore moves every version of those keys that the level holds,
+//!   so no older version is ever left above a newer one. Leftover sealed runs from a
+//!   transition (RusKey 7) are merged this way by compactions triggered by other runs.
+//! - Output goes into the active run of the next level (created if the level has none),
+//!   merging with the active run's overlapping files.
+//! - The last level has no capacity; when it holds more than K runs, units are merged
+//!   within the level into its active run.
+//! - Bookkeeping comes first: sealing an active run past C_i / K_i, entering or leaving the
+//!   draining state, applying a lazily requested K when the level is empty.
+
+use std::sync::Arc;
+
+use crate::version::{CfVersion, FileMeta, Level, PolicyState};
+
+/// Parameters of the level structure.
+#[derive(Clone, Copy, Debug)]
+pub struct LevelShape {
+    /// C_1 in bytes.
+    pub level1_bytes: u64,
+    /// Size ratio T.
+    pub size_ratio: usize,
+    /// Number of levels including level 0.
+    pub num_levels: usize,
+}
+
+impl LevelShape {
+    /// Capacity C_i of a level >= 1.
+    pub fn capacity(&self, level: usize) -> u64 {
+        let mut c = self.level1_bytes;
+        for _ in 1..level {
+            c = c.saturating_mul(self.size_ratio as u64);
+        }
+        c
+    }
+    /// The bytes at which the active run of `level` is sealed (`None`: never).
+    pub fn run_capacity(&self, level: usize, k: u32) -> Option<u64> {
+        if level == 0 || k <= 1 {
+            None
+        } else {
+            Some(self.capacity(level) / k as u64)
+        }
+    }
+    /// Index of the last level.
+    pub fn last(&self) -> usize {
+        self.num_levels - 1
+    }
+}
+
+/// The next thing to do.
+#[derive(Clone, Debug)]
+pub enum Task {
+    /// Seal the active run of a level.
+    Seal {
+        /// Level.
+        level: usize,
+        /// Run id.
+        run: u64,
+    },
+    /// Change a level's policy state (draining flag, lazily requested K).
+    Policy {
+        /// Level.
+        level: usize,
+        /// New state.
+        state: PolicyState,
+    },
+    /// Merge files into the active run of `to` (a new run if `dest_run` is `None`).
+    Merge {
+        /// Level the unit comes from.
+        from: usize,
+        /// Level receiving it (equal to `from` for merges within the last level).
+        to: usize,
+        /// Files taken from `from`, any run.
+        inputs: Vec<Arc<FileMeta>>,
+        /// Files of the destination active run that overlap the unit.
+        dest_inputs: Vec<Arc<FileMeta>>,
+        /// Destination run id, or `None` for a new run.
+        dest_run: Option<u64>,
+        /// No older data for this key range exists below the output: tombstones may go.
+        bottommost: bool,
+        /// New round-robin cursor of `from`.
+        pointer: Vec<u8>,
+        /// Why.
+        reason: &'static str,
+    },
+    /// Move one file to the next level's active run without rewriting it.
+    Move {
+        /// Source level.
+        from: usize,
+        /// Destination level.
+        to: usize,
+        /// The file.
+        file: Arc<FileMeta>,
+        /// Destination run id, or `None` for a new run.
+        dest_run: Option<u64>,
+        /// New round-robin cursor of `from`.
+        pointer: Vec<u8>,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+/// Read-amplification guard: a level holding more sealed runs than this drains even if it
+/// is below capacity.
+fn max_runs(shape: &LevelShape) -> usize {
+    2 * shape.size_ratio
+}
+
+/// Picks the next task for one column family, or `None` if the tree is in shape.
+/// `same_tier(a, b)` tells whether levels a and b store files in the same directory (a
+/// trivial move across tiers would leave the file in the wrong tier).
+pub fn pick(
+    v: &CfVersion,
+    shape: &LevelShape,
+    same_tier: &dyn Fn(usize, usize) -> bool,
+) -> Option<Task> {
+    if let Some(t) = bookkeeping(v, shape) {
+        return Some(t);
+    }
+    let last = shape.last();
+    let mut best: Option<(f64, usize)> = None;
+    for (l, level) in v.levels.iter().enumerate().take(shape.num_levels) {
+        if level.is_empty() {
+            continue;
+        }
+        let score = score(level, l, shape);
+        if score >= 1.0 && best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, l));
+        }
+    }
+    let (_, l) = best?;
+    if l == 0 {
+        return Some(level0_task(v, shape, same_tier));
+    }
+    if l == last {
+        return Some(unit_task(v, l, l, None, same_tier, "last-level-runs"));
+    }
+    let reason = if v.levels[l].policy.draining {
+        "draining"
+    } else {
+        "level-size"
+    };
+    Some(unit_task(v, l, l + 1, None, same_tier, reason))
+}
+
+/// A manual compaction step for user keys in `[lo, hi]` (`hi = None`: unbounded) at
+/// `level`: level 0 merges into level 1; a middle level moves one unit down; the last level
+/// merges units until one run holds the range. `None` when the level is done.
+pub fn manual(
+    v: &CfVersion,
+    level: usize,
+    lo: &[u8],
+    hi: Option<&[u8]>,
+    shape: &LevelShape,
+    same_tier: &dyn Fn(usize, usize) -> bool,
+) -> Option<Task> {
+    let overlaps = |f: &FileMeta| f.largest_user() >= lo && hi.is_none_or(|h| f.smallest_user() <= h);
+    let l = v.levels.get(level)?;
+    let seed_run = l
+        .runs
+        .iter()
+        .rev()
+        .find(|r| r.files.iter().any(|f| overlaps(f)))?;
+    let seed = seed_run.files.iter().find(|f| overlaps(f))?.clone();
+    if level == 0 {
+        return Some(level0_task(v, shape, same_tier));
+    }
+    if level == shape.last() {
+        let runs = l
+            .runs
+            .iter()
+            .filter(|r| r.files.iter().any(|f| overlaps(f)))
+            .count();
+        if runs <= 1 {
+            return None;
+        }
+        return Some(unit_task(v, level, level, Some(&seed), same_tier, "manual"));
+    }
+    Some(unit_task(v, level, level + 1, Some(&seed), same_tier, "manual"))
+}
+
+fn score(level: &Level, l: usize, shape: &LevelShape) -> f64 {
+    let k = level.policy.k.max(1) as f64;
+    if l == 0 {
+        return level.runs.len() as f64 / k;
+    }
+    if l == shape.last() {
+        return if level.runs.len() as f64 > k {
+            level.runs.len() as f64 / k
+        } else {
+            0.0
+        };
+    }
+    let fill = level.size() as f64 / shape.capacity(l) as f64;
+    if level.policy.draining {
+        // Finish a drain before most other work, but let a full level 0 go first.
+        1.5 + fill
+    } else if level.policy.k <= 1 {
+        fill
+    } else {
+        0.0
+    }
+}
+
+fn bookkeeping(v: &CfVersion, shape: &LevelShape) -> Option<Task> {
+    for (l, level) in v.levels.iter().enumerate().take(shape.num_levels).skip(1) {
+        let p = level.policy;
+        if level.is_empty() && (p.draining || p.pending_k.is_some()) {
+            return Some(Task::Policy {
+                level: l,
+                state: PolicyState {
+                    k: p.pending_k.unwrap_or(p.k),
+                    pending_k: None,
+                    draining: false,
+                },
+            });
+        }
+        if let (Some(active), Some(cap)) = (level.active(), shape.run_capacity(l, p.k)) {
+            if active.size() >= cap {
+                return Some(Task::Seal {
+                    level: l,
+                    run: active.id,
+                });
+            }
+        }
+        if l < shape.last()
+            && !p.draining
+            && p.k > 1
+            && (level.size() >= shape.capacity(l) || level.sealed_runs() > max_runs(shape))
+        {
+            return Some(Task::Policy {
+                level: l,
+                state: PolicyState {
+                    draining: true,
+                    ..p
+                },
+            });
+        }
+    }
+    None
+}
+
+fn key_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
+    let lo = files.iter().map(|f| f.smallest_user()).min().unwrap_or(&[]);
+    let hi = files.iter().map(|f| f.largest_user()).max().unwrap_or(&[]);
+    (lo.to_vec(), hi.to_vec())
+}
+
+fn dest_overlap(
+    v: &CfVersion,
+    to: usize,
+    lo: &[u8],
+    hi: &[u8],
+) -> (Option<u64>, Vec<Arc<FileMeta>>) {
+    match v.levels[to].active() {
+        Some(r) => (Some(r.id), r.overlapping(lo, hi)),
+        None => (None, Vec::new()),
+    }
+}
+
+/// True if nothing older than the destination active run holds keys in [lo, hi].
+fn is_bottommost(v: &CfVersion, to: usize, dest_run: Option<u64>, lo: &[u8], hi: &[u8]) -> bool {
+    v.levels[to..].iter().enumerate().all(|(i, level)| {
+        level.runs.iter().all(|r| {
+            (i == 0 && Some(r.id) == dest_run) || r.overlapping(lo, hi).is_empty()
+        })
+    })
+}
+
+fn level0_task(v: &CfVersion, _shape: &LevelShape, same_tier: &dyn Fn(usize, usize) -> bool) -> Task {
+    let inputs: Vec<Arc<FileMeta>> = v.levels[0]
+        .runs
+        .iter()
+        .flat_map(|r| r.files.iter().cloned())
+        .collect();
+    let (lo, hi) = key_range(&inputs);
+    let (dest_run, dest_inputs) = dest_overlap(v, 1, &lo, &hi);
+    if inputs.len() == 1 && dest_inputs.is_empty() && same_tier(0, 1) {
+        return Task::Move {
+            from: 0,
+            to: 1,
+            file: inputs[0].clone(),
+            dest_run,
+            pointer: Vec::new(),
+            reason: "level0-runs",
+        };
+    }
+    let bottommost = is_bottommost(v, 1, dest_run, &lo, &hi);
+    Task::Merge {
+        from: 0,
+        to: 1,
+        inputs,
+        dest_inputs,
+        dest_run,
+        bottommost,
+        pointer: Vec::new(),
+        reason: "level0-runs",
+    }
+}
+
+/// A bounded unit from level `from` into the active run of level `to`.
+fn unit_task(
+    v: &CfVersion,
+    from: usize,
+    to: usize,
+    seed: Option<&Arc<FileMeta>>,
+    same_tier: &dyn Fn(usize, usize) -> bool,
+    reason: &'static str,
+) -> Task {
+    let level = &v.levels[from];
+    // Seed from the oldest run, so leftover sealed runs drain first.
+    let oldest = level
+        .runs
+        .iter()
+        .rev()
+        .find(|r| !r.files.is_empty())
+        .expect("a non-empty level has a non-empty run");
+    let seed = seed.unwrap_or_else(|| {
+        oldest
+            .files
+            .iter()
+            .find(|f| f.smallest_user() > level.compact_pointer.as_slice())
+            .unwrap_or(&oldest.files[0])
+    });
+    let mut lo = seed.smallest_user().to_vec();
+    let mut hi = seed.largest_user().to_vec();
+    let mut inputs: Vec<Arc<FileMeta>>;
+    loop {
+        inputs = level
+            .runs
+            .iter()
+            .flat_map(|r| r.overlapping(&lo, &hi))
+            .collect();
+        let (nlo, nhi) = key_range(&inputs);
+        if nlo == lo && nhi == hi {
+            break;
+        }
+        lo = nlo;
+        hi = nhi;
+    }
+    if from == to {
+        // Within the last level: the unit itself includes the active run's files.
+        let dest_run = level.active().map(|r| r.id);
+        return Task::Merge {
+            from,
+            to,
+            inputs,
+            dest_inputs: Vec::new(),
+            dest_run,
+            bottommost: is_bottommost_below(v, to, &lo, &hi),
+            pointer: hi,
+            reason,
+        };
+    }
+    let (dest_run, dest_inputs) = dest_overlap(v, to, &lo, &hi);
+    if inputs.len() == 1 && dest_inputs.is_empty() && same_tier(from, to) {
+        return Task::Move {
+            from,
+            to,
+            file: inputs[0].clone(),
+            dest_run,
+            pointer: hi,
+            reason,
+        };
+    }
+    let bottommost = is_bottommost(v, to, dest_run, &lo, &hi);
+    Task::Merge {
+        from,
+        to,
+        inputs,
+        dest_inputs,
+        dest_run,
+        bottommost,
+        pointer: hi,
+        reason,
+    }
+}
+
+fn is_bottommost_below(v: &CfVersion, level: usize, lo: &[u8], hi: &[u8]) -> bool {
+    v.levels[level + 1..]
+        .iter()
+        .all(|l| l.runs.iter().all(|r| r.overlapping(lo, hi).is_empty()))
+}

@@ -1,0 +1,507 @@
+//! Background work: flushing immutable memtables to level 0, compactions chosen by the
+//! picker, manual compactions, and deletion of files no version references.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::table_cache::table_path;
+use super::write::wal_path;
+use super::{CfState, DbInner, SuperVersion};
+use crate::compaction::merge::{merge, MergeParams};
+use crate::compaction::{picker, Task};
+use crate::events::{CompactionInfo, FlushInfo, InputFile, OutputFile};
+use crate::iter::InternalIterator;
+use crate::memtable::Memtable;
+use crate::merging::MergingIterator;
+use crate::table::TableBuildOptions;
+use crate::version::{FileDesc, VersionEdit};
+use crate::{Error, Result};
+
+impl DbInner {
+    fn stopping(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Records a background failure. Corruption stops the database (writes fail; reads of
+    /// healthy data go on); I/O errors such as a full disk are retried after a pause.
+    fn background_error(&self, e: Error) {
+        self.stats.background_errors.fetch_add(1, Ordering::Relaxed);
+        if e.is_corruption() {
+            let mut bg = self.bg.lock();
+            if bg.fatal.is_none() {
+                bg.fatal = Some(e);
+            }
+            drop(bg);
+            self.queue_cv.notify_all();
+        } else if !matches!(e, Error::Closed(_)) {
+            let mut bg = self.bg.lock();
+            self.bg_cv.wait_for(&mut bg, Duration::from_millis(200));
+        }
+    }
+
+    pub(crate) fn flush_loop(self: Arc<Self>) {
+        while !self.stopping() {
+            match self.flush_one() {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => {
+                    self.background_error(e);
+                    continue;
+                }
+            }
+            let mut bg = self.bg.lock();
+            if !bg.flush_requested && !self.stopping() {
+                self.bg_cv.wait_for(&mut bg, Duration::from_millis(500));
+            }
+            bg.flush_requested = false;
+        }
+    }
+
+    pub(crate) fn compaction_loop(self: Arc<Self>) {
+        while !self.stopping() {
+            if let Err(e) = self.compact_until_done() {
+                self.background_error(e);
+                continue;
+            }
+            let mut bg = self.bg.lock();
+            if !bg.compaction_requested && !self.stopping() {
+                self.bg_cv.wait_for(&mut bg, Duration::from_millis(500));
+            }
+            bg.compaction_requested = false;
+        }
+    }
+
+    fn table_options(&self, level: usize, deepest: usize) -> TableBuildOptions {
+        TableBuildOptions {
+            block_size: self.opts.block_size,
+            bloom_bits_per_key: self.opts.bloom_bits_for_level(level, deepest),
+        }
+    }
+
+    fn output_file(&self, f: &FileDesc, level: usize, summary_blocks: Vec<crate::table::BlockRange>) -> OutputFile {
+        OutputFile {
+            file_no: f.file_no,
+            level,
+            size: f.size,
+            smallest: crate::types::user_key(&f.smallest).to_vec(),
+            largest: crate::types::user_key(&f.largest).to_vec(),
+            blocks: summary_blocks,
+        }
+    }
+
+    /// Writes a memtable to level-0 tables (one new run). Returns the edit that adds them.
+    pub(crate) fn write_level0(
+        &self,
+        cf: u32,
+        mem: &Arc<Memtable>,
+        deepest: usize,
+    ) -> Result<(VersionEdit, Vec<OutputFile>)> {
+        let tier = self.env.tier_for_level(0);
+        let snapshots = self.snapshots.all();
+        let mut it = mem.iter();
+        let mut new_file = || {
+            let no = self.versions.lock().new_file_no();
+            (no, table_path(&self.env, tier, no))
+        };
+        let mut params = MergeParams {
+            env: &self.env,
+            tier,
+            level: 0,
+            build: self.table_options(0, deepest),
+            target_file_size: self.opts.target_file_size.max(self.opts.write_buffer_size as u64 * 2),
+            snapshots: &snapshots,
+            bottommost: false,
+            new_file: &mut new_file,
+            should_stop: &|| false,
+        };
+        let (outputs, _) = merge(&mut it, &mut params)?;
+        let mut edit = VersionEdit::default();
+        let mut files = Vec::new();
+        if !outputs.is_empty() {
+            let run = self.versions.lock().new_run_id();
+            for o in outputs {
+                self.stats
+                    .flush_bytes_written
+                    .fetch_add(o.desc.size, Ordering::Relaxed);
+                files.push(self.output_file(&o.desc, 0, o.summary.blocks));
+                edit.added.push((cf, 0, run, o.desc));
+            }
+            edit.sealed.push((cf, 0, run));
+        }
+        edit.last_seq = Some(mem.max_seq());
+        Ok((edit, files))
+    }
+
+    /// Flushes the oldest immutable memtable of any column family. Returns false if there
+    /// was none.
+    pub(crate) fn flush_one(&self) -> Result<bool> {
+        let Some((cf, mem)) = self.oldest_imm() else {
+            return Ok(false);
+        };
+        self.stats.flushes_running.fetch_add(1, Ordering::Relaxed);
+        let r = self.flush_memtable(&cf, &mem);
+        self.stats.flushes_running.fetch_sub(1, Ordering::Relaxed);
+        r?;
+        self.stats.flushes.fetch_add(1, Ordering::Relaxed);
+        self.queue_cv.notify_all();
+        self.bg_cv.notify_all();
+        self.request_compaction();
+        Ok(true)
+    }
+
+    fn oldest_imm(&self) -> Option<(Arc<CfState>, Arc<Memtable>)> {
+        self.cfs
+            .read()
+            .values()
+            .filter_map(|cf| {
+                let sv = cf.sv.load();
+                sv.imms.last().map(|(m, _)| (cf.clone(), m.clone()))
+            })
+            .min_by_key(|(_, m)| m.id())
+    }
+
+    fn flush_memtable(&self, cf: &Arc<CfState>, mem: &Arc<Memtable>) -> Result<()> {
+        let mut info = FlushInfo {
+            cf: cf.id,
+            cf_name: cf.name.clone(),
+            memtable_id: mem.id(),
+            outputs: Vec::new(),
+        };
+        for l in &self.opts.listeners {
+            l.on_flush_begin(&info);
+        }
+        let deepest = cf.sv.load().version.deepest_nonempty();
+        let (mut edit, files) = self.write_level0(cf.id, mem, deepest)?;
+        let mut vs = self.versions.lock();
+        // WAL files older than every memtable still unflushed are obsolete.
+        let min_wal = self
+            .cfs
+            .read()
+            .values()
+            .flat_map(|c| {
+                let sv = c.sv.load();
+                let mut v = vec![sv.mem_wal];
+                v.extend(
+                    sv.imms
+                        .iter()
+                        .filter(|(m, _)| !Arc::ptr_eq(m, mem))
+                        .map(|(_, w)| *w),
+                );
+                v
+            })
+            .min()
+            .unwrap_or(0);
+        edit.log_number = Some(min_wal);
+        if let Err(e) = vs.log_and_apply(edit.clone()) {
+            drop(vs);
+            for (_, _, _, d) in &edit.added {
+                let _ = self.env.remove(&table_path(&self.env, d.tier as usize, d.file_no));
+            }
+            return Err(e);
+        }
+        let version = vs.version(cf.id);
+        if let Some(version) = version {
+            self.install_sv(cf, |sv| SuperVersion {
+                mem: sv.mem.clone(),
+                mem_wal: sv.mem_wal,
+                imms: sv
+                    .imms
+                    .iter()
+                    .filter(|(m, _)| !Arc::ptr_eq(m, mem))
+                    .cloned()
+                    .collect(),
+                version,
+            });
+        }
+        let log_number = vs.log_number;
+        drop(vs);
+        self.remove_old_wals(log_number);
+        info.outputs = files;
+        for l in &self.opts.listeners {
+            l.on_flush_end(&info);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn remove_old_wals(&self, log_number: u64) {
+        let current = self.wal.lock().number;
+        if let Ok(rd) = std::fs::read_dir(&self.path) {
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let Some(no) = name
+                    .to_str()
+                    .and_then(|n| n.strip_suffix(".log"))
+                    .and_then(|n| n.parse::<u64>().ok())
+                else {
+                    continue;
+                };
+                if no < log_number && no != current {
+                    let _ = self.env.remove(&wal_path(&self.path, no));
+                }
+            }
+        }
+    }
+
+    /// Runs picked compactions of every column family until none is needed.
+    pub(crate) fn compact_until_done(&self) -> Result<()> {
+        loop {
+            if self.stopping() {
+                return Ok(());
+            }
+            if self.bg.lock().fatal.is_some() {
+                return Ok(());
+            }
+            let _c = self.compaction_lock.lock();
+            let cfs: Vec<Arc<CfState>> = self.cfs.read().values().cloned().collect();
+            let mut did = false;
+            for cf in cfs {
+                let v = cf.sv.load().version.clone();
+                let same_tier = |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
+                if let Some(task) = picker::pick(&v, &self.shape, &same_tier) {
+                    self.execute(&cf, task)?;
+                    did = true;
+                }
+            }
+            if !did {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Compacts `[start, end]` through every level (callers flushed first).
+    pub(crate) fn compact_range(&self, cf: u32, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        let state = self.cf_state(cf)?;
+        let _c = self.compaction_lock.lock();
+        let lo = start.unwrap_or(&[]).to_vec();
+        let hi = end.map(|e| e.to_vec());
+        let same_tier = |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
+        for level in 0..self.shape.num_levels {
+            loop {
+                self.check_open()?;
+                let v = state.sv.load().version.clone();
+                let Some(task) = picker::manual(&v, level, &lo, hi.as_deref(), &self.shape, &same_tier) else {
+                    break;
+                };
+                self.execute(&state, task)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn install_edit(&self, cf: &CfState, edit: VersionEdit) -> Result<()> {
+        let mut vs = self.versions.lock();
+        vs.log_and_apply(edit)?;
+        if let Some(version) = vs.version(cf.id) {
+            self.install_sv(cf, |sv| SuperVersion {
+                mem: sv.mem.clone(),
+                mem_wal: sv.mem_wal,
+                imms: sv.imms.clone(),
+                version,
+            });
+        }
+        drop(vs);
+        self.queue_cv.notify_all();
+        self.bg_cv.notify_all();
+        self.purge_obsolete();
+        Ok(())
+    }
+
+    fn execute(&self, cf: &CfState, task: Task) -> Result<()> {
+        let id = cf.id;
+        let mut edit = VersionEdit::default();
+        match task {
+            Task::Seal { level, run } => {
+                edit.sealed.push((id, level as u32, run));
+                self.install_edit(cf, edit)
+            }
+            Task::Policy { level, state } => {
+                edit.policies.push((id, level as u32, state));
+                self.install_edit(cf, edit)
+            }
+            Task::Move {
+                from,
+                to,
+                file,
+                dest_run,
+                pointer,
+                reason,
+            } => {
+                let run = dest_run.unwrap_or_else(|| self.versions.lock().new_run_id());
+                edit.deleted.push((id, from as u32, file.file_no()));
+                edit.added.push((id, to as u32, run, file.desc.clone()));
+                if from > 0 {
+                    edit.compact_pointers.push((id, from as u32, pointer));
+                }
+                let info = CompactionInfo {
+                    cf: id,
+                    cf_name: cf.name.clone(),
+                    input_level: from,
+                    output_level: to,
+                    reason,
+                    inputs: vec![InputFile {
+                        file_no: file.file_no(),
+                        level: from,
+                        size: file.size(),
+                    }],
+                    outputs: Vec::new(),
+                    trivial_move: true,
+                };
+                for l in &self.opts.listeners {
+                    l.on_compaction_begin(&info);
+                }
+                self.install_edit(cf, edit)?;
+                self.stats.trivial_moves.fetch_add(1, Ordering::Relaxed);
+                for l in &self.opts.listeners {
+                    l.on_compaction_end(&info);
+                }
+                Ok(())
+            }
+            Task::Merge {
+                from,
+                to,
+                inputs,
+                dest_inputs,
+                dest_run,
+                bottommost,
+                pointer,
+                reason,
+            } => {
+                let mut info = CompactionInfo {
+                    cf: id,
+                    cf_name: cf.name.clone(),
+                    input_level: from,
+                    output_level: to,
+                    reason,
+                    inputs: inputs
+                        .iter()
+                        .map(|f| InputFile {
+                            file_no: f.file_no(),
+                            level: from,
+                            size: f.size(),
+                        })
+                        .chain(dest_inputs.iter().map(|f| InputFile {
+                            file_no: f.file_no(),
+                            level: to,
+                            size: f.size(),
+                        }))
+                        .collect(),
+                    outputs: Vec::new(),
+                    trivial_move: false,
+                };
+                for l in &self.opts.listeners {
+                    l.on_compaction_begin(&info);
+                }
+                self.stats.compactions_running.fetch_add(1, Ordering::Relaxed);
+                let r = self.run_merge(cf, from, to, &inputs, &dest_inputs, dest_run, bottommost, pointer);
+                self.stats.compactions_running.fetch_sub(1, Ordering::Relaxed);
+                info.outputs = r?;
+                self.stats.compactions.fetch_add(1, Ordering::Relaxed);
+                for l in &self.opts.listeners {
+                    l.on_compaction_end(&info);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_merge(
+        &self,
+        cf: &CfState,
+        from: usize,
+        to: usize,
+        inputs: &[Arc<crate::version::FileMeta>],
+        dest_inputs: &[Arc<crate::version::FileMeta>],
+        dest_run: Option<u64>,
+        bottommost: bool,
+        pointer: Vec<u8>,
+    ) -> Result<Vec<OutputFile>> {
+        let id = cf.id;
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut bytes_in = 0u64;
+        for (level, f) in inputs
+            .iter()
+            .map(|f| (from, f))
+            .chain(dest_inputs.iter().map(|f| (to, f)))
+        {
+            let t = self.tables.open_uncached(f, level)?;
+            bytes_in += f.size();
+            children.push(Box::new(t.iter()));
+        }
+        let mut it = MergingIterator::new(children);
+        let tier = self.env.tier_for_level(to);
+        let deepest = cf.sv.load().version.deepest_nonempty().max(to);
+        let snapshots = self.snapshots.all();
+        let mut new_file = || {
+            let no = self.versions.lock().new_file_no();
+            (no, table_path(&self.env, tier, no))
+        };
+        let stop = || self.stopping();
+        let mut params = MergeParams {
+            env: &self.env,
+            tier,
+            level: to,
+            build: self.table_options(to, deepest),
+            target_file_size: self.opts.target_file_size,
+            snapshots: &snapshots,
+            bottommost,
+            new_file: &mut new_file,
+            should_stop: &stop,
+        };
+        let (outputs, _) = merge(&mut it, &mut params)?;
+        let run = match dest_run {
+            Some(r) => r,
+            None => self.versions.lock().new_run_id(),
+        };
+        let mut edit = VersionEdit::default();
+        for f in inputs {
+            edit.deleted.push((id, from as u32, f.file_no()));
+        }
+        for f in dest_inputs {
+            edit.deleted.push((id, to as u32, f.file_no()));
+        }
+        let mut files = Vec::new();
+        let mut written = 0;
+        for o in outputs {
+            written += o.desc.size;
+            files.push(self.output_file(&o.desc, to, o.summary.blocks));
+            edit.added.push((id, to as u32, run, o.desc));
+        }
+        if from > 0 {
+            edit.compact_pointers.push((id, from as u32, pointer));
+        }
+        if let Err(e) = self.install_edit(cf, edit.clone()) {
+            for (_, _, _, d) in &edit.added {
+                let _ = self.env.remove(&table_path(&self.env, d.tier as usize, d.file_no));
+            }
+            return Err(e);
+        }
+        self.stats
+            .compaction_bytes_written
+            .fetch_add(written, Ordering::Relaxed);
+        self.stats
+            .compaction_bytes_read
+            .fetch_add(bytes_in, Ordering::Relaxed);
+        Ok(files)
+    }
+
+    /// Deletes table files that no version references any more.
+    pub(crate) fn purge_obsolete(&self) {
+        let vs = self.versions.lock();
+        let queued = vs.obsolete.take();
+        if queued.is_empty() {
+            return;
+        }
+        let live = vs.live_files();
+        drop(vs);
+        for (no, tier) in queued {
+            if live.contains(&no) {
+                continue; // moved to another level, still in use
+            }
+            self.tables.evict(no);
+            let _ = self.env.remove(&table_path(&self.env, tier as usize, no));
+        }
+    }
+}

@@ -1,0 +1,514 @@
+//! User-facing iteration: a run iterator that walks a run's files lazily, and the database
+//! iterator that turns merged internal entries into the newest visible value per key.
+
+use std::cmp::Ordering;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::table_cache::TableCache;
+use super::SuperVersion;
+use crate::iter::InternalIterator;
+use crate::merging::MergingIterator;
+use crate::stats::{OpKind, StatsInner};
+use crate::table::TableIterator;
+use crate::types::{make_internal_key, make_lookup_key, parse_internal_key, SeqNo, ValueKind};
+use crate::version::{FileMeta, Run};
+use crate::{Error, Result};
+
+/// Iterates one sorted run: its files in key order, opening each table when reached.
+pub(crate) struct RunIterator {
+    files: Vec<Arc<FileMeta>>,
+    level: usize,
+    tables: Arc<TableCache>,
+    index: usize,
+    cur: Option<TableIterator>,
+    err: Option<Error>,
+}
+
+impl RunIterator {
+    pub(crate) fn new(run: &Run, level: usize, tables: Arc<TableCache>) -> Self {
+        RunIterator {
+            files: run.files.clone(),
+            level,
+            tables,
+            index: 0,
+            cur: None,
+            err: None,
+        }
+    }
+
+    fn open(&mut self, i: usize) -> bool {
+        self.index = i;
+        self.cur = None;
+        if i >= self.files.len() {
+            return false;
+        }
+        match self.tables.get(&self.files[i], self.level) {
+            Ok(t) => {
+                self.cur = Some(t.iter());
+                true
+            }
+            Err(e) => {
+                self.err = Some(e);
+                false
+            }
+        }
+    }
+
+    fn skip_forward(&mut self) {
+        while self.err.is_none() && self.cur.as_ref().is_some_and(|c| !c.valid()) {
+            if self.cur.as_ref().is_some_and(|c| c.status().is_err()) {
+                return;
+            }
+            let next = self.index + 1;
+            if !self.open(next) {
+                return;
+            }
+            if let Some(c) = self.cur.as_mut() {
+                c.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_backward(&mut self) {
+        while self.err.is_none() && self.cur.as_ref().is_some_and(|c| !c.valid()) {
+            if self.cur.as_ref().is_some_and(|c| c.status().is_err()) || self.index == 0 {
+                self.cur = None;
+                return;
+            }
+            let prev = self.index - 1;
+            if !self.open(prev) {
+                return;
+            }
+            if let Some(c) = self.cur.as_mut() {
+                c.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for RunIterator {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.cur.as_ref().is_some_and(|c| c.valid())
+    }
+    fn seek_to_first(&mut self) {
+        if self.open(0) {
+            self.cur.as_mut().expect("opened").seek_to_first();
+        }
+        self.skip_forward();
+    }
+    fn seek_to_last(&mut self) {
+        if !self.files.is_empty() && self.open(self.files.len() - 1) {
+            self.cur.as_mut().expect("opened").seek_to_last();
+        }
+        self.skip_backward();
+    }
+    fn seek(&mut self, ikey: &[u8]) {
+        let uk = crate::types::user_key(ikey);
+        let i = self.files.partition_point(|f| f.largest_user() < uk);
+        if self.open(i) {
+            self.cur.as_mut().expect("opened").seek(ikey);
+        }
+        self.skip_forward();
+    }
+    fn seek_for_prev(&mut self, ikey: &[u8]) {
+        let uk = crate::types::user_key(ikey);
+        let i = self.files.partition_point(|f| f.smallest_user() <= uk);
+        if i == 0 {
+            self.cur = None;
+            return;
+        }
+        if self.open(i - 1) {
+            self.cur.as_mut().expect("opened").seek_for_prev(ikey);
+        }
+        self.skip_backward();
+    }
+    fn next(&mut self) {
+        if let Some(c) = self.cur.as_mut() {
+            c.next();
+        }
+        self.skip_forward();
+    }
+    fn prev(&mut self) {
+        if let Some(c) = self.cur.as_mut() {
+            c.prev();
+        }
+        self.skip_backward();
+    }
+    fn key(&self) -> &[u8] {
+        self.cur.as_ref().expect("valid iterator").key()
+    }
+    fn value(&self) -> &[u8] {
+        self.cur.as_ref().expect("valid iterator").value()
+    }
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.err {
+            return Err(e.duplicate());
+        }
+        match &self.cur {
+            Some(c) => c.status(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Builds the merged internal iterator over everything a super version holds.
+pub(crate) fn merged_iter(sv: &SuperVersion, tables: &Arc<TableCache>) -> MergingIterator {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    children.push(Box::new(sv.mem.iter()));
+    for (m, _) in &sv.imms {
+        children.push(Box::new(m.iter()));
+    }
+    for (level, l) in sv.version.levels.iter().enumerate() {
+        for run in &l.runs {
+            children.push(Box::new(RunIterator::new(run, level, tables.clone())));
+        }
+    }
+    MergingIterator::new(children)
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// A cursor over the user keys visible at one sequence number, in both directions, within
+/// optional bounds. Holds the memtables and tables it reads alive.
+pub struct DbIterator {
+    inner: MergingIterator,
+    seq: SeqNo,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    direction: Direction,
+    valid: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    stats: Arc<StatsInner>,
+    _sv: Arc<SuperVersion>,
+    _snapshot: Option<super::Snapshot>,
+}
+
+impl DbIterator {
+    pub(crate) fn new(
+        sv: Arc<SuperVersion>,
+        tables: &Arc<TableCache>,
+        seq: SeqNo,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+        stats: Arc<StatsInner>,
+        snapshot: Option<super::Snapshot>,
+    ) -> Self {
+        DbIterator {
+            inner: merged_iter(&sv, tables),
+            seq,
+            lower,
+            upper,
+            direction: Direction::Forward,
+            valid: false,
+            key: Vec::new(),
+            value: Vec::new(),
+            stats,
+            _sv: sv,
+            _snapshot: snapshot,
+        }
+    }
+
+    /// True if positioned at a key.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key. Requires `valid()`.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The current value. Requires `valid()`.
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    /// The first error met; an iterator that stopped early on an error is not valid.
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+
+    fn above_upper(&self, k: &[u8]) -> bool {
+        self.upper.as_deref().is_some_and(|u| k >= u)
+    }
+
+    fn below_lower(&self, k: &[u8]) -> bool {
+        self.lower.as_deref().is_some_and(|l| k < l)
+    }
+
+    /// Positions at the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) {
+        let t = Instant::now();
+        match self.lower.clone() {
+            Some(l) => self.inner.seek(&make_lookup_key(&l, self.seq)),
+            None => self.inner.seek_to_first(),
+        }
+        self.direction = Direction::Forward;
+        self.find_next_user_entry(false);
+        self.record(t);
+    }
+
+    /// Positions at the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) {
+        let t = Instant::now();
+        match self.upper.clone() {
+            // The last entry < (upper, newest): every version of keys below `upper`.
+            Some(u) => {
+                self.inner
+                    .seek_for_prev(&make_lookup_key(&u, crate::types::MAX_SEQ));
+                if self.inner.valid()
+                    && crate::types::user_key(self.inner.key()) >= u.as_slice()
+                {
+                    self.inner.prev();
+                }
+            }
+            None => self.inner.seek_to_last(),
+        }
+        self.direction = Direction::Reverse;
+        self.find_prev_user_entry();
+        self.record(t);
+    }
+
+    /// Positions at the first key >= `target` (clamped to the bounds).
+    pub fn seek(&mut self, target: &[u8]) {
+        let t = Instant::now();
+        let target = match &self.lower {
+            Some(l) if target < l.as_slice() => l.clone(),
+            _ => target.to_vec(),
+        };
+        self.inner.seek(&make_lookup_key(&target, self.seq));
+        self.direction = Direction::Forward;
+        self.find_next_user_entry(false);
+        self.record(t);
+    }
+
+    /// Positions at the last key <= `target` (clamped to the bounds).
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        let t = Instant::now();
+        if self.above_upper(target) {
+            self.seek_to_last();
+            return;
+        }
+        self.inner
+            .seek_for_prev(&make_internal_key(target, 0, ValueKind::Deletion));
+        self.direction = Direction::Reverse;
+        self.find_prev_user_entry();
+        self.record(t);
+    }
+
+    /// Moves to the next key. Requires `valid()`.
+    pub fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        let t = Instant::now();
+        if self.direction == Direction::Reverse {
+            self.direction = Direction::Forward;
+            // The inner iterator is before every entry of the current key.
+            if self.inner.valid() {
+                self.inner.next();
+            } else {
+                self.inner.seek_to_first();
+            }
+        }
+        self.find_next_user_entry(true);
+        self.record(t);
+    }
+
+    /// Moves to the previous key. Requires `valid()`.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        let t = Instant::now();
+        if self.direction == Direction::Forward {
+            // Back up to before every entry of the current key.
+            loop {
+                self.inner.prev();
+                if !self.inner.valid() {
+                    break;
+                }
+                if crate::types::user_key(self.inner.key()) < self.key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+            if !self.inner.valid() {
+                self.valid = false;
+                self.record(t);
+                return;
+            }
+        }
+        self.find_prev_user_entry();
+        self.record(t);
+    }
+
+    fn record(&self, t: Instant) {
+        self.stats
+            .record_latency(OpKind::Scan, t.elapsed().as_nanos() as u64);
+    }
+
+    /// Forward: skip to the newest visible, non-deleted entry whose user key is after the
+    /// current one (when `skipping`).
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        let mut skip: Vec<u8> = if skipping {
+            std::mem::take(&mut self.key)
+        } else {
+            Vec::new()
+        };
+        while self.inner.valid() {
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                self.valid = false;
+                return;
+            };
+            if p.seq <= self.seq {
+                if self.above_upper(p.user_key) {
+                    break;
+                }
+                let hidden = skipping && p.user_key <= skip.as_slice();
+                if !hidden {
+                    match ValueKind::from_u8(p.kind) {
+                        Some(ValueKind::Deletion) => {
+                            skip.clear();
+                            skip.extend_from_slice(p.user_key);
+                            skipping = true;
+                        }
+                        Some(_) => {
+                            self.key.clear();
+                            self.key.extend_from_slice(p.user_key);
+                            self.value.clear();
+                            self.value.extend_from_slice(self.inner.value());
+                            self.valid = true;
+                            return;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            self.inner.next();
+        }
+        self.valid = false;
+    }
+
+    /// Reverse: find the newest visible entry of the previous user key; the inner iterator
+    /// ends up just before all of that key's entries.
+    fn find_prev_user_entry(&mut self) {
+        let mut kind = ValueKind::Deletion;
+        let mut key: Vec<u8> = Vec::new();
+        let mut value: Vec<u8> = Vec::new();
+        while self.inner.valid() {
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                break;
+            };
+            if p.seq <= self.seq {
+                if kind != ValueKind::Deletion
+                    && p.user_key.cmp(key.as_slice()) == Ordering::Less
+                {
+                    break; // `key` holds the newest visible version of the later key
+                }
+                if self.below_lower(p.user_key) {
+                    kind = ValueKind::Deletion;
+                    break;
+                }
+                kind = ValueKind::from_u8(p.kind).unwrap_or(ValueKind::Deletion);
+                if kind == ValueKind::Deletion {
+                    key.clear();
+                    value.clear();
+                } else {
+                    key.clear();
+                    key.extend_from_slice(p.user_key);
+                    value.clear();
+                    value.extend_from_slice(self.inner.value());
+                }
+            }
+            self.inner.prev();
+        }
+        if kind == ValueKind::Deletion || (self.inner.status().is_err()) {
+            self.valid = false;
+        } else {
+            self.key = key;
+            self.value = value;
+            self.valid = true;
+        }
+    }
+}
+
+/// Converts a range of user keys into (inclusive lower, exclusive upper) bounds.
+pub(crate) fn range_to_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    range: &R,
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let lower = match range.start_bound() {
+        Bound::Included(k) => Some(k.as_ref().to_vec()),
+        Bound::Excluded(k) => {
+            let mut v = k.as_ref().to_vec();
+            v.push(0);
+            Some(v)
+        }
+        Bound::Unbounded => None,
+    };
+    let upper = match range.end_bound() {
+        Bound::Included(k) => {
+            let mut v = k.as_ref().to_vec();
+            v.push(0);
+            Some(v)
+        }
+        Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+        Bound::Unbounded => None,
+    };
+    (lower, upper)
+}
+
+/// A forward (or reverse) scan over a key range, as a Rust iterator of owned pairs.
+pub struct Scan {
+    it: DbIterator,
+    started: bool,
+    reverse: bool,
+    done: bool,
+}
+
+impl Scan {
+    pub(crate) fn new(it: DbIterator, reverse: bool) -> Self {
+        Scan {
+            it,
+            started: false,
+            reverse,
+            done: false,
+        }
+    }
+}
+
+impl Iterator for Scan {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if !self.started {
+            self.started = true;
+            if self.reverse {
+                self.it.seek_to_last();
+            } else {
+                self.it.seek_to_first();
+            }
+        } else if self.reverse {
+            self.it.prev();
+        } else {
+            self.it.next();
+        }
+        if self.it.valid() {
+            return Some(Ok((self.it.key().to_vec(), self.it.value().to_vec())));
+        }
+        self.done = true;
+        match self.it.status() {
+            Ok(()) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+}

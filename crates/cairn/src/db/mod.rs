@@ -1,0 +1,734 @@
+//! The database: open and recovery, the write path (group commit, memtable switching,
+//! stalls), the read path, iterators, snapshots, column families and background work.
+
+mod background;
+mod iter;
+mod recovery;
+mod snapshot;
+mod table_cache;
+mod write;
+
+pub use iter::{DbIterator, Scan};
+pub use snapshot::Snapshot;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, LruBlockCache};
+use crate::compaction::LevelShape;
+use crate::log::LogWriter;
+use crate::memtable::Memtable;
+use crate::options::{Options, ReadOptions, Transition, WriteOptions};
+use crate::stats::{DbStats, OpKind, StatsInner};
+use crate::storage::StorageEnv;
+use crate::table::ReadTrace;
+use crate::types::{check_key, make_lookup_key, parse_internal_key, SeqNo, ValueKind};
+use crate::version::{CfVersion, VersionSet};
+use crate::{Error, Result};
+
+use snapshot::SnapshotList;
+use table_cache::TableCache;
+
+/// What one column family reads from: the active memtable, the immutable ones waiting
+/// for flush (newest first), and the current version. Each memtable carries the number of
+/// the first WAL file that may hold its entries.
+pub(crate) struct SuperVersion {
+    pub(crate) mem: Arc<Memtable>,
+    pub(crate) mem_wal: u64,
+    pub(crate) imms: Vec<(Arc<Memtable>, u64)>,
+    pub(crate) version: Arc<CfVersion>,
+}
+
+pub(crate) struct CfState {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    pub(crate) sv: ArcSwap<SuperVersion>,
+}
+
+/// A handle to a column family: a named, separate LSM-tree sharing the database's WAL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnFamily {
+    id: u32,
+    name: Arc<str>,
+}
+
+impl ColumnFamily {
+    /// The column family's id (0 is `default`).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+    /// The column family's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// One writer waiting in the group-commit queue.
+pub(crate) struct Slot {
+    pub(crate) batch: WriteBatch,
+    pub(crate) sync: bool,
+    /// A request to switch memtables (from `flush`), carrying no data.
+    pub(crate) switch: bool,
+    pub(crate) result: Mutex<Option<Result<()>>>,
+}
+
+pub(crate) struct WalState {
+    pub(crate) writer: Option<LogWriter>,
+    pub(crate) number: u64,
+    pub(crate) poisoned: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct BgState {
+    pub(crate) fatal: Option<Error>,
+    pub(crate) compaction_requested: bool,
+    pub(crate) flush_requested: bool,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) path: PathBuf,
+    pub(crate) opts: Options,
+    pub(crate) env: StorageEnv,
+    pub(crate) shape: LevelShape,
+    pub(crate) versions: Mutex<VersionSet>,
+    pub(crate) cfs: RwLock<BTreeMap<u32, Arc<CfState>>>,
+    pub(crate) queue: Mutex<VecDeque<Arc<Slot>>>,
+    pub(crate) queue_cv: Condvar,
+    pub(crate) wal: Mutex<WalState>,
+    pub(crate) last_seq: AtomicU64,
+    pub(crate) snapshots: Arc<SnapshotList>,
+    pub(crate) tables: Arc<TableCache>,
+    pub(crate) block_cache: Arc<dyn BlockCache>,
+    pub(crate) bg: Mutex<BgState>,
+    pub(crate) bg_cv: Condvar,
+    pub(crate) compaction_lock: Mutex<()>,
+    pub(crate) stats: Arc<StatsInner>,
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) next_mem_id: AtomicU64,
+    _lock: File,
+}
+
+/// A cairn database. `Send + Sync`: share it between threads with an `Arc` or by reference.
+pub struct Db {
+    inner: Arc<DbInner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    closed: AtomicBool,
+}
+
+/// Shape of one run, for inspection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunInfo {
+    /// Run id (newer runs have larger ids).
+    pub id: u64,
+    /// Files in the run.
+    pub files: usize,
+    /// Bytes in the run.
+    pub bytes: u64,
+    /// Whether it takes more data.
+    pub sealed: bool,
+}
+
+/// Shape of one level, for inspection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelInfo {
+    /// Level number.
+    pub level: usize,
+    /// Capacity C_i (level 0: none, 0).
+    pub capacity: u64,
+    /// Run limit K_i in force.
+    pub k: u32,
+    /// K requested lazily, applied when the level empties.
+    pub pending_k: Option<u32>,
+    /// Whether the level is being merged down entirely.
+    pub draining: bool,
+    /// Runs, newest first.
+    pub runs: Vec<RunInfo>,
+}
+
+impl Db {
+    /// Opens (or creates) the database at `path`.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = recovery::open(path.as_ref(), opts)?;
+        let db = Db {
+            inner: Arc::new(inner),
+            threads: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+        };
+        if db.inner.opts.background_work {
+            let mut t = db.threads.lock();
+            let i = db.inner.clone();
+            t.push(
+                std::thread::Builder::new()
+                    .name("cairn-flush".into())
+                    .spawn(move || i.flush_loop())
+                    .map_err(|e| Error::io("spawn flush thread", e))?,
+            );
+            let i = db.inner.clone();
+            t.push(
+                std::thread::Builder::new()
+                    .name("cairn-compact".into())
+                    .spawn(move || i.compaction_loop())
+                    .map_err(|e| Error::io("spawn compaction thread", e))?,
+            );
+        }
+        db.inner.request_compaction();
+        Ok(db)
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// The storage environment (I/O counters, tiers).
+    pub fn env(&self) -> &StorageEnv {
+        &self.inner.env
+    }
+
+    /// The block cache in use.
+    pub fn block_cache(&self) -> &Arc<dyn BlockCache> {
+        &self.inner.block_cache
+    }
+
+    /// The default column family.
+    pub fn default_cf(&self) -> ColumnFamily {
+        ColumnFamily {
+            id: 0,
+            name: "default".into(),
+        }
+    }
+
+    /// Looks up a column family by name.
+    pub fn cf(&self, name: &str) -> Option<ColumnFamily> {
+        self.inner
+            .cfs
+            .read()
+            .values()
+            .find(|c| c.name == name)
+            .map(|c| ColumnFamily {
+                id: c.id,
+                name: c.name.as_str().into(),
+            })
+    }
+
+    /// Names of all column families.
+    pub fn cf_names(&self) -> Vec<String> {
+        self.inner
+            .cfs
+            .read()
+            .values()
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// Creates a column family.
+    pub fn create_cf(&self, name: &str) -> Result<ColumnFamily> {
+        self.inner.check_open()?;
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidArgument(
+                "column family names are 1..=255 bytes".into(),
+            ));
+        }
+        let mut vs = self.inner.versions.lock();
+        let mut cfs = self.inner.cfs.write();
+        if cfs.values().any(|c| c.name == name) {
+            return Err(Error::ColumnFamilyExists(name.into()));
+        }
+        let id = cfs.keys().next_back().map_or(1, |k| k + 1);
+        let edit = crate::version::VersionEdit {
+            cf_added: vec![(id, name.to_string())],
+            ..Default::default()
+        };
+        vs.log_and_apply(edit)?;
+        let version = vs.version(id).expect("just added");
+        let wal = self.inner.wal.lock().number;
+        cfs.insert(
+            id,
+            Arc::new(CfState {
+                id,
+                name: name.to_string(),
+                sv: ArcSwap::from_pointee(SuperVersion {
+                    mem: self.inner.new_memtable(),
+                    mem_wal: wal,
+                    imms: Vec::new(),
+                    version,
+                }),
+            }),
+        );
+        Ok(ColumnFamily {
+            id,
+            name: name.into(),
+        })
+    }
+
+    /// Drops a column family and its data (the default one cannot be dropped). Unflushed
+    /// data of the dropped family in the WAL is ignored on recovery.
+    pub fn drop_cf(&self, cf: &ColumnFamily) -> Result<()> {
+        self.inner.check_open()?;
+        if cf.id == 0 {
+            return Err(Error::InvalidArgument(
+                "the default column family cannot be dropped".into(),
+            ));
+        }
+        let _c = self.inner.compaction_lock.lock();
+        let mut vs = self.inner.versions.lock();
+        let mut cfs = self.inner.cfs.write();
+        if !cfs.contains_key(&cf.id) {
+            return Err(Error::UnknownColumnFamily(cf.name.to_string()));
+        }
+        vs.log_and_apply(crate::version::VersionEdit {
+            cf_dropped: vec![cf.id],
+            ..Default::default()
+        })?;
+        cfs.remove(&cf.id);
+        drop(cfs);
+        drop(vs);
+        self.inner.purge_obsolete();
+        Ok(())
+    }
+
+    /// Writes one key in the default column family.
+    pub fn put(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value)?;
+        self.write(wo, b)
+    }
+
+    /// Writes one key in a column family.
+    pub fn put_cf(
+        &self,
+        cf: &ColumnFamily,
+        wo: &WriteOptions,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_cf(cf.id, key, value)?;
+        self.write(wo, b)
+    }
+
+    /// Deletes one key in the default column family.
+    pub fn delete(&self, wo: &WriteOptions, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key)?;
+        self.write(wo, b)
+    }
+
+    /// Deletes one key in a column family.
+    pub fn delete_cf(&self, cf: &ColumnFamily, wo: &WriteOptions, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_cf(cf.id, key)?;
+        self.write(wo, b)
+    }
+
+    /// Deletes every key in `[start, end)` of the default column family, atomically.
+    ///
+    /// The range is expanded into point tombstones for the keys present when the write
+    /// commits (inside the group commit, so no concurrent write interleaves): the cost is
+    /// proportional to the number of keys deleted.
+    pub fn delete_range(&self, wo: &WriteOptions, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end)?;
+        self.write(wo, b)
+    }
+
+    /// Applies a batch atomically: all of it is visible at once, or none of it.
+    pub fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        let t = Instant::now();
+        let r = self.inner.write(wo, batch);
+        self.inner
+            .stats
+            .record_latency(OpKind::Write, t.elapsed().as_nanos() as u64);
+        r
+    }
+
+    /// Reads the latest value of `key` in the default column family.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_opt(&ReadOptions::default(), &self.default_cf(), key)
+    }
+
+    /// Reads the latest value of `key` in a column family.
+    pub fn get_cf(&self, cf: &ColumnFamily, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_opt(&ReadOptions::default(), cf, key)
+    }
+
+    /// Reads `key` with options (e.g. at a snapshot).
+    pub fn get_opt(
+        &self,
+        ro: &ReadOptions,
+        cf: &ColumnFamily,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let t = Instant::now();
+        let r = self.inner.get(ro, cf.id, key);
+        self.inner
+            .stats
+            .record_latency(OpKind::Get, t.elapsed().as_nanos() as u64);
+        r
+    }
+
+    /// Takes a snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner
+            .snapshots
+            .acquire(self.inner.last_seq.load(Ordering::Acquire))
+    }
+
+    /// An iterator over a column family (unpositioned: call a seek first).
+    pub fn iter(&self, ro: &ReadOptions, cf: &ColumnFamily) -> Result<DbIterator> {
+        self.inner.iter(ro, cf.id)
+    }
+
+    /// The key-value pairs of the default column family in `range`, in key order.
+    pub fn scan<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Scan> {
+        self.scan_opt(&ReadOptions::default(), &self.default_cf(), range, false)
+    }
+
+    /// The pairs of `range` in reverse key order.
+    pub fn scan_rev<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Scan> {
+        self.scan_opt(&ReadOptions::default(), &self.default_cf(), range, true)
+    }
+
+    /// A scan with options and a column family; the range narrows the options' bounds.
+    pub fn scan_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        ro: &ReadOptions,
+        cf: &ColumnFamily,
+        range: R,
+        reverse: bool,
+    ) -> Result<Scan> {
+        let (lo, hi) = iter::range_to_bounds(&range);
+        let mut ro = ro.clone();
+        if let Some(lo) = lo {
+            ro.lower_bound = Some(match ro.lower_bound {
+                Some(l) if l > lo => l,
+                _ => lo,
+            });
+        }
+        if let Some(hi) = hi {
+            ro.upper_bound = Some(match ro.upper_bound {
+                Some(u) if u < hi => u,
+                _ => hi,
+            });
+        }
+        Ok(Scan::new(self.inner.iter(&ro, cf.id)?, reverse))
+    }
+
+    /// Flushes every memtable holding data to level 0 and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_and_wait()
+    }
+
+    /// Compacts the key range `[start, end]` (`None`: unbounded) of the default column
+    /// family down through every level, after a flush.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.compact_range_cf(&self.default_cf(), start, end)
+    }
+
+    /// [`Db::compact_range`] for a column family.
+    pub fn compact_range_cf(
+        &self,
+        cf: &ColumnFamily,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        self.inner.flush_and_wait()?;
+        self.inner.compact_range(cf.id, start, end)
+    }
+
+    /// Runs pending background work (flushes, then compactions) in the calling thread
+    /// until the tree is in shape. For tests and tools that open with
+    /// `background_work = false`.
+    pub fn run_background_work(&self) -> Result<()> {
+        self.inner.check_open()?;
+        while self.inner.flush_one()? {}
+        self.inner.compact_until_done()
+    }
+
+    /// Sets the run limit K of `level` in a column family (RusKey 4). K must be in
+    /// 1..=T for levels >= 1; for level 0 it is the number of runs that triggers a
+    /// compaction.
+    pub fn set_policy(
+        &self,
+        cf: &ColumnFamily,
+        level: usize,
+        k: usize,
+        transition: Transition,
+    ) -> Result<()> {
+        self.inner.opts.check_runs(level, k)?;
+        self.inner.set_policy(cf.id, level, k, transition)
+    }
+
+    /// The levels of a column family: K, capacity and runs.
+    pub fn level_info(&self, cf: &ColumnFamily) -> Result<Vec<LevelInfo>> {
+        let sv = self.inner.super_version(cf.id)?;
+        Ok(sv
+            .version
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LevelInfo {
+                level: i,
+                capacity: if i == 0 { 0 } else { self.inner.shape.capacity(i) },
+                k: l.policy.k,
+                pending_k: l.policy.pending_k,
+                draining: l.policy.draining,
+                runs: l
+                    .runs
+                    .iter()
+                    .map(|r| RunInfo {
+                        id: r.id,
+                        files: r.files.len(),
+                        bytes: r.size(),
+                        sealed: r.sealed,
+                    })
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// Counters, latencies and the shape of the default column family.
+    pub fn stats(&self) -> DbStats {
+        let mut s = DbStats::collect(&self.inner.stats);
+        s.io = self.inner.env.stats().snapshot();
+        s.block_cache_usage = self.inner.block_cache.usage();
+        if let Ok(sv) = self.inner.super_version(0) {
+            for (i, l) in sv.version.levels.iter().enumerate() {
+                if let Some(ls) = s.levels.get_mut(i) {
+                    ls.runs = l.runs.len();
+                    ls.files = l.num_files();
+                    ls.bytes = l.size();
+                    ls.k = l.policy.k;
+                }
+            }
+            s.levels.truncate(sv.version.levels.len());
+        }
+        s
+    }
+
+    /// The latest sequence number acknowledged.
+    pub fn latest_seq(&self) -> SeqNo {
+        self.inner.last_seq.load(Ordering::Acquire)
+    }
+
+    /// Stops background work, syncs the WAL and releases the database lock. Unflushed
+    /// memtables are recovered from the WAL at the next open.
+    pub fn close(self) -> Result<()> {
+        self.close_impl()
+    }
+
+    fn close_impl(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        self.inner.bg_cv.notify_all();
+        self.inner.queue_cv.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        let mut wal = self.inner.wal.lock();
+        if let Some(w) = wal.writer.as_mut() {
+            w.sync()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.close_impl();
+    }
+}
+
+impl DbInner {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.shutdown.load(Ordering::Acquire) {
+            return Err(Error::Closed("database is closed".into()));
+        }
+        if let Some(e) = &self.bg.lock().fatal {
+            return Err(Error::Closed(format!("background error: {e}")));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn new_memtable(&self) -> Arc<Memtable> {
+        Arc::new(Memtable::new(self.next_mem_id.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    pub(crate) fn cf_state(&self, cf: u32) -> Result<Arc<CfState>> {
+        self.cfs
+            .read()
+            .get(&cf)
+            .cloned()
+            .ok_or_else(|| Error::UnknownColumnFamily(format!("id {cf}")))
+    }
+
+    pub(crate) fn super_version(&self, cf: u32) -> Result<Arc<SuperVersion>> {
+        Ok(self.cf_state(cf)?.sv.load_full())
+    }
+
+    fn read_seq(&self, ro: &ReadOptions) -> SeqNo {
+        match &ro.snapshot {
+            Some(s) => s.seq(),
+            None => self.last_seq.load(Ordering::Acquire),
+        }
+    }
+
+    fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_key(key)?;
+        // The sequence number first, then the super version: everything at or below the
+        // sequence number is in that super version or was flushed into its tables.
+        let seq = self.read_seq(ro);
+        let sv = self.super_version(cf)?;
+        self.stats.gets.fetch_add(1, Ordering::Relaxed);
+        let found = |kind: ValueKind, v: Vec<u8>| match kind {
+            ValueKind::Deletion => None,
+            _ => Some(v),
+        };
+        if let Some((kind, v)) = sv.mem.get(key, seq) {
+            self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(found(kind, v));
+        }
+        for (m, _) in &sv.imms {
+            if let Some((kind, v)) = m.get(key, seq) {
+                self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(found(kind, v));
+            }
+        }
+        let lookup = make_lookup_key(key, seq);
+        for (level, l) in sv.version.levels.iter().enumerate() {
+            for run in &l.runs {
+                let Some(f) = run.file_for(key) else { continue };
+                if f.desc.min_seq > seq {
+                    continue; // every entry is newer than the read
+                }
+                let table = self.tables.get(f, level)?;
+                let mut trace = ReadTrace::default();
+                let r = table.get(&lookup, &mut trace);
+                let counters = self.stats.level(level);
+                counters.record(&trace);
+                if let Some((ikey, value)) = r? {
+                    let p = parse_internal_key(&ikey)
+                        .and_then(|p| p.value_kind().map(|k| (p.user_key == key, k)))
+                        .ok_or_else(|| {
+                            Error::corruption(
+                                format!("table {}", f.file_no()),
+                                "malformed internal key",
+                            )
+                        })?;
+                    if p.0 {
+                        counters.gets_served.fetch_add(1, Ordering::Relaxed);
+                        return Ok(found(p.1, value));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
+        let seq = self.read_seq(ro);
+        let sv = self.super_version(cf)?;
+        Ok(DbIterator::new(
+            sv,
+            &self.tables,
+            seq,
+            ro.lower_bound.clone(),
+            ro.upper_bound.clone(),
+            self.stats.clone(),
+            ro.snapshot.clone(),
+        ))
+    }
+
+    pub(crate) fn request_compaction(&self) {
+        self.bg.lock().compaction_requested = true;
+        self.bg_cv.notify_all();
+    }
+
+    pub(crate) fn request_flush(&self) {
+        self.bg.lock().flush_requested = true;
+        self.bg_cv.notify_all();
+    }
+
+    /// Replaces a column family's super version (callers hold the versions lock, which
+    /// serializes every change of super versions).
+    pub(crate) fn install_sv(&self, cf: &CfState, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
+        let cur = cf.sv.load_full();
+        cf.sv.store(Arc::new(f(&cur)));
+    }
+
+    fn set_policy(&self, cf: u32, level: usize, k: usize, transition: Transition) -> Result<()> {
+        self.check_open()?;
+        let state = self.cf_state(cf)?;
+        let mut vs = self.versions.lock();
+        let v = vs
+            .version(cf)
+            .ok_or_else(|| Error::UnknownColumnFamily(format!("id {cf}")))?;
+        let l = &v.levels[level];
+        let mut p = l.policy;
+        let mut edit = crate::version::VersionEdit::default();
+        let k = k as u32;
+        match transition {
+            Transition::Flexible => {
+                p.k = k;
+                p.pending_k = None;
+                if let (Some(active), Some(cap)) = (l.active(), self.shape.run_capacity(level, k)) {
+                    if active.size() >= cap {
+                        edit.sealed.push((cf, level as u32, active.id));
+                    }
+                }
+            }
+            Transition::Lazy => {
+                if l.is_empty() {
+                    p.k = k;
+                    p.pending_k = None;
+                } else {
+                    p.pending_k = Some(k);
+                }
+            }
+            Transition::Greedy => {
+                p.k = k;
+                p.pending_k = None;
+                p.draining = level > 0 && !l.is_empty();
+            }
+        }
+        edit.policies.push((cf, level as u32, p));
+        vs.log_and_apply(edit)?;
+        let nv = vs.version(cf).expect("exists");
+        self.install_sv(&state, |sv| SuperVersion {
+            mem: sv.mem.clone(),
+            mem_wal: sv.mem_wal,
+            imms: sv.imms.clone(),
+            version: nv,
+        });
+        drop(vs);
+        self.request_compaction();
+        Ok(())
+    }
+
+    pub(crate) fn new_block_cache(opts: &Options) -> Arc<dyn BlockCache> {
+        match &opts.block_cache {
+            Some(c) => c.clone(),
+            None => Arc::new(LruBlockCache::new(
+                opts.block_cache_bytes,
+                opts.block_cache_shards,
+            )),
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Opening a database: the LOCK file, creating or recovering the version set, replaying
+//! write-ahead logs into level 0, and removing files left behind by a crash.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::snapshot::SnapshotList;
+use super::table_cache::{table_path, TableCache};
+use super::write::wal_path;
+use super::{BgState, CfState, DbInner, SuperVersion, WalState};
+use crate::batch::{BatchOpKind, WriteBatch};
+use crate::compaction::LevelShape;
+use crate::log::{LogReader, TailState};
+use crate::memtable::Memtable;
+use crate::options::{Options, WalRecovery};
+use crate::stats::StatsInner;
+use crate::storage::{FileKind, StorageEnv};
+use crate::types::ValueKind;
+use crate::version::{set::current_path, VersionEdit, VersionSet};
+use crate::{Error, Result};
+
+fn lock_dir(path: &Path) -> Result<File> {
+    let lock_path = path.join("LOCK");
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::io(lock_path.display().to_string(), e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(TryLockError::WouldBlock) => Err(Error::Locked(path.to_path_buf())),
+        Err(TryLockError::Error(e)) => Err(Error::io(lock_path.display().to_string(), e)),
+    }
+}
+
+/// Names cairn itself creates in a database directory.
+fn is_cairn_file(name: &str) -> bool {
+    name == "LOCK"
+        || name == "CURRENT"
+        || name == "CURRENT.tmp"
+        || name.starts_with("MANIFEST-")
+        || name.ends_with(".log")
+        || name.ends_with(".sst")
+}
+
+pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
+    opts.validate()?;
+    if path.exists() && !path.is_dir() {
+        return Err(Error::NotADatabase(path.to_path_buf()));
+    }
+    let exists = current_path(path).exists();
+    if !exists {
+        if !opts.create_if_missing {
+            return Err(Error::NotFound(path.to_path_buf()));
+        }
+        if path.is_dir() {
+            let foreign = std::fs::read_dir(path)
+                .map_err(|e| Error::io(path.display().to_string(), e))?
+                .flatten()
+                .any(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    !is_cairn_file(&n) && !opts.tiers.iter().any(|t| t.dir.as_os_str() == &*n)
+                });
+            if foreign {
+                return Err(Error::NotADatabase(path.to_path_buf()));
+            }
+        }
+        std::fs::create_dir_all(path).map_err(|e| Error::io(path.display().to_string(), e))?;
+    } else if opts.error_if_exists {
+        return Err(Error::InvalidArgument(format!(
+            "database {} already exists",
+            path.display()
+        )));
+    }
+    let lock = lock_dir(path)?;
+    let env = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?;
+    let o2 = opts.clone();
+    let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> = Arc::new(move |l| o2.initial_runs(l));
+    let mut vs = if exists {
+        VersionSet::recover(env.clone(), opts.num_levels, initial_k)?
+    } else {
+        VersionSet::create(env.clone(), opts.num_levels, initial_k)?
+    };
+    for entry in vs.cfs.values() {
+        if entry.version.levels.len() != opts.num_levels {
+            return Err(Error::InvalidArgument(format!(
+                "the database has {} levels but num_levels is {}",
+                entry.version.levels.len(),
+                opts.num_levels
+            )));
+        }
+    }
+    let block_cache = DbInner::new_block_cache(&opts);
+    let shape = LevelShape {
+        level1_bytes: opts.level1_bytes,
+        size_ratio: opts.size_ratio,
+        num_levels: opts.num_levels,
+    };
+    let stats = Arc::new(StatsInner::default());
+    let last_seq = vs.last_seq;
+    let log_number = vs.log_number;
+    let tables = Arc::new(TableCache::new(
+        env.clone(),
+        Some(block_cache.clone()),
+        opts.use_direct_reads,
+    ));
+    let cfs: BTreeMap<u32, Arc<CfState>> = vs
+        .cfs
+        .iter()
+        .map(|(&id, e)| {
+            (
+                id,
+                Arc::new(CfState {
+                    id,
+                    name: e.name.clone(),
+                    sv: ArcSwap::from_pointee(SuperVersion {
+                        mem: Arc::new(Memtable::new(0)),
+                        mem_wal: 0,
+                        imms: Vec::new(),
+                        version: e.version.clone(),
+                    }),
+                }),
+            )
+        })
+        .collect();
+    let first_wal = vs.new_file_no();
+    let inner = DbInner {
+        path: path.to_path_buf(),
+        opts,
+        env,
+        shape,
+        versions: Mutex::new(vs),
+        cfs: RwLock::new(cfs),
+        queue: Mutex::new(Default::default()),
+        queue_cv: Condvar::new(),
+        wal: Mutex::new(WalState {
+            writer: None,
+            number: 0,
+            poisoned: false,
+        }),
+        last_seq: AtomicU64::new(last_seq),
+        snapshots: Arc::new(SnapshotList::default()),
+        tables,
+        block_cache,
+        bg: Mutex::new(BgState::default()),
+        bg_cv: Condvar::new(),
+        compaction_lock: Mutex::new(()),
+        stats,
+        shutdown: AtomicBool::new(false),
+        next_mem_id: AtomicU64::new(1),
+        _lock: lock,
+    };
+    inner.replay_wals(log_number, first_wal)?;
+    Ok(inner)
+}
+
+impl DbInner {
+    /// Replays WAL files numbered >= `log_number` into fresh memtables, writes them to
+    /// level 0, and starts a new WAL (number `new_wal`).
+    fn replay_wals(&self, log_number: u64, new_wal: u64) -> Result<()> {
+        let mut wals: Vec<u64> = std::fs::read_dir(&self.path)
+            .map_err(|e| Error::io(self.path.display().to_string(), e))?
+            .flatten()
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_suffix(".log"))
+                    .and_then(|n| n.parse::<u64>().ok())
+            })
+            .filter(|&n| n >= log_number && n != new_wal)
+            .collect();
+        wals.sort_unstable();
+        let mut mems: BTreeMap<u32, Arc<Memtable>> = BTreeMap::new();
+        let mut max_seq = self.last_seq.load(Ordering::Relaxed);
+        let skip = self.opts.wal_recovery == WalRecovery::SkipCorrupt;
+        for &no in &wals {
+            let path = wal_path(&self.path, no);
+            let name = format!("{no:06}.log");
+            let data = self.env.read_whole(&path, FileKind::Wal)?;
+            let mut reader = LogReader::new(data, skip);
+            loop {
+                let rec = match reader.next_record() {
+                    Ok(Some(r)) => r,
+                    Ok(None) => break,
+                    Err(e) => return Err(rename(e, &name)),
+                };
+                let (first, batch) = match WriteBatch::decode(&rec) {
+                    Ok(x) => x,
+                    Err(e) if skip => {
+                        let _ = e;
+                        self.stats.wal_skipped_records.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Err(e) => return Err(rename(e, &name)),
+                };
+                let mut seq = first;
+                let cfs = self.cfs.read();
+                for op in batch.iter() {
+                    if cfs.contains_key(&op.cf) {
+                        let m = mems
+                            .entry(op.cf)
+                            .or_insert_with(|| self.new_memtable());
+                        match op.kind {
+                            BatchOpKind::Put => m.add(seq, ValueKind::Value, op.key, op.value),
+                            BatchOpKind::Delete => m.add(seq, ValueKind::Deletion, op.key, &[]),
+                            BatchOpKind::DeleteRange => {
+                                return Err(Error::corruption(
+                                    name.clone(),
+                                    "range delete in a log record",
+                                ))
+                            }
+                        }
+                    }
+                    seq += 1;
+                }
+                if batch.len() > 0 {
+                    max_seq = max_seq.max(seq - 1);
+                }
+            }
+            if let TailState::Truncated { dropped_bytes, .. } = reader.tail() {
+                self.stats
+                    .wal_truncated_bytes
+                    .fetch_add(dropped_bytes, Ordering::Relaxed);
+            }
+            self.stats
+                .wal_skipped_records
+                .fetch_add(reader.skipped().1, Ordering::Relaxed);
+        }
+        self.last_seq.store(max_seq, Ordering::Release);
+        // Start the new log before recording that the old ones are obsolete.
+        let f = self
+            .env
+            .create(&wal_path(&self.path, new_wal), FileKind::Wal, 0, None)?;
+        let mut w = crate::log::LogWriter::new(f);
+        w.sync()?;
+        self.env.sync_dir(&self.path)?;
+        {
+            let mut wal = self.wal.lock();
+            wal.writer = Some(w);
+            wal.number = new_wal;
+        }
+        let mut edit = VersionEdit {
+            log_number: Some(new_wal),
+            last_seq: Some(max_seq),
+            ..Default::default()
+        };
+        for (cf, mem) in &mems {
+            let deepest = self
+                .cfs
+                .read()
+                .get(cf)
+                .map_or(0, |c| c.sv.load().version.deepest_nonempty());
+            let (e, _) = self.write_level0(*cf, mem, deepest)?;
+            edit.added.extend(e.added);
+            edit.sealed.extend(e.sealed);
+        }
+        let mut vs = self.versions.lock();
+        vs.log_and_apply(edit)?;
+        for cf in self.cfs.read().values() {
+            let version = vs.version(cf.id).expect("recovered family");
+            cf.sv.store(Arc::new(SuperVersion {
+                mem: self.new_memtable(),
+                mem_wal: new_wal,
+                imms: Vec::new(),
+                version,
+            }));
+        }
+        let live = vs.live_files();
+        let manifest_no = vs.manifest_no();
+        drop(vs);
+        self.remove_old_wals(new_wal);
+        self.remove_orphans(&live, manifest_no);
+        Ok(())
+    }
+
+    /// Removes tables no version references (outputs of work cut short by a crash) and
+    /// manifests other than the current one.
+    fn remove_orphans(&self, live: &std::collections::HashSet<u64>, manifest_no: u64) {
+        for tier in 0..self.env.num_tiers() {
+            let dir = self.env.tier_dir(tier).to_path_buf();
+            let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if let Some(no) = name.strip_suffix(".sst").and_then(|n| n.parse::<u64>().ok()) {
+                    if !live.contains(&no) {
+                        let _ = self.env.remove(&table_path(&self.env, tier, no));
+                    }
+                }
+            }
+        }
+        if let Ok(rd) = std::fs::read_dir(&self.path) {
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if let Some(no) = name
+                    .strip_prefix("MANIFEST-")
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
+                    if no != manifest_no {
+                        let _ = self.env.remove(&self.path.join(name));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn rename(e: Error, file: &str) -> Error {
+    match e {
+        Error::Corruption { detail, .. } => Error::corruption(file, detail),
+        e => e,
+    }
+}

@@ -1,0 +1,75 @@
+//! Open tables by file number, so each table's index and filter are read once.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::cache::BlockCache;
+use crate::storage::{FileKind, StorageEnv};
+use crate::table::Table;
+use crate::version::FileMeta;
+use crate::Result;
+
+const SHARDS: usize = 16;
+
+/// Path of a table file in a tier.
+pub(crate) fn table_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
+    env.tier_dir(tier).join(format!("{file_no:06}.sst"))
+}
+
+pub(crate) struct TableCache {
+    env: StorageEnv,
+    cache: Option<Arc<dyn BlockCache>>,
+    direct: bool,
+    shards: Vec<RwLock<HashMap<u64, Arc<Table>>>>,
+}
+
+impl TableCache {
+    pub(crate) fn new(env: StorageEnv, cache: Option<Arc<dyn BlockCache>>, direct: bool) -> Self {
+        TableCache {
+            env,
+            cache,
+            direct,
+            shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
+        }
+    }
+
+    fn shard(&self, file_no: u64) -> &RwLock<HashMap<u64, Arc<Table>>> {
+        &self.shards[(file_no as usize) % SHARDS]
+    }
+
+    /// The open table of `f` (opened on first use), counted against `level`.
+    pub(crate) fn get(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
+        let no = f.file_no();
+        if let Some(t) = self.shard(no).read().get(&no) {
+            return Ok(t.clone());
+        }
+        let tier = f.desc.tier as usize;
+        let path = table_path(&self.env, tier, no);
+        let file = self
+            .env
+            .open_read(&path, FileKind::Table, tier, Some(level), self.direct)?;
+        let t = Arc::new(Table::open(file, no, self.cache.clone())?);
+        Ok(self.shard(no).write().entry(no).or_insert(t).clone())
+    }
+
+    /// Opens a table outside the cache (compaction inputs: no block-cache pollution).
+    pub(crate) fn open_uncached(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
+        let tier = f.desc.tier as usize;
+        let path = table_path(&self.env, tier, f.file_no());
+        let file = self
+            .env
+            .open_read(&path, FileKind::Table, tier, Some(level), self.direct)?;
+        Ok(Arc::new(Table::open(file, f.file_no(), None)?))
+    }
+
+    /// Forgets a deleted table and its cached blocks.
+    pub(crate) fn evict(&self, file_no: u64) {
+        self.shard(file_no).write().remove(&file_no);
+        if let Some(c) = &self.cache {
+            c.erase_file(file_no);
+        }
+    }
+}

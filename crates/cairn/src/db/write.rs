@@ -1,0 +1,362 @@
+//! The write path: group commit (the writer at the head of the queue logs and applies the
+//! batches queued behind it), range-delete expansion, memtable switching and write stalls.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
+
+use super::{DbInner, Slot, SuperVersion};
+use crate::batch::{BatchOpKind, WriteBatch};
+use crate::log::LogWriter;
+use crate::options::{ReadOptions, WriteOptions};
+use crate::storage::FileKind;
+use crate::types::ValueKind;
+use crate::{Error, Result};
+
+/// Largest group a leader commits at once.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(crate) fn wal_path(root: &std::path::Path, no: u64) -> PathBuf {
+    root.join(format!("{no:06}.log"))
+}
+
+type Queue<'a> = MutexGuard<'a, std::collections::VecDeque<Arc<Slot>>>;
+
+impl DbInner {
+    pub(crate) fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        {
+            let cfs = self.cfs.read();
+            for op in batch.iter() {
+                if !cfs.contains_key(&op.cf) {
+                    return Err(Error::UnknownColumnFamily(format!("id {}", op.cf)));
+                }
+            }
+        }
+        self.submit(Slot {
+            batch,
+            sync: wo.sync,
+            switch: false,
+            result: parking_lot::Mutex::new(None),
+        })
+    }
+
+    /// Queues a slot and waits until a leader has handled it, or handles the group itself.
+    pub(crate) fn submit(&self, slot: Slot) -> Result<()> {
+        self.check_open()?;
+        let slot = Arc::new(slot);
+        let mut q = self.queue.lock();
+        q.push_back(slot.clone());
+        loop {
+            if let Some(r) = slot.result.lock().take() {
+                return r;
+            }
+            if q.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
+                break;
+            }
+            self.queue_cv.wait(&mut q);
+        }
+        // This writer leads.
+        let (count, result) = if slot.switch {
+            (1, self.switch_memtables())
+        } else {
+            match self.make_room(&mut q) {
+                Err(e) => (1, Err(e)),
+                Ok(()) => {
+                    let group = Self::take_group(&q, &slot);
+                    let n = group.len();
+                    let r = MutexGuard::unlocked(&mut q, || self.commit_group(&group));
+                    (n, r)
+                }
+            }
+        };
+        for _ in 0..count {
+            let s = q.pop_front().expect("group members are queued");
+            if !Arc::ptr_eq(&s, &slot) {
+                *s.result.lock() = Some(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                });
+            }
+        }
+        self.queue_cv.notify_all();
+        result
+    }
+
+    fn take_group(q: &Queue<'_>, leader: &Arc<Slot>) -> Vec<Arc<Slot>> {
+        let mut group = vec![leader.clone()];
+        let mut bytes = leader.batch.approximate_size();
+        for s in q.iter().skip(1) {
+            // A sync write does not ride on a non-sync leader; switches lead alone.
+            if s.switch || (s.sync && !leader.sync) {
+                break;
+            }
+            bytes += s.batch.approximate_size();
+            if bytes > MAX_GROUP_BYTES {
+                break;
+            }
+            group.push(s.clone());
+        }
+        group
+    }
+
+    fn commit_group(&self, group: &[Arc<Slot>]) -> Result<()> {
+        let sync = group.iter().any(|s| s.sync);
+        let mut batch = WriteBatch::new();
+        for s in group {
+            batch.append(&s.batch);
+        }
+        let batch = self.expand_ranges(batch)?;
+        let n = batch.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        let first = self.last_seq.load(Ordering::Acquire) + 1;
+        let record = batch.encode(first);
+        let logged = {
+            let mut wal = self.wal.lock();
+            match wal.writer.as_mut() {
+                None => Err(Error::Closed("no write-ahead log".into())),
+                Some(w) => {
+                    let r = w
+                        .add_record(&record)
+                        .and_then(|_| if sync { w.sync() } else { w.flush() });
+                    if r.is_err() {
+                        // Part of the record may be in the file: never append after it.
+                        wal.poisoned = true;
+                    }
+                    r
+                }
+            }
+        };
+        if let Err(e) = logged {
+            // Burn the sequence numbers: the record may survive in the abandoned log, and
+            // no later write may reuse them.
+            self.last_seq.store(first + n - 1, Ordering::Release);
+            return Err(e);
+        }
+        self.apply_to_memtables(&batch, first)?;
+        self.last_seq.store(first + n - 1, Ordering::Release);
+        self.stats
+            .writes
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub(crate) fn apply_to_memtables(&self, batch: &WriteBatch, first: u64) -> Result<()> {
+        let cfs = self.cfs.read();
+        let mut seq = first;
+        let mut bytes = 0u64;
+        for op in batch.iter() {
+            if let Some(cf) = cfs.get(&op.cf) {
+                let sv = cf.sv.load();
+                match op.kind {
+                    BatchOpKind::Put => sv.mem.add(seq, ValueKind::Value, op.key, op.value),
+                    BatchOpKind::Delete => sv.mem.add(seq, ValueKind::Deletion, op.key, &[]),
+                    BatchOpKind::DeleteRange => {
+                        return Err(Error::InvalidArgument(
+                            "unexpanded range delete reached the memtable".into(),
+                        ))
+                    }
+                }
+            }
+            bytes += (op.key.len() + op.value.len()) as u64;
+            seq += 1;
+        }
+        self.stats
+            .user_bytes_written
+            .fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Replaces each range delete by point tombstones for the keys in the range: those
+    /// present in the database now, and those put earlier in the same group.
+    fn expand_ranges(&self, batch: WriteBatch) -> Result<WriteBatch> {
+        if !batch.iter().any(|op| op.kind == BatchOpKind::DeleteRange) {
+            return Ok(batch);
+        }
+        let mut out = WriteBatch::new();
+        for op in batch.iter() {
+            match op.kind {
+                BatchOpKind::Put => out.put_cf(op.cf, op.key, op.value)?,
+                BatchOpKind::Delete => out.delete_cf(op.cf, op.key)?,
+                BatchOpKind::DeleteRange => {
+                    let (start, end) = (op.key, op.value);
+                    if start >= end {
+                        continue;
+                    }
+                    let mut keys: BTreeSet<Vec<u8>> = out
+                        .iter()
+                        .filter(|o| {
+                            o.cf == op.cf
+                                && o.kind == BatchOpKind::Put
+                                && o.key >= start
+                                && o.key < end
+                        })
+                        .map(|o| o.key.to_vec())
+                        .collect();
+                    let ro = ReadOptions {
+                        lower_bound: Some(start.to_vec()),
+                        upper_bound: Some(end.to_vec()),
+                        ..Default::default()
+                    };
+                    let mut it = self.iter(&ro, op.cf)?;
+                    it.seek_to_first();
+                    while it.valid() {
+                        keys.insert(it.key().to_vec());
+                        it.next();
+                    }
+                    it.status()?;
+                    for k in keys {
+                        out.delete_cf(op.cf, &k)?;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Waits while the tree is too far behind, and switches full memtables.
+    fn make_room(&self, q: &mut Queue<'_>) -> Result<()> {
+        let mut allow_delay = true;
+        loop {
+            self.check_open()?;
+            if self.wal.lock().poisoned {
+                self.rotate_wal()?;
+            }
+            let (l0_runs, imms, full) = {
+                let cfs = self.cfs.read();
+                let mut l0 = 0;
+                let mut imms = 0;
+                let mut full = false;
+                for cf in cfs.values() {
+                    let sv = cf.sv.load();
+                    l0 = l0.max(sv.version.levels[0].runs.len());
+                    imms = imms.max(sv.imms.len());
+                    full |= sv.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
+                }
+                (l0, imms, full)
+            };
+            if allow_delay && l0_runs >= self.opts.l0_slowdown_trigger {
+                // Spread the delay over writes rather than stopping them later.
+                allow_delay = false;
+                self.stats.slowdowns.fetch_add(1, Ordering::Relaxed);
+                self.request_compaction();
+                MutexGuard::unlocked(q, || std::thread::sleep(Duration::from_millis(1)));
+                continue;
+            }
+            if !full {
+                return Ok(());
+            }
+            if imms + 1 >= self.opts.max_write_buffers || l0_runs >= self.opts.l0_stop_trigger {
+                let t = Instant::now();
+                self.request_flush();
+                self.request_compaction();
+                if !self.opts.background_work {
+                    // Nobody else will make room: do the work here.
+                    MutexGuard::unlocked(q, || -> Result<()> {
+                        while self.flush_one()? {}
+                        self.compact_until_done()
+                    })?;
+                } else {
+                    self.queue_cv.wait_for(q, Duration::from_millis(50));
+                }
+                self.stats
+                    .stall_micros
+                    .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                continue;
+            }
+            self.switch_memtables()?;
+        }
+    }
+
+    /// Starts a new WAL file and returns the number of the old one.
+    pub(crate) fn rotate_wal(&self) -> Result<u64> {
+        let no = self.versions.lock().new_file_no();
+        let path = wal_path(&self.path, no);
+        let f = self.env.create(&path, FileKind::Wal, 0, None)?;
+        let mut w = LogWriter::new(f);
+        w.sync()?;
+        self.env.sync_dir(&self.path)?;
+        let mut wal = self.wal.lock();
+        if let Some(mut old) = wal.writer.take() {
+            if !wal.poisoned {
+                // Writes acknowledged without sync stay as durable as the OS makes them.
+                let _ = old.flush();
+            }
+        }
+        wal.writer = Some(w);
+        wal.poisoned = false;
+        let old = wal.number;
+        wal.number = no;
+        Ok(old)
+    }
+
+    /// Moves every non-empty memtable to the immutable list (a new WAL starts with the new
+    /// memtables) and wakes the flush thread. Callers lead the write queue.
+    pub(crate) fn switch_memtables(&self) -> Result<()> {
+        let any = self
+            .cfs
+            .read()
+            .values()
+            .any(|cf| !cf.sv.load().mem.is_empty());
+        if !any {
+            return Ok(());
+        }
+        self.rotate_wal()?;
+        let wal_no = self.wal.lock().number;
+        let _vs = self.versions.lock();
+        for cf in self.cfs.read().values() {
+            self.install_sv(cf, |sv| {
+                let mut imms = sv.imms.clone();
+                if !sv.mem.is_empty() {
+                    imms.insert(0, (sv.mem.clone(), sv.mem_wal));
+                }
+                SuperVersion {
+                    mem: self.new_memtable(),
+                    mem_wal: wal_no,
+                    imms,
+                    version: sv.version.clone(),
+                }
+            });
+        }
+        drop(_vs);
+        self.request_flush();
+        Ok(())
+    }
+
+    /// Switches memtables through the write queue and waits until the immutable ones are
+    /// flushed.
+    pub(crate) fn flush_and_wait(&self) -> Result<()> {
+        self.submit(Slot {
+            batch: WriteBatch::new(),
+            sync: false,
+            switch: true,
+            result: parking_lot::Mutex::new(None),
+        })?;
+        if !self.opts.background_work {
+            while self.flush_one()? {}
+            return Ok(());
+        }
+        loop {
+            self.check_open()?;
+            let pending = self
+                .cfs
+                .read()
+                .values()
+                .any(|cf| !cf.sv.load().imms.is_empty());
+            if !pending {
+                return Ok(());
+            }
+            self.request_flush();
+            let mut bg = self.bg.lock();
+            self.bg_cv.wait_for(&mut bg, Duration::from_millis(20));
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Flush and compaction events: what Leaper, AC-Key and Bourbon react to.
+
+use crate::table::BlockRange;
+
+/// A table written by a flush or compaction, with the key range of every data block.
+#[derive(Clone, Debug)]
+pub struct OutputFile {
+    /// File number.
+    pub file_no: u64,
+    /// Level it was added to.
+    pub level: usize,
+    /// Size in bytes.
+    pub size: u64,
+    /// Smallest user key.
+    pub smallest: Vec<u8>,
+    /// Largest user key.
+    pub largest: Vec<u8>,
+    /// Every data block written, with its handle and key range.
+    pub blocks: Vec<BlockRange>,
+}
+
+/// An input table of a compaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputFile {
+    /// File number.
+    pub file_no: u64,
+    /// Level it came from.
+    pub level: usize,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// A flush of one memtable of one column family.
+#[derive(Clone, Debug)]
+pub struct FlushInfo {
+    /// Column family id.
+    pub cf: u32,
+    /// Column family name.
+    pub cf_name: String,
+    /// Memtable id.
+    pub memtable_id: u64,
+    /// Tables written (empty at begin).
+    pub outputs: Vec<OutputFile>,
+}
+
+/// One compaction job.
+#[derive(Clone, Debug)]
+pub struct CompactionInfo {
+    /// Column family id.
+    pub cf: u32,
+    /// Column family name.
+    pub cf_name: String,
+    /// Level the inputs were taken from.
+    pub input_level: usize,
+    /// Level the outputs go to.
+    pub output_level: usize,
+    /// Why it ran.
+    pub reason: &'static str,
+    /// Input tables (all levels).
+    pub inputs: Vec<InputFile>,
+    /// Tables written (empty at begin; empty for a trivial move, whose input is moved).
+    pub outputs: Vec<OutputFile>,
+    /// True if the input was moved to the output level without rewriting.
+    pub trivial_move: bool,
+}
+
+/// Receives flush and compaction events on the background thread that runs them. Keep
+/// handlers short: they delay the background work.
+pub trait EventListener: Send + Sync {
+    /// A flush starts.
+    fn on_flush_begin(&self, _info: &FlushInfo) {}
+    /// A flush finished and its tables are installed.
+    fn on_flush_end(&self, _info: &FlushInfo) {}
+    /// A compaction starts.
+    fn on_compaction_begin(&self, _info: &CompactionInfo) {}
+    /// A compaction finished and its result is installed.
+    fn on_compaction_end(&self, _info: &CompactionInfo) {}
+}

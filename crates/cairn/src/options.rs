@@ -1,0 +1,359 @@
+//! Options of a database, of writes and of reads, with validation.
+
+use std::sync::Arc;
+
+use crate::events::EventListener;
+use crate::storage::TierConfig;
+use crate::{Error, Result};
+
+/// How bloom-filter bits per key are spread over levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BloomAllocation {
+    /// The same bits per key at every level.
+    Uniform,
+    /// Monkey (RusKey 5.2, Dayan et al. 2017): false-positive rates grow by the size ratio
+    /// T per level (f_i = T^(i-1) f_1), for the same total memory as uniform allocation.
+    Monkey,
+}
+
+/// What to do with a corrupt record in the middle of a write-ahead log at recovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalRecovery {
+    /// Fail to open with a corruption error (a torn tail is always truncated).
+    Strict,
+    /// Skip corrupt records and go on; the count is reported in stats.
+    SkipCorrupt,
+}
+
+/// Options of a database.
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists.
+    pub error_if_exists: bool,
+    /// Bytes a memtable takes before it is switched and flushed.
+    pub write_buffer_size: usize,
+    /// Memtables (active + immutable) allowed before writes stop and wait for flushes.
+    pub max_write_buffers: usize,
+    /// Target size of a data block.
+    pub block_size: usize,
+    /// Byte budget of the block cache (ignored when `block_cache` is set).
+    pub block_cache_bytes: usize,
+    /// Number of shards of the block cache.
+    pub block_cache_shards: usize,
+    /// A block cache to use instead of a new LRU cache (to share one, or to plug in a policy).
+    pub block_cache: Option<Arc<dyn crate::cache::BlockCache>>,
+    /// Average bloom-filter bits per key (0 disables filters).
+    pub bloom_bits_per_key: f64,
+    /// How bloom bits are spread over levels.
+    pub bloom_allocation: BloomAllocation,
+    /// Size ratio T between consecutive levels.
+    pub size_ratio: usize,
+    /// Capacity C_1 of level 1 in bytes; level i holds C_1 * T^(i-1).
+    pub level1_bytes: u64,
+    /// Number of levels, level 0 included. The last level has no capacity limit.
+    pub num_levels: usize,
+    /// Runs in level 0 that trigger a compaction into level 1 (K_0).
+    pub l0_compaction_trigger: usize,
+    /// Level-0 runs at which each write is delayed by 1 ms.
+    pub l0_slowdown_trigger: usize,
+    /// Level-0 runs at which writes stop until compaction catches up.
+    pub l0_stop_trigger: usize,
+    /// Initial run limit K_i of levels 1.. (index 0 is level 1); missing levels use 1.
+    pub level_runs: Vec<usize>,
+    /// Target size of table files written by flushes and compactions.
+    pub target_file_size: u64,
+    /// Read tables with `O_DIRECT` where the filesystem allows it.
+    pub use_direct_reads: bool,
+    /// Storage tiers; empty means one tier, the database directory, with no added latency.
+    pub tiers: Vec<TierConfig>,
+    /// Multiplier of the tiers' device-profile latencies.
+    pub latency_scale: f64,
+    /// Handling of mid-log WAL corruption at recovery.
+    pub wal_recovery: WalRecovery,
+    /// Listeners of flush and compaction events.
+    pub listeners: Vec<Arc<dyn EventListener>>,
+    /// Start background flush and compaction threads (off only in tests that drive
+    /// flushes and compactions by hand).
+    pub background_work: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffers: 3,
+            block_size: 4096,
+            block_cache_bytes: 32 << 20,
+            block_cache_shards: 16,
+            block_cache: None,
+            bloom_bits_per_key: 10.0,
+            bloom_allocation: BloomAllocation::Uniform,
+            size_ratio: 10,
+            level1_bytes: 256 << 20,
+            num_levels: 7,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 20,
+            l0_stop_trigger: 36,
+            level_runs: Vec::new(),
+            target_file_size: 64 << 20,
+            use_direct_reads: false,
+            tiers: Vec::new(),
+            latency_scale: 1.0,
+            wal_recovery: WalRecovery::Strict,
+            listeners: Vec::new(),
+            background_work: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("block_size", &self.block_size)
+            .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("bloom_allocation", &self.bloom_allocation)
+            .field("size_ratio", &self.size_ratio)
+            .field("level1_bytes", &self.level1_bytes)
+            .field("num_levels", &self.num_levels)
+            .field("level_runs", &self.level_runs)
+            .field("target_file_size", &self.target_file_size)
+            .field("use_direct_reads", &self.use_direct_reads)
+            .field("tiers", &self.tiers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Largest number of levels supported.
+pub const MAX_LEVELS: usize = 16;
+
+fn invalid<T>(msg: String) -> Result<T> {
+    Err(Error::InvalidArgument(msg))
+}
+
+impl Options {
+    /// Options scaled down for tests and small experiments: small memtables, files and
+    /// level capacities, so flushes and compactions happen after a few megabytes.
+    pub fn small() -> Self {
+        Options {
+            write_buffer_size: 256 << 10,
+            block_cache_bytes: 1 << 20,
+            level1_bytes: 1 << 20,
+            target_file_size: 256 << 10,
+            ..Options::default()
+        }
+    }
+
+    /// Checks every option; returns the first problem found.
+    pub fn validate(&self) -> Result<()> {
+        if self.write_buffer_size < 4096 {
+            return invalid(format!(
+                "write_buffer_size {} is below 4096",
+                self.write_buffer_size
+            ));
+        }
+        if self.max_write_buffers < 2 {
+            return invalid("max_write_buffers must be at least 2".into());
+        }
+        if !(256..=(16 << 20)).contains(&self.block_size) {
+            return invalid(format!(
+                "block_size {} outside 256..=16 MiB",
+                self.block_size
+            ));
+        }
+        if self.block_cache_shards == 0 || self.block_cache_shards > 1024 {
+            return invalid("block_cache_shards must be in 1..=1024".into());
+        }
+        if !(self.bloom_bits_per_key.is_finite() && (0.0..=64.0).contains(&self.bloom_bits_per_key))
+        {
+            return invalid(format!(
+                "bloom_bits_per_key {} outside 0..=64",
+                self.bloom_bits_per_key
+            ));
+        }
+        if !(2..=64).contains(&self.size_ratio) {
+            return invalid(format!("size_ratio {} outside 2..=64", self.size_ratio));
+        }
+        if self.level1_bytes == 0 {
+            return invalid("level1_bytes must be positive".into());
+        }
+        if !(2..=MAX_LEVELS).contains(&self.num_levels) {
+            return invalid(format!(
+                "num_levels {} outside 2..={MAX_LEVELS}",
+                self.num_levels
+            ));
+        }
+        if self.l0_compaction_trigger == 0
+            || self.l0_slowdown_trigger < self.l0_compaction_trigger
+            || self.l0_stop_trigger < self.l0_slowdown_trigger
+        {
+            return invalid(
+                "need 1 <= l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger".into(),
+            );
+        }
+        for (i, &k) in self.level_runs.iter().enumerate() {
+            self.check_runs(i + 1, k)?;
+        }
+        if self.level_runs.len() >= self.num_levels {
+            return invalid("level_runs has more entries than there are levels below L0".into());
+        }
+        if self.target_file_size < 4096 {
+            return invalid("target_file_size must be at least 4096".into());
+        }
+        if !(self.latency_scale.is_finite() && self.latency_scale >= 0.0) {
+            return invalid("latency_scale must be a finite number >= 0".into());
+        }
+        Ok(())
+    }
+
+    /// Checks a run limit K for `level` (1 <= K <= T; level 0 takes any positive K).
+    pub fn check_runs(&self, level: usize, k: usize) -> Result<()> {
+        if level >= self.num_levels {
+            return invalid(format!(
+                "level {level} does not exist (num_levels = {})",
+                self.num_levels
+            ));
+        }
+        if level == 0 {
+            if k == 0 || k > self.l0_slowdown_trigger {
+                return invalid(format!(
+                    "K_0 = {k} outside 1..={} (l0_slowdown_trigger)",
+                    self.l0_slowdown_trigger
+                ));
+            }
+            return Ok(());
+        }
+        if k == 0 || k > self.size_ratio {
+            return invalid(format!(
+                "K_{level} = {k} outside 1..={} (the size ratio T)",
+                self.size_ratio
+            ));
+        }
+        Ok(())
+    }
+
+    /// Initial run limit of a level.
+    pub fn initial_runs(&self, level: usize) -> usize {
+        if level == 0 {
+            self.l0_compaction_trigger
+        } else {
+            self.level_runs.get(level - 1).copied().unwrap_or(1)
+        }
+    }
+
+    /// Capacity C_i of level `level` >= 1 in bytes (saturating).
+    pub fn level_capacity(&self, level: usize) -> u64 {
+        let mut c = self.level1_bytes;
+        for _ in 1..level {
+            c = c.saturating_mul(self.size_ratio as u64);
+        }
+        c
+    }
+
+    /// Bloom bits per key for a table written to `level` when the deepest level holding
+    /// data is `deepest`. Uniform gives the average everywhere; Monkey solves
+    /// f_i = T^(i-1) f_1 with the entry-weighted average equal to `bloom_bits_per_key`,
+    /// weighting levels by their capacities (level 0 counts as level 1).
+    pub fn bloom_bits_for_level(&self, level: usize, deepest: usize) -> f64 {
+        let b = self.bloom_bits_per_key;
+        if b == 0.0 || self.bloom_allocation == BloomAllocation::Uniform {
+            return b;
+        }
+        let deepest = deepest.max(1).min(self.num_levels - 1);
+        let level = level.clamp(1, deepest);
+        // bits(i) = b_L + (L - i) * ln T / ln^2 2 ; weights N_i ~ T^(i-1).
+        let step = (self.size_ratio as f64).ln() / std::f64::consts::LN_2.powi(2);
+        let t = self.size_ratio as f64;
+        let (mut wsum, mut dsum) = (0.0, 0.0);
+        for i in 1..=deepest {
+            let w = t.powi(i as i32 - 1);
+            wsum += w;
+            dsum += w * (deepest - i) as f64;
+        }
+        let b_last = b - step * dsum / wsum;
+        (b_last + step * (deepest - level) as f64).max(0.0)
+    }
+}
+
+/// Options of a write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// fsync the write-ahead log before acknowledging.
+    pub sync: bool,
+}
+
+/// Options of a read.
+#[derive(Clone, Default)]
+pub struct ReadOptions {
+    /// Read at this snapshot instead of the latest state.
+    pub snapshot: Option<crate::db::Snapshot>,
+    /// Inclusive lower bound of iterators.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Exclusive upper bound of iterators.
+    pub upper_bound: Option<Vec<u8>>,
+}
+
+/// How a change of a level's run limit K takes effect (RusKey 4.1-4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// Merge the level into the next one now; the new K applies to the emptied level.
+    Greedy,
+    /// The new K takes effect when the level next empties.
+    Lazy,
+    /// FLSM: sealed runs stay; the active run's capacity becomes C_i / K' at once (sealed
+    /// now if already larger).
+    Flexible,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_catches_bad_values() {
+        assert!(Options::default().validate().is_ok());
+        let mut o = Options::default();
+        o.level_runs = vec![11];
+        assert!(matches!(o.validate(), Err(Error::InvalidArgument(_))));
+        o.level_runs = vec![0];
+        assert!(o.validate().is_err());
+        let o = Options {
+            write_buffer_size: 0,
+            ..Options::default()
+        };
+        assert!(o.validate().is_err());
+        let o = Options {
+            size_ratio: 1,
+            ..Options::default()
+        };
+        assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn monkey_keeps_average_and_decreases_with_depth() {
+        let o = Options {
+            bloom_allocation: BloomAllocation::Monkey,
+            bloom_bits_per_key: 8.0,
+            ..Options::default()
+        };
+        let deepest = 4;
+        let t = o.size_ratio as f64;
+        let (mut num, mut den) = (0.0, 0.0);
+        for i in 1..=deepest {
+            let w = t.powi(i as i32 - 1);
+            num += w * o.bloom_bits_for_level(i, deepest);
+            den += w;
+        }
+        assert!((num / den - 8.0).abs() < 1e-9);
+        assert!(o.bloom_bits_for_level(1, deepest) > o.bloom_bits_for_level(4, deepest));
+        // FPR ratio between consecutive levels equals T.
+        let fpr = |b: f64| (-b * std::f64::consts::LN_2.powi(2)).exp();
+        let r = fpr(o.bloom_bits_for_level(3, deepest)) / fpr(o.bloom_bits_for_level(2, deepest));
+        assert!((r - t).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,307 @@
+//! Counters and latency histograms of a database.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+
+use crate::storage::{IoStatsSnapshot, MAX_TRACKED_LEVELS};
+use crate::table::ReadTrace;
+
+/// Per-level read counters.
+#[derive(Default)]
+pub(crate) struct LevelCounters {
+    pub gets_served: AtomicU64,
+    pub tables_probed: AtomicU64,
+    pub bloom_negatives: AtomicU64,
+    pub data_hits: AtomicU64,
+    pub data_misses: AtomicU64,
+    pub index_hits: AtomicU64,
+    pub index_misses: AtomicU64,
+    pub filter_hits: AtomicU64,
+    pub filter_misses: AtomicU64,
+    pub storage_reads: AtomicU64,
+}
+
+impl LevelCounters {
+    pub(crate) fn record(&self, t: &ReadTrace) {
+        self.tables_probed.fetch_add(1, Relaxed);
+        if t.bloom_negative {
+            self.bloom_negatives.fetch_add(1, Relaxed);
+        }
+        let add = |c: &AtomicU64, n: u32| {
+            if n > 0 {
+                c.fetch_add(n as u64, Relaxed);
+            }
+        };
+        add(&self.data_hits, t.data_hits);
+        add(&self.data_misses, t.data_misses);
+        add(&self.index_hits, t.index_hits);
+        add(&self.index_misses, t.index_misses);
+        add(&self.filter_hits, t.filter_hits);
+        add(&self.filter_misses, t.filter_misses);
+        add(&self.storage_reads, t.storage_reads);
+    }
+
+    fn snapshot(&self) -> LevelStats {
+        LevelStats {
+            gets_served: self.gets_served.load(Relaxed),
+            tables_probed: self.tables_probed.load(Relaxed),
+            bloom_negatives: self.bloom_negatives.load(Relaxed),
+            data_block_hits: self.data_hits.load(Relaxed),
+            data_block_misses: self.data_misses.load(Relaxed),
+            index_block_hits: self.index_hits.load(Relaxed),
+            index_block_misses: self.index_misses.load(Relaxed),
+            filter_block_hits: self.filter_hits.load(Relaxed),
+            filter_block_misses: self.filter_misses.load(Relaxed),
+            storage_reads: self.storage_reads.load(Relaxed),
+            ..Default::default()
+        }
+    }
+}
+
+/// Operation kinds with a latency histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// Point read.
+    Get,
+    /// Write (put, delete or batch).
+    Write,
+    /// Iterator creation and scan steps.
+    Scan,
+}
+
+pub(crate) struct StatsInner {
+    pub levels: Vec<LevelCounters>,
+    pub memtable_hits: AtomicU64,
+    pub gets: AtomicU64,
+    pub user_bytes_written: AtomicU64,
+    pub writes: AtomicU64,
+    pub flush_bytes_written: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub flushes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub trivial_moves: AtomicU64,
+    pub flushes_running: AtomicU64,
+    pub compactions_running: AtomicU64,
+    pub stall_micros: AtomicU64,
+    pub slowdowns: AtomicU64,
+    pub wal_skipped_records: AtomicU64,
+    pub wal_truncated_bytes: AtomicU64,
+    pub background_errors: AtomicU64,
+    hist: [Mutex<Histogram<u64>>; 3],
+}
+
+fn hist() -> Mutex<Histogram<u64>> {
+    Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static bounds"))
+}
+
+impl Default for StatsInner {
+    fn default() -> Self {
+        StatsInner {
+            levels: (0..MAX_TRACKED_LEVELS)
+                .map(|_| LevelCounters::default())
+                .collect(),
+            memtable_hits: AtomicU64::new(0),
+            gets: AtomicU64::new(0),
+            user_bytes_written: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            flush_bytes_written: AtomicU64::new(0),
+            compaction_bytes_written: AtomicU64::new(0),
+            compaction_bytes_read: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
+            trivial_moves: AtomicU64::new(0),
+            flushes_running: AtomicU64::new(0),
+            compactions_running: AtomicU64::new(0),
+            stall_micros: AtomicU64::new(0),
+            slowdowns: AtomicU64::new(0),
+            wal_skipped_records: AtomicU64::new(0),
+            wal_truncated_bytes: AtomicU64::new(0),
+            background_errors: AtomicU64::new(0),
+            hist: [hist(), hist(), hist()],
+        }
+    }
+}
+
+impl StatsInner {
+    pub(crate) fn level(&self, l: usize) -> &LevelCounters {
+        &self.levels[l.min(MAX_TRACKED_LEVELS - 1)]
+    }
+    pub(crate) fn record_latency(&self, op: OpKind, nanos: u64) {
+        let _ = self.hist[op as usize].lock().record(nanos.max(1));
+    }
+    pub(crate) fn latency(&self, op: OpKind) -> Histogram<u64> {
+        self.hist[op as usize].lock().clone()
+    }
+}
+
+/// Read counters of one level.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LevelStats {
+    /// Point reads answered from this level.
+    pub gets_served: u64,
+    /// Tables probed by point reads.
+    pub tables_probed: u64,
+    /// Probes stopped by a bloom filter.
+    pub bloom_negatives: u64,
+    /// Data-block cache hits.
+    pub data_block_hits: u64,
+    /// Data-block cache misses.
+    pub data_block_misses: u64,
+    /// Index-block cache hits.
+    pub index_block_hits: u64,
+    /// Index-block cache misses.
+    pub index_block_misses: u64,
+    /// Filter-block cache hits.
+    pub filter_block_hits: u64,
+    /// Filter-block cache misses.
+    pub filter_block_misses: u64,
+    /// Storage reads made by point reads.
+    pub storage_reads: u64,
+    /// Runs in the level now (default column family).
+    pub runs: usize,
+    /// Files in the level now (default column family).
+    pub files: usize,
+    /// Bytes in the level now (default column family).
+    pub bytes: u64,
+    /// Run limit K now (default column family).
+    pub k: u32,
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Latency {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl Latency {
+    pub(crate) fn from_hist(h: &Histogram<u64>) -> Self {
+        let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        Latency {
+            count: h.len(),
+            p50: us(0.5),
+            p95: us(0.95),
+            p99: us(0.99),
+            p999: us(0.999),
+            max: h.max() as f64 / 1000.0,
+        }
+    }
+}
+
+/// A copy of a database's statistics.
+#[derive(Clone, Debug, Default)]
+pub struct DbStats {
+    /// All storage I/O, by file kind, tier and level.
+    pub io: IoStatsSnapshot,
+    /// Per-level read counters and shape.
+    pub levels: Vec<LevelStats>,
+    /// Point reads.
+    pub gets: u64,
+    /// Point reads answered by a memtable.
+    pub memtable_hits: u64,
+    /// Block cache hits (all kinds).
+    pub block_cache_hits: u64,
+    /// Block cache misses (all kinds).
+    pub block_cache_misses: u64,
+    /// Bytes of keys and values written by users.
+    pub user_bytes_written: u64,
+    /// Write operations (batches) acknowledged.
+    pub writes: u64,
+    /// Bytes of tables written by flushes.
+    pub flush_bytes_written: u64,
+    /// Bytes of tables written by compactions.
+    pub compaction_bytes_written: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Flushes done.
+    pub flushes: u64,
+    /// Compactions done (merges; trivial moves counted apart).
+    pub compactions: u64,
+    /// Files moved down without rewriting.
+    pub trivial_moves: u64,
+    /// Flushes running now.
+    pub flushes_running: u64,
+    /// Compactions running now.
+    pub compactions_running: u64,
+    /// Microseconds writers spent stopped waiting for flushes or compactions.
+    pub stall_micros: u64,
+    /// Writes delayed by the level-0 slowdown.
+    pub slowdowns: u64,
+    /// Corrupt WAL records skipped at recovery (`WalRecovery::SkipCorrupt`).
+    pub wal_skipped_records: u64,
+    /// Bytes of torn WAL tail dropped at recovery.
+    pub wal_truncated_bytes: u64,
+    /// Background errors met (flush or compaction failures, retried or fatal).
+    pub background_errors: u64,
+    /// Get latency.
+    pub get_latency: Latency,
+    /// Write latency.
+    pub write_latency: Latency,
+    /// Scan latency (per iterator step).
+    pub scan_latency: Latency,
+    /// Bytes held by the block cache.
+    pub block_cache_usage: usize,
+}
+
+impl DbStats {
+    /// Table bytes written by flushes and compactions per user byte written.
+    pub fn write_amplification(&self) -> f64 {
+        if self.user_bytes_written == 0 {
+            0.0
+        } else {
+            (self.flush_bytes_written + self.compaction_bytes_written) as f64
+                / self.user_bytes_written as f64
+        }
+    }
+
+    pub(crate) fn collect(s: &StatsInner) -> DbStats {
+        let levels: Vec<LevelStats> = s.levels.iter().map(|l| l.snapshot()).collect();
+        let hits = levels
+            .iter()
+            .map(|l| l.data_block_hits + l.index_block_hits + l.filter_block_hits)
+            .sum();
+        let misses = levels
+            .iter()
+            .map(|l| l.data_block_misses + l.index_block_misses + l.filter_block_misses)
+            .sum();
+        DbStats {
+            levels,
+            gets: s.gets.load(Relaxed),
+            memtable_hits: s.memtable_hits.load(Relaxed),
+            block_cache_hits: hits,
+            block_cache_misses: misses,
+            user_bytes_written: s.user_bytes_written.load(Relaxed),
+            writes: s.writes.load(Relaxed),
+            flush_bytes_written: s.flush_bytes_written.load(Relaxed),
+            compaction_bytes_written: s.compaction_bytes_written.load(Relaxed),
+            compaction_bytes_read: s.compaction_bytes_read.load(Relaxed),
+            flushes: s.flushes.load(Relaxed),
+            compactions: s.compactions.load(Relaxed),
+            trivial_moves: s.trivial_moves.load(Relaxed),
+            flushes_running: s.flushes_running.load(Relaxed),
+            compactions_running: s.compactions_running.load(Relaxed),
+            stall_micros: s.stall_micros.load(Relaxed),
+            slowdowns: s.slowdowns.load(Relaxed),
+            wal_skipped_records: s.wal_skipped_records.load(Relaxed),
+            wal_truncated_bytes: s.wal_truncated_bytes.load(Relaxed),
+            background_errors: s.background_errors.load(Relaxed),
+            get_latency: Latency::from_hist(&s.latency(OpKind::Get)),
+            write_latency: Latency::from_hist(&s.latency(OpKind::Write)),
+            scan_latency: Latency::from_hist(&s.latency(OpKind::Scan)),
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Version edits: the records of the manifest. Applying edits in order rebuilds every
+//! column family's levels; an edit is written (and synced) before it is installed.
+
+use crate::coding::{put_bytes, put_varint, Reader};
+use crate::{Error, Result};
+
+/// The durable description of one table file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileDesc {
+    /// File number (names the file).
+    pub file_no: u64,
+    /// Tier (directory) holding the file.
+    pub tier: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Entries in the file.
+    pub num_entries: u64,
+    /// Smallest sequence number.
+    pub min_seq: u64,
+    /// Largest sequence number.
+    pub max_seq: u64,
+}
+
+/// A level's compaction policy state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyState {
+    /// Run limit K_i in force.
+    pub k: u32,
+    /// A lazily requested K, applied when the level empties.
+    pub pending_k: Option<u32>,
+    /// The level is being merged down entirely (full tiered level or greedy transition).
+    pub draining: bool,
+}
+
+/// One manifest record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// WAL files below this number are no longer needed.
+    pub log_number: Option<u64>,
+    /// Next file number to allocate.
+    pub next_file_no: Option<u64>,
+    /// Last sequence number durable in tables.
+    pub last_seq: Option<u64>,
+    /// Next run id to allocate.
+    pub next_run_id: Option<u64>,
+    /// Column families created: (id, name).
+    pub cf_added: Vec<(u32, String)>,
+    /// Column families dropped.
+    pub cf_dropped: Vec<u32>,
+    /// Files removed: (cf, level, file number).
+    pub deleted: Vec<(u32, u32, u64)>,
+    /// Files added: (cf, level, run id, file). A run id not present in the level creates a
+    /// new run as the newest of the level.
+    pub added: Vec<(u32, u32, u64, FileDesc)>,
+    /// Runs sealed: (cf, level, run id).
+    pub sealed: Vec<(u32, u32, u64)>,
+    /// Policy states set: (cf, level, state).
+    pub policies: Vec<(u32, u32, PolicyState)>,
+    /// Round-robin compaction cursors: (cf, level, user key).
+    pub compact_pointers: Vec<(u32, u32, Vec<u8>)>,
+}
+
+const T_LOG: u8 = 1;
+const T_NEXT_FILE: u8 = 2;
+const T_LAST_SEQ: u8 = 3;
+const T_NEXT_RUN: u8 = 4;
+const T_CF_ADD: u8 = 5;
+const T_CF_DROP: u8 = 6;
+const T_DELETED: u8 = 7;
+const T_ADDED: u8 = 8;
+const T_SEALED: u8 = 9;
+const T_POLICY: u8 = 10;
+const T_POINTER: u8 = 11;
+
+impl VersionEdit {
+    /// True if the edit changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == VersionEdit::default()
+    }
+
+    /// Serializes the edit.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut o = Vec::new();
+        let mut opt = |o: &mut Vec<u8>, tag: u8, v: Option<u64>| {
+            if let Some(v) = v {
+                o.push(tag);
+                put_varint(o, v);
+            }
+        };
+        opt(&mut o, T_LOG, self.log_number);
+        opt(&mut o, T_NEXT_FILE, self.next_file_no);
+        opt(&mut o, T_LAST_SEQ, self.last_seq);
+        opt(&mut o, T_NEXT_RUN, self.next_run_id);
+        for (id, name) in &self.cf_added {
+            o.push(T_CF_ADD);
+            put_varint(&mut o, *id as u64);
+            put_bytes(&mut o, name.as_bytes());
+        }
+        for id in &self.cf_dropped {
+            o.push(T_CF_DROP);
+            put_varint(&mut o, *id as u64);
+        }
+        for (cf, level, f) in &self.deleted {
+            o.push(T_DELETED);
+            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, *level as u64);
+            put_varint(&mut o, *f);
+        }
+        for (cf, level, run, f) in &self.added {
+            o.push(T_ADDED);
+            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, *level as u64);
+            put_varint(&mut o, *run);
+            put_varint(&mut o, f.file_no);
+            put_varint(&mut o, f.tier as u64);
+            put_varint(&mut o, f.size);
+            put_bytes(&mut o, &f.smallest);
+            put_bytes(&mut o, &f.largest);
+            put_varint(&mut o, f.num_entries);
+            put_varint(&mut o, f.min_seq);
+            put_varint(&mut o, f.max_seq);
+        }
+        for (cf, level, run) in &self.sealed {
+            o.push(T_SEALED);
+            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, *level as u64);
+            put_varint(&mut o, *run);
+        }
+        for (cf, level, p) in &self.policies {
+            o.push(T_POLICY);
+            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, *level as u64);
+            put_varint(&mut o, p.k as u64);
+            put_varint(&mut o, p.pending_k.map_or(0, |k| k as u64 + 1));
+            o.push(p.draining as u8);
+        }
+        for (cf, level, key) in &self.compact_pointers {
+            o.push(T_POINTER);
+            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, *level as u64);
+            put_bytes(&mut o, key);
+        }
+        o
+    }
+
+    /// Parses an edit; any inconsistency is a corruption error.
+    pub fn decode(buf: &[u8]) -> Result<VersionEdit> {
+        Self::decode_opt(buf).ok_or_else(|| Error::corruption("manifest", "undecodable edit"))
+    }
+
+    fn decode_opt(buf: &[u8]) -> Option<VersionEdit> {
+        let mut r = Reader::new(buf);
+        let mut e = VersionEdit::default();
+        while !r.is_empty() {
+            match r.u8()? {
+                T_LOG => e.log_number = Some(r.varint()?),
+                T_NEXT_FILE => e.next_file_no = Some(r.varint()?),
+                T_LAST_SEQ => e.last_seq = Some(r.varint()?),
+                T_NEXT_RUN => e.next_run_id = Some(r.varint()?),
+                T_CF_ADD => {
+                    let id = r.varint32()?;
+                    let name = String::from_utf8(r.bytes()?.to_vec()).ok()?;
+                    e.cf_added.push((id, name));
+                }
+                T_CF_DROP => e.cf_dropped.push(r.varint32()?),
+                T_DELETED => e
+                    .deleted
+                    .push((r.varint32()?, r.varint32()?, r.varint()?)),
+                T_ADDED => {
+                    let (cf, level, run) = (r.varint32()?, r.varint32()?, r.varint()?);
+                    let f = FileDesc {
+                        file_no: r.varint()?,
+                        tier: r.varint32()?,
+                        size: r.varint()?,
+                        smallest: r.bytes()?.to_vec(),
+                        largest: r.bytes()?.to_vec(),
+                        num_entries: r.varint()?,
+                        min_seq: r.varint()?,
+                        max_seq: r.varint()?,
+                    };
+                    e.added.push((cf, level, run, f));
+                }
+                T_SEALED => e.sealed.push((r.varint32()?, r.varint32()?, r.varint()?)),
+                T_POLICY => {
+                    let (cf, level, k) = (r.varint32()?, r.varint32()?, r.varint32()?);
+                    let pending = r.varint32()?;
+                    let draining = match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return None,
+                    };
+                    let p = PolicyState {
+                        k,
+                        pending_k: pending.checked_sub(1),
+                        draining,
+                    };
+                    e.policies.push((cf, level, p));
+                }
+                T_POINTER => {
+                    let (cf, level) = (r.varint32()?, r.varint32()?);
+                    e.compact_pointers.push((cf, level, r.bytes()?.to_vec()));
+                }
+                _ => return None,
+            }
+        }
+        Some(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let e = VersionEdit {
+            log_number: Some(7),
+            next_file_no: Some(99),
+            last_seq: Some(1 << 40),
+            next_run_id: Some(3),
+            cf_added: vec![(1, "users".into())],
+            cf_dropped: vec![4],
+            deleted: vec![(0, 1, 12)],
+            added: vec![(
+                0,
+                2,
+                5,
+                FileDesc {
+                    file_no: 13,
+                    tier: 1,
+                    size: 4096,
+                    smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
+                    largest: b"z\0\0\0\0\0\0\0\0".to_vec(),
+                    num_entries: 10,
+                    min_seq: 1,
+                    max_seq: 9,
+                },
+            )],
+            sealed: vec![(0, 2, 4)],
+            policies: vec![(
+                0,
+                2,
+                PolicyState {
+                    k: 3,
+                    pending_k: Some(1),
+                    draining: true,
+                },
+            )],
+            compact_pointers: vec![(0, 1, b"m".to_vec())],
+        };
+        let b = e.encode();
+        assert_eq!(VersionEdit::decode(&b).unwrap(), e);
+        for cut in 0..b.len() {
+            let _ = VersionEdit::decode(&b[..cut]);
+        }
+        assert!(VersionEdit::decode(&[200]).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! Versions: the immutable shape of each column family's LSM-tree (levels of runs of
+//! table files) and the manifest that records how it changes.
+//!
+//! FLSM (RusKey 4): level i >= 1 has capacity C_i and holds up to about K_i sorted runs,
+//! newest first. The newest run, while unsealed, is the *active* run: data merged down
+//! from the level above goes into it, and it is sealed at C_i / K_i. Level 0 holds one
+//! run per flush. Runs are ordered by age, so a read stops at the first run holding the
+//! key.
+
+mod edit;
+mod set;
+
+pub use edit::{FileDesc, PolicyState, VersionEdit};
+pub use set::{ObsoleteFiles, VersionSet};
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::types::user_key;
+use crate::Error;
+
+/// An installed table file. When the last version holding it goes away, it is queued for
+/// deletion.
+#[derive(Debug)]
+pub struct FileMeta {
+    /// The durable description.
+    pub desc: FileDesc,
+    obsolete: Option<Arc<ObsoleteFiles>>,
+}
+
+impl FileMeta {
+    /// Wraps a description; `obsolete` receives the file number when it is dropped.
+    pub fn new(desc: FileDesc, obsolete: Option<Arc<ObsoleteFiles>>) -> Self {
+        FileMeta { desc, obsolete }
+    }
+    /// File number.
+    pub fn file_no(&self) -> u64 {
+        self.desc.file_no
+    }
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.desc.size
+    }
+    /// Smallest user key.
+    pub fn smallest_user(&self) -> &[u8] {
+        user_key(&self.desc.smallest)
+    }
+    /// Largest user key.
+    pub fn largest_user(&self) -> &[u8] {
+        user_key(&self.desc.largest)
+    }
+    /// True if the file's user-key range intersects [lo, hi] (inclusive).
+    pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest_user() <= hi && self.largest_user() >= lo
+    }
+}
+
+impl Drop for FileMeta {
+    fn drop(&mut self) {
+        if let Some(o) = &self.obsolete {
+            o.push(self.desc.file_no, self.desc.tier);
+        }
+    }
+}
+
+/// A sorted run: table files with disjoint key ranges, sorted by key.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Run id, unique within the database; newer runs have larger ids.
+    pub id: u64,
+    /// The files, sorted.
+    pub files: Vec<Arc<FileMeta>>,
+    /// A sealed run takes no more data.
+    pub sealed: bool,
+}
+
+impl Run {
+    /// Total bytes.
+    pub fn size(&self) -> u64 {
+        self.files.iter().map(|f| f.size()).sum()
+    }
+    /// The file that may hold `key`.
+    pub fn file_for(&self, key: &[u8]) -> Option<&Arc<FileMeta>> {
+        let i = self.files.partition_point(|f| f.largest_user() < key);
+        self.files.get(i).filter(|f| f.smallest_user() <= key)
+    }
+    /// Files whose range intersects [lo, hi].
+    pub fn overlapping(&self, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
+        let start = self.files.partition_point(|f| f.largest_user() < lo);
+        self.files[start..]
+            .iter()
+            .take_while(|f| f.smallest_user() <= hi)
+            .cloned()
+            .collect()
+    }
+}
+
+/// One level: runs, newest first, and the level's policy state.
+#[derive(Clone, Debug)]
+pub struct Level {
+    /// Runs, newest first.
+    pub runs: Vec<Run>,
+    /// Policy state (K_i, pending lazy K, draining).
+    pub policy: PolicyState,
+    /// Round-robin cursor for picking the next file to compact.
+    pub compact_pointer: Vec<u8>,
+}
+
+impl Level {
+    /// Total bytes.
+    pub fn size(&self) -> u64 {
+        self.runs.iter().map(Run::size).sum()
+    }
+    /// Number of files.
+    pub fn num_files(&self) -> usize {
+        self.runs.iter().map(|r| r.files.len()).sum()
+    }
+    /// The active (unsealed, newest) run.
+    pub fn active(&self) -> Option<&Run> {
+        self.runs.first().filter(|r| !r.sealed)
+    }
+    /// Number of sealed runs.
+    pub fn sealed_runs(&self) -> usize {
+        self.runs.iter().filter(|r| r.sealed).count()
+    }
+    /// True if the level holds no file.
+    pub fn is_empty(&self) -> bool {
+        self.runs.iter().all(|r| r.files.is_empty())
+    }
+}
+
+/// The levels of one column family at one moment. Immutable once built; changes make a new
+/// one with [`CfVersion::apply`].
+#[derive(Clone, Debug)]
+pub struct CfVersion {
+    /// Levels 0..num_levels.
+    pub levels: Vec<Level>,
+}
+
+impl CfVersion {
+    /// An empty tree with the given initial run limits per level.
+    pub fn empty(initial_k: impl Fn(usize) -> usize, num_levels: usize) -> Self {
+        CfVersion {
+            levels: (0..num_levels)
+                .map(|l| Level {
+                    runs: Vec::new(),
+                    policy: PolicyState {
+                        k: initial_k(l) as u32,
+                        pending_k: None,
+                        draining: false,
+                    },
+                    compact_pointer: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Number of files in all levels.
+    pub fn num_files(&self) -> usize {
+        self.levels.iter().map(Level::num_files).sum()
+    }
+
+    /// Every file number referenced.
+    pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+        self.levels
+            .iter()
+            .flat_map(|l| l.runs.iter())
+            .flat_map(|r| r.files.iter().map(|f| f.file_no()))
+    }
+
+    /// Deepest level that holds data (0 if none).
+    pub fn deepest_nonempty(&self) -> usize {
+        self.levels.iter().rposition(|l| !l.is_empty()).unwrap_or(0)
+    }
+
+    /// Applies the parts of `edit` for column family `cf`. Files moved between levels keep
+    /// their `FileMeta` (so a move never queues the file for deletion); new files get a
+    /// fresh one via `make`.
+    pub fn apply(
+        &self,
+        cf: u32,
+        edit: &VersionEdit,
+        make: &dyn Fn(&FileDesc) -> Arc<FileMeta>,
+    ) -> crate::Result<CfVersion> {
+        let mut v = self.clone();
+        let bad = |m: String| Err(Error::corruption("manifest", m));
+        let mut removed: HashMap<u64, Arc<FileMeta>> = HashMap::new();
+        for &(c, level, file_no) in &edit.deleted {
+            if c != cf {
+                continue;
+            }
+            let Some(l) = v.levels.get_mut(level as usize) else {
+                return bad(format!("delete from level {level} that does not exist"));
+            };
+            let mut found = false;
+            for run in &mut l.runs {
+                if let Some(pos) = run.files.iter().position(|f| f.file_no() == file_no) {
+                    removed.insert(file_no, run.files.remove(pos));
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return bad(format!("delete of file {file_no} not in level {level}"));
+            }
+        }
+        for (c, level, run_id, desc) in &edit.added {
+            if *c != cf {
+                continue;
+            }
+            let Some(l) = v.levels.get_mut(*level as usize) else {
+                return bad(format!("add to level {level} that does not exist"));
+            };
+            let meta = match removed.remove(&desc.file_no) {
+                Some(m) if m.desc == *desc => m,
+                _ => make(desc),
+            };
+            let run = match l.runs.iter_mut().position(|r| r.id == *run_id) {
+                Some(i) => &mut l.runs[i],
+                None => {
+                    l.runs.insert(
+                        0,
+                        Run {
+                            id: *run_id,
+                            files: Vec::new(),
+                            sealed: false,
+                        },
+                    );
+                    &mut l.runs[0]
+                }
+            };
+            let pos = run
+                .files
+                .partition_point(|f| f.largest_user() < meta.smallest_user());
+            if run
+                .files
+                .get(pos)
+                .is_some_and(|f| f.smallest_user() <= meta.largest_user())
+            {
+                return bad(format!(
+                    "file {} overlaps another file of run {run_id} in level {level}",
+                    desc.file_no
+                ));
+            }
+            run.files.insert(pos, meta);
+        }
+        for &(c, level, run_id) in &edit.sealed {
+            if c != cf {
+                continue;
+            }
+            if let Some(r) = v
+                .levels
+                .get_mut(level as usize)
+                .and_then(|l| l.runs.iter_mut().find(|r| r.id == run_id))
+            {
+                r.sealed = true;
+            }
+        }
+        for &(c, level, p) in &edit.policies {
+            if c != cf {
+                continue;
+            }
+            match v.levels.get_mut(level as usize) {
+                Some(l) => l.policy = p,
+                None => return bad(format!("policy for level {level} that does not exist")),
+            }
+        }
+        for (c, level, key) in &edit.compact_pointers {
+            if *c == cf {
+                if let Some(l) = v.levels.get_mut(*level as usize) {
+                    l.compact_pointer = key.clone();
+                }
+            }
+        }
+        for l in &mut v.levels {
+            l.runs.retain(|r| !r.files.is_empty());
+        }
+        Ok(v)
+    }
+}

@@ -1,0 +1,353 @@
+//! The version set: every column family's current version, the counters (file numbers,
+//! sequence numbers, run ids) and the manifest that makes them durable.
+//!
+//! Manifest protocol: `CURRENT` names the live manifest; a manifest is a log of
+//! [`VersionEdit`] records whose first record describes the whole state. An edit is
+//! appended and synced before it is installed. A new manifest (written whole, synced, then
+//! named by an atomically replaced `CURRENT`) starts at open, when the manifest grows
+//! large, and after a failed write, so a partly written record is never followed by more.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{CfVersion, FileDesc, FileMeta, PolicyState, VersionEdit};
+use crate::log::{LogReader, LogWriter};
+use crate::storage::{FileKind, StorageEnv};
+use crate::{Error, Result};
+
+const MAX_MANIFEST_BYTES: u64 = 32 << 20;
+
+/// File numbers whose last version went away, waiting to be deleted.
+#[derive(Debug, Default)]
+pub struct ObsoleteFiles {
+    files: Mutex<Vec<(u64, u32)>>,
+}
+
+impl ObsoleteFiles {
+    pub(crate) fn push(&self, file_no: u64, tier: u32) {
+        self.files.lock().push((file_no, tier));
+    }
+    /// Takes the queued (file number, tier) pairs.
+    pub fn take(&self) -> Vec<(u64, u32)> {
+        std::mem::take(&mut *self.files.lock())
+    }
+}
+
+/// One column family's entry in the version set.
+#[derive(Clone, Debug)]
+pub struct CfEntry {
+    /// Name.
+    pub name: String,
+    /// Current version.
+    pub version: Arc<CfVersion>,
+}
+
+/// See the module comment.
+pub struct VersionSet {
+    env: StorageEnv,
+    manifest: Option<LogWriter>,
+    manifest_no: u64,
+    num_levels: usize,
+    initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
+    /// Next file number to hand out.
+    pub next_file_no: u64,
+    /// Largest sequence number known durable in tables (WAL replay may raise it).
+    pub last_seq: u64,
+    /// WAL files below this number are obsolete.
+    pub log_number: u64,
+    /// Next run id.
+    pub next_run_id: u64,
+    /// Column families by id.
+    pub cfs: BTreeMap<u32, CfEntry>,
+    /// Queue of files no version references any more.
+    pub obsolete: Arc<ObsoleteFiles>,
+}
+
+/// Path of the `CURRENT` file.
+pub fn current_path(root: &Path) -> PathBuf {
+    root.join("CURRENT")
+}
+
+/// Path of manifest number `no`.
+pub fn manifest_path(root: &Path, no: u64) -> PathBuf {
+    root.join(format!("MANIFEST-{no:06}"))
+}
+
+impl VersionSet {
+    fn blank(
+        env: StorageEnv,
+        num_levels: usize,
+        initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
+    ) -> Self {
+        VersionSet {
+            env,
+            manifest: None,
+            manifest_no: 0,
+            num_levels,
+            initial_k,
+            next_file_no: 1,
+            last_seq: 0,
+            log_number: 0,
+            next_run_id: 1,
+            cfs: BTreeMap::new(),
+            obsolete: Arc::new(ObsoleteFiles::default()),
+        }
+    }
+
+    /// A new database with the default column family (id 0); writes the first manifest.
+    pub fn create(
+        env: StorageEnv,
+        num_levels: usize,
+        initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
+    ) -> Result<Self> {
+        let mut vs = Self::blank(env, num_levels, initial_k);
+        let edit = VersionEdit {
+            cf_added: vec![(0, "default".into())],
+            ..Default::default()
+        };
+        vs.log_and_apply(edit)?;
+        Ok(vs)
+    }
+
+    /// Rebuilds the state from `CURRENT` and the manifest it names. The next edit starts a
+    /// new manifest.
+    pub fn recover(
+        env: StorageEnv,
+        num_levels: usize,
+        initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
+    ) -> Result<Self> {
+        let root = env.root().to_path_buf();
+        let cur = env.read_whole(&current_path(&root), FileKind::Manifest)?;
+        let name = std::str::from_utf8(&cur)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| s.starts_with("MANIFEST-") && !s.contains('/'))
+            .ok_or_else(|| Error::corruption("CURRENT", "does not name a manifest"))?;
+        let manifest_no: u64 = name["MANIFEST-".len()..]
+            .parse()
+            .map_err(|_| Error::corruption("CURRENT", "bad manifest number"))?;
+        let data = env.read_whole(&root.join(name), FileKind::Manifest)?;
+        let mut vs = Self::blank(env, num_levels, initial_k);
+        vs.manifest_no = manifest_no;
+        let mut reader = LogReader::new(data, false);
+        let mut any = false;
+        while let Some(rec) = reader
+            .next_record()
+            .map_err(|e| rename_corruption(e, name))?
+        {
+            let edit = VersionEdit::decode(&rec).map_err(|e| rename_corruption(e, name))?;
+            vs.apply_in_memory(&edit)?;
+            any = true;
+        }
+        if !any || !vs.cfs.contains_key(&0) {
+            return Err(Error::corruption(name, "manifest holds no database state"));
+        }
+        Ok(vs)
+    }
+
+    /// Allocates a file number.
+    pub fn new_file_no(&mut self) -> u64 {
+        let n = self.next_file_no;
+        self.next_file_no += 1;
+        n
+    }
+
+    /// Allocates a run id.
+    pub fn new_run_id(&mut self) -> u64 {
+        let n = self.next_run_id;
+        self.next_run_id += 1;
+        n
+    }
+
+    /// The current version of a column family.
+    pub fn version(&self, cf: u32) -> Option<Arc<CfVersion>> {
+        self.cfs.get(&cf).map(|e| e.version.clone())
+    }
+
+    fn make_meta(&self) -> impl Fn(&FileDesc) -> Arc<FileMeta> + '_ {
+        let o = self.obsolete.clone();
+        move |d: &FileDesc| Arc::new(FileMeta::new(d.clone(), Some(o.clone())))
+    }
+
+    /// Computes the state after `edit` without touching the manifest.
+    fn apply_in_memory(&mut self, edit: &VersionEdit) -> Result<()> {
+        let next = self.preview(edit)?;
+        self.install(edit, next);
+        Ok(())
+    }
+
+    fn preview(&self, edit: &VersionEdit) -> Result<BTreeMap<u32, CfEntry>> {
+        let mut cfs = self.cfs.clone();
+        for (id, name) in &edit.cf_added {
+            let k = self.initial_k.clone();
+            cfs.insert(
+                *id,
+                CfEntry {
+                    name: name.clone(),
+                    version: Arc::new(CfVersion::empty(|l| k(l), self.num_levels)),
+                },
+            );
+        }
+        for id in &edit.cf_dropped {
+            cfs.remove(id);
+        }
+        let make = self.make_meta();
+        let touched: std::collections::BTreeSet<u32> = edit
+            .deleted
+            .iter()
+            .map(|d| d.0)
+            .chain(edit.added.iter().map(|a| a.0))
+            .chain(edit.sealed.iter().map(|s| s.0))
+            .chain(edit.policies.iter().map(|p| p.0))
+            .chain(edit.compact_pointers.iter().map(|p| p.0))
+            .collect();
+        for cf in touched {
+            let Some(entry) = cfs.get_mut(&cf) else {
+                if edit.cf_dropped.contains(&cf) {
+                    continue;
+                }
+                return Err(Error::corruption(
+                    "manifest",
+                    format!("edit for unknown column family {cf}"),
+                ));
+            };
+            entry.version = Arc::new(entry.version.apply(cf, edit, &make)?);
+        }
+        Ok(cfs)
+    }
+
+    fn install(&mut self, edit: &VersionEdit, cfs: BTreeMap<u32, CfEntry>) {
+        self.cfs = cfs;
+        if let Some(n) = edit.next_file_no {
+            self.next_file_no = self.next_file_no.max(n);
+        }
+        if let Some(n) = edit.last_seq {
+            self.last_seq = self.last_seq.max(n);
+        }
+        if let Some(n) = edit.log_number {
+            self.log_number = self.log_number.max(n);
+        }
+        if let Some(n) = edit.next_run_id {
+            self.next_run_id = self.next_run_id.max(n);
+        }
+    }
+
+    /// Writes `edit` durably to the manifest, then installs it.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        edit.next_file_no = Some(self.next_file_no.max(edit.next_file_no.unwrap_or(0)));
+        edit.next_run_id = Some(self.next_run_id.max(edit.next_run_id.unwrap_or(0)));
+        edit.last_seq = Some(self.last_seq.max(edit.last_seq.unwrap_or(0)));
+        edit.log_number = Some(self.log_number.max(edit.log_number.unwrap_or(0)));
+        let next = self.preview(&edit)?;
+        let needs_new = self
+            .manifest
+            .as_ref()
+            .is_none_or(|m| m.len() > MAX_MANIFEST_BYTES);
+        if needs_new {
+            // Reserve the manifest's number before describing the state.
+            let no = self.new_file_no();
+            let mut snapshot = self.snapshot_edit(&next);
+            snapshot.next_file_no = Some(self.next_file_no);
+            snapshot.next_run_id = edit.next_run_id;
+            snapshot.last_seq = edit.last_seq;
+            snapshot.log_number = edit.log_number;
+            match self.write_new_manifest(no, &snapshot) {
+                Ok(w) => {
+                    let old = self.manifest_no;
+                    self.manifest = Some(w);
+                    self.manifest_no = no;
+                    if old != 0 && old != no {
+                        let _ = self.env.remove(&manifest_path(self.env.root(), old));
+                    }
+                }
+                Err(e) => {
+                    let _ = self.env.remove(&manifest_path(self.env.root(), no));
+                    return Err(e);
+                }
+            }
+        } else {
+            let w = self.manifest.as_mut().expect("checked above");
+            let r = w.add_record(&edit.encode()).and_then(|_| w.sync());
+            if let Err(e) = r {
+                // The record may be half written: never append after it.
+                self.manifest = None;
+                return Err(e);
+            }
+        }
+        self.install(&edit, next);
+        Ok(())
+    }
+
+    fn write_new_manifest(&self, no: u64, snapshot: &VersionEdit) -> Result<LogWriter> {
+        let root = self.env.root().to_path_buf();
+        let path = manifest_path(&root, no);
+        let f = self.env.create(&path, FileKind::Manifest, 0, None)?;
+        let mut w = LogWriter::new(f);
+        w.add_record(&snapshot.encode())?;
+        w.sync()?;
+        self.env.write_atomic(
+            &current_path(&root),
+            FileKind::Manifest,
+            format!("MANIFEST-{no:06}\n").as_bytes(),
+        )?;
+        Ok(w)
+    }
+
+    /// An edit that rebuilds `cfs` from nothing.
+    fn snapshot_edit(&self, cfs: &BTreeMap<u32, CfEntry>) -> VersionEdit {
+        let mut e = VersionEdit::default();
+        for (&id, entry) in cfs {
+            e.cf_added.push((id, entry.name.clone()));
+            for (level, l) in entry.version.levels.iter().enumerate() {
+                let level = level as u32;
+                // Oldest run first: each new run id is inserted as the newest.
+                for run in l.runs.iter().rev() {
+                    for f in &run.files {
+                        e.added.push((id, level, run.id, f.desc.clone()));
+                    }
+                    if run.sealed {
+                        e.sealed.push((id, level, run.id));
+                    }
+                }
+                e.policies.push((id, level, l.policy));
+                if !l.compact_pointer.is_empty() {
+                    e.compact_pointers
+                        .push((id, level, l.compact_pointer.clone()));
+                }
+            }
+        }
+        e
+    }
+
+    /// Every live table file number with its tier.
+    pub fn live_files(&self) -> std::collections::HashSet<u64> {
+        self.cfs
+            .values()
+            .flat_map(|e| e.version.file_numbers().collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// The manifest file number in use.
+    pub fn manifest_no(&self) -> u64 {
+        self.manifest_no
+    }
+
+    /// Default policy state for a level.
+    pub fn default_policy(&self, level: usize) -> PolicyState {
+        PolicyState {
+            k: (self.initial_k)(level) as u32,
+            pending_k: None,
+            draining: false,
+        }
+    }
+}
+
+fn rename_corruption(e: Error, file: &str) -> Error {
+    match e {
+        Error::Corruption { detail, .. } => Error::corruption(file, detail),
+        e => e,
+    }
+}
