@@ -6,7 +6,7 @@ mod lru_cache;
 
 use std::sync::Arc;
 
-pub use lru_cache::LruBlockCache;
+pub use lru_cache::{LruBlockCache, DEFAULT_SHARDS};
 
 use crate::table::Block;
 

@@ -27,11 +27,11 @@ pub struct ReadTrace {
     pub data_misses: u32,
     /// Index lookups served from memory.
     pub index_hits: u32,
-    /// Index blocks read from storage.
+    /// Index blocks read from storage (0 while the index is pinned in memory, as now).
     pub index_misses: u32,
     /// Filter probes served from memory.
     pub filter_hits: u32,
-    /// Filter blocks read from storage.
+    /// Filter blocks read from storage (0 while the filter is pinned in memory, as now).
     pub filter_misses: u32,
     /// Storage reads issued.
     pub storage_reads: u32,

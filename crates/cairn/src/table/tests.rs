@@ -397,6 +397,23 @@ fn traces_bloom_and_cache() {
     assert!(negatives > 950, "{negatives}");
     cache.erase_file(1);
     assert_eq!(cache.usage(), 0);
+    // The same table read with O_DIRECT (or its fallback) gives the same entries.
+    let f = fx
+        .env
+        .open_read(&path, FileKind::Table, 0, Some(0), true)
+        .unwrap();
+    let direct = Arc::new(Table::open(f, 2, None).unwrap());
+    assert_eq!(collect_forward(&mut direct.iter()), model);
+    assert_eq!(collect_forward(&mut t.iter()), model);
+}
+
+#[test]
+fn tables_are_shareable() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Table>();
+    send_sync::<LruBlockCache>();
+    send::<TableIterator>();
 }
 
 #[test]
