@@ -5,9 +5,11 @@
 
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod error;
 pub mod iter;
 pub mod storage;
+pub mod table;
 pub mod types;
 
 pub use error::{Error, Result};

@@ -1,0 +1,312 @@
+//! The baseline block cache: LRU over a byte budget, split into shards by key hash so
+//! that concurrent readers rarely contend on one lock.
+
+use std::sync::Arc;
+
+use lru::LruCache;
+use parking_lot::Mutex;
+
+use super::{BlockCache, BlockKey, BlockKind, CacheStats};
+use crate::table::Block;
+
+/// Number of shards [`LruBlockCache::with_default_shards`] uses.
+pub const DEFAULT_SHARDS: usize = 16;
+
+struct Entry {
+    block: Arc<Block>,
+    kind: BlockKind,
+    charge: usize,
+}
+
+struct Shard {
+    lru: LruCache<BlockKey, Entry>,
+    usage: usize,
+    capacity: usize,
+    stats: CacheStats,
+}
+
+impl Shard {
+    fn remove(&mut self, key: &BlockKey) {
+        if let Some(e) = self.lru.pop(key) {
+            self.usage -= e.charge;
+        }
+    }
+}
+
+/// A sharded LRU block cache with a byte budget.
+///
+/// Each entry is charged the caller's `charge` plus [`LruBlockCache::ENTRY_OVERHEAD`]
+/// (the LRU node and hash slot). The budget is split evenly over the shards, so one shard
+/// evicts when its own share is full even if others have room.
+pub struct LruBlockCache {
+    shards: Box<[Mutex<Shard>]>,
+    capacity: usize,
+}
+
+impl LruBlockCache {
+    /// Bytes charged per entry on top of the block's own charge.
+    pub const ENTRY_OVERHEAD: usize = 64;
+
+    /// A cache of `capacity_bytes` split into `shards` shards (at least 1). A capacity of 0
+    /// caches nothing.
+    pub fn new(capacity_bytes: usize, shards: usize) -> Self {
+        let n = shards.max(1);
+        let shards = (0..n)
+            .map(|i| {
+                // Spread the remainder so that shard budgets sum to the capacity.
+                let cap = capacity_bytes / n + usize::from(i < capacity_bytes % n);
+                Mutex::new(Shard {
+                    lru: LruCache::unbounded(),
+                    usage: 0,
+                    capacity: cap,
+                    stats: CacheStats::default(),
+                })
+            })
+            .collect();
+        LruBlockCache {
+            shards,
+            capacity: capacity_bytes,
+        }
+    }
+
+    /// A cache with [`DEFAULT_SHARDS`] shards.
+    pub fn with_default_shards(capacity_bytes: usize) -> Self {
+        Self::new(capacity_bytes, DEFAULT_SHARDS)
+    }
+
+    /// Number of shards.
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shard a key lives in.
+    pub fn shard_of(&self, key: &BlockKey) -> usize {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&key.file_no.to_le_bytes());
+        b[8..].copy_from_slice(&key.offset.to_le_bytes());
+        (xxhash_rust::xxh3::xxh3_64(&b) % self.shards.len() as u64) as usize
+    }
+
+    /// Number of cached blocks.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().lru.len()).sum()
+    }
+
+    /// True if nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {
+        &self.shards[self.shard_of(key)]
+    }
+}
+
+impl BlockCache for LruBlockCache {
+    fn lookup(&self, key: &BlockKey) -> Option<Arc<Block>> {
+        let mut s = self.shard(key).lock();
+        match s.lru.get(key) {
+            Some(e) => {
+                let (block, kind) = (e.block.clone(), e.kind);
+                s.stats.hits += 1;
+                s.stats.by_kind[kind.index()].hits += 1;
+                Some(block)
+            }
+            None => {
+                s.stats.misses += 1;
+                None
+            }
+        }
+    }
+
+    fn insert(&self, key: BlockKey, kind: BlockKind, block: Arc<Block>, charge: usize) {
+        let charge = charge.saturating_add(Self::ENTRY_OVERHEAD);
+        let mut s = self.shard(&key).lock();
+        s.remove(&key);
+        if charge > s.capacity {
+            s.stats.rejected += 1;
+            return;
+        }
+        while s.usage + charge > s.capacity {
+            let Some((_, old)) = s.lru.pop_lru() else {
+                break;
+            };
+            s.usage -= old.charge;
+            s.stats.evictions += 1;
+            s.stats.by_kind[old.kind.index()].evictions += 1;
+        }
+        s.lru.push(
+            key,
+            Entry {
+                block,
+                kind,
+                charge,
+            },
+        );
+        s.usage += charge;
+        s.stats.inserts += 1;
+        s.stats.by_kind[kind.index()].inserts += 1;
+    }
+
+    fn erase(&self, key: &BlockKey) {
+        self.shard(key).lock().remove(key);
+    }
+
+    fn erase_file(&self, file_no: u64) {
+        for shard in self.shards.iter() {
+            let mut s = shard.lock();
+            let keys: Vec<BlockKey> = s
+                .lru
+                .iter()
+                .filter(|(k, _)| k.file_no == file_no)
+                .map(|(k, _)| *k)
+                .collect();
+            for k in &keys {
+                s.remove(k);
+            }
+        }
+    }
+
+    fn usage(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().usage).sum()
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn stats(&self) -> CacheStats {
+        let mut total = CacheStats::default();
+        for s in self.shards.iter() {
+            total.add(&s.lock().stats);
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::block_for_tests;
+
+    const OV: usize = LruBlockCache::ENTRY_OVERHEAD;
+
+    fn key(file_no: u64, offset: u64) -> BlockKey {
+        BlockKey { file_no, offset }
+    }
+
+    #[test]
+    fn byte_budget_and_lru_order_single_shard() {
+        let c = LruBlockCache::new(3 * (100 + OV), 1);
+        let b = block_for_tests(1);
+        for off in 0..3 {
+            c.insert(key(1, off), BlockKind::Data, b.clone(), 100);
+        }
+        assert_eq!(c.usage(), 3 * (100 + OV));
+        assert_eq!(c.len(), 3);
+        // Touch 0 so that 1 becomes least recently used.
+        assert!(c.lookup(&key(1, 0)).is_some());
+        c.insert(key(1, 3), BlockKind::Data, b.clone(), 100);
+        assert!(
+            c.lookup(&key(1, 1)).is_none(),
+            "LRU victim must be offset 1"
+        );
+        assert!(c.lookup(&key(1, 0)).is_some());
+        assert!(c.lookup(&key(1, 2)).is_some());
+        assert!(c.lookup(&key(1, 3)).is_some());
+        assert!(c.usage() <= c.capacity());
+        // A big block evicts several.
+        c.insert(key(1, 9), BlockKind::Index, b.clone(), 2 * 100 + OV);
+        assert!(c.usage() <= c.capacity());
+        assert_eq!(c.len(), 2);
+        let s = c.stats();
+        assert_eq!(s.inserts, 5);
+        assert_eq!(s.evictions, 3);
+        assert_eq!(s.kind(BlockKind::Data).evictions, 3);
+        assert_eq!(s.kind(BlockKind::Index).inserts, 1);
+        assert_eq!(s.misses, 1);
+        assert_eq!(s.hits, 4);
+        // Re-inserting a key replaces it without double charging.
+        let before = c.usage();
+        c.insert(key(1, 9), BlockKind::Index, b.clone(), 2 * 100 + OV);
+        assert_eq!(c.usage(), before);
+        // Too large for the budget: not cached.
+        c.insert(key(2, 0), BlockKind::Data, b, 10_000);
+        assert!(c.lookup(&key(2, 0)).is_none());
+        assert_eq!(c.stats().rejected, 1);
+    }
+
+    #[test]
+    fn capacity_zero_caches_nothing() {
+        let c = LruBlockCache::new(0, 4);
+        c.insert(key(1, 0), BlockKind::Data, block_for_tests(1), 0);
+        assert!(c.lookup(&key(1, 0)).is_none());
+        assert_eq!(c.usage(), 0);
+        assert_eq!(c.capacity(), 0);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn sharding_spreads_keys_and_respects_budget() {
+        let c = LruBlockCache::with_default_shards(64 * 1024);
+        assert_eq!(c.num_shards(), DEFAULT_SHARDS);
+        let b = block_for_tests(3);
+        let mut per_shard = [0usize; DEFAULT_SHARDS];
+        for f in 0..20u64 {
+            for off in 0..50u64 {
+                let k = key(f, off * 4096);
+                per_shard[c.shard_of(&k)] += 1;
+                c.insert(k, BlockKind::Data, b.clone(), 1000);
+                assert!(c.usage() <= c.capacity());
+            }
+        }
+        assert!(
+            per_shard.iter().all(|&n| n > 20),
+            "uneven shards {per_shard:?}"
+        );
+        // Shards fill independently: 4096 bytes per shard holds 3 entries of 1064.
+        assert_eq!(c.len(), 3 * DEFAULT_SHARDS);
+        assert_eq!(c.usage(), 3 * DEFAULT_SHARDS * (1000 + OV));
+        // The most recent inserts survive.
+        assert!(c.lookup(&key(19, 49 * 4096)).is_some());
+        assert!(c.lookup(&key(0, 0)).is_none());
+        c.erase_file(19);
+        assert!(c.lookup(&key(19, 49 * 4096)).is_none());
+        assert_eq!(c.usage(), c.len() * (1000 + OV));
+        for off in 0..50 {
+            assert!(c.lookup(&key(19, off * 4096)).is_none());
+        }
+        c.insert(key(7, 7), BlockKind::Data, b.clone(), 1000);
+        c.erase(&key(7, 7));
+        assert!(c.lookup(&key(7, 7)).is_none());
+        assert_eq!(c.usage(), c.len() * (1000 + OV));
+        let s = c.stats();
+        assert_eq!(s.inserts, 1001);
+        assert!(s.evictions >= 1000 - 3 * DEFAULT_SHARDS as u64);
+    }
+
+    #[test]
+    fn concurrent_use() {
+        let c = Arc::new(LruBlockCache::new(100 * (100 + OV), 8));
+        let b = block_for_tests(2);
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let (c, b) = (c.clone(), b.clone());
+                std::thread::spawn(move || {
+                    for i in 0..2000u64 {
+                        let k = key(t, i % 300);
+                        if c.lookup(&k).is_none() {
+                            c.insert(k, BlockKind::Data, b.clone(), 100);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(c.usage() <= c.capacity());
+        let s = c.stats();
+        assert_eq!(s.hits + s.misses, 8000);
+    }
+}

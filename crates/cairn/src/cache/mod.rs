@@ -1,0 +1,109 @@
+//! The read-cache seam (DESIGN.md). [`BlockCache`] is what tables read data blocks
+//! through; [`LruBlockCache`] is the baseline (one sharded LRU block cache). Key-value and
+//! key-pointer caches (AC-Key) will be siblings.
+
+mod lru_cache;
+
+use std::sync::Arc;
+
+pub use lru_cache::{LruBlockCache, DEFAULT_SHARDS};
+
+use crate::table::Block;
+
+/// Identifies a cached block: the table's file number and the block's offset in it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct BlockKey {
+    /// The table's file number.
+    pub file_no: u64,
+    /// The block's offset in the file.
+    pub offset: u64,
+}
+
+/// What a cached block holds; kept so that statistics separate kinds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BlockKind {
+    /// A data block.
+    Data,
+    /// An index block.
+    Index,
+    /// A filter block.
+    Filter,
+}
+
+impl BlockKind {
+    /// All kinds, in index order.
+    pub const ALL: [BlockKind; 3] = [BlockKind::Data, BlockKind::Index, BlockKind::Filter];
+
+    /// Dense index, for per-kind arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Counters for one kind of block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KindStats {
+    /// Lookups that found a block of this kind.
+    pub hits: u64,
+    /// Blocks of this kind inserted.
+    pub inserts: u64,
+    /// Blocks of this kind evicted to make room (not erased).
+    pub evictions: u64,
+}
+
+/// Cache counters. Misses are not split by kind: a lookup does not say what it looks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups that found the block.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+    /// Blocks inserted (not counting ones too large to fit).
+    pub inserts: u64,
+    /// Inserts refused because the block alone exceeds a shard's budget.
+    pub rejected: u64,
+    /// Blocks evicted to make room.
+    pub evictions: u64,
+    /// The same counters per [`BlockKind`] (indexed by [`BlockKind::index`]).
+    pub by_kind: [KindStats; 3],
+}
+
+impl CacheStats {
+    /// Counters of one kind.
+    pub fn kind(&self, kind: BlockKind) -> KindStats {
+        self.by_kind[kind.index()]
+    }
+
+    /// Adds another set of counters (used to sum shards).
+    pub fn add(&mut self, o: &CacheStats) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.inserts += o.inserts;
+        self.rejected += o.rejected;
+        self.evictions += o.evictions;
+        for (a, b) in self.by_kind.iter_mut().zip(o.by_kind.iter()) {
+            a.hits += b.hits;
+            a.inserts += b.inserts;
+            a.evictions += b.evictions;
+        }
+    }
+}
+
+/// A cache of decoded blocks shared by all tables of a database.
+pub trait BlockCache: Send + Sync {
+    /// The block, if cached (and marks it recently used).
+    fn lookup(&self, key: &BlockKey) -> Option<Arc<Block>>;
+    /// Caches a block, charging `charge` bytes against the budget (replaces any block
+    /// under the same key). A block larger than the budget is not cached.
+    fn insert(&self, key: BlockKey, kind: BlockKind, block: Arc<Block>, charge: usize);
+    /// Drops one block.
+    fn erase(&self, key: &BlockKey);
+    /// Drops every block of a file (called when the table is deleted).
+    fn erase_file(&self, file_no: u64);
+    /// Bytes charged now.
+    fn usage(&self) -> usize;
+    /// The byte budget.
+    fn capacity(&self) -> usize;
+    /// Counters since creation.
+    fn stats(&self) -> CacheStats;
+}

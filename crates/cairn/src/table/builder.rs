@@ -1,0 +1,225 @@
+//! Writes a table from entries added in internal-key order.
+
+use std::cmp::Ordering;
+
+use super::block::BlockBuilder;
+use super::bloom::{filter_enabled, BloomBuilder};
+use super::format::{block_trailer, BlockHandle, BlockType, Footer};
+use super::index::{FenceIndex, IndexEntry};
+use super::properties::TableProperties;
+use crate::storage::WritableFile;
+use crate::types::{
+    check_key, check_value, cmp_internal, parse_internal_key, user_key, ValueKind, TRAILER_LEN,
+};
+use crate::{Error, Result};
+
+/// Default target size of a data block.
+pub const DEFAULT_BLOCK_SIZE: usize = 4096;
+
+/// Blocks are cut at this size whatever the options say, so that the u32 entry offsets
+/// inside a block cannot overflow (one entry is at most ~64 MiB).
+const MAX_BLOCK_SIZE: usize = 1 << 30;
+
+/// How to build a table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TableBuildOptions {
+    /// Target uncompressed size of a data block; a block is cut once it reaches this.
+    pub block_size: usize,
+    /// Bloom filter bits per user key; 0 (or not a positive number) writes no filter.
+    pub bloom_bits_per_key: f64,
+}
+
+impl Default for TableBuildOptions {
+    fn default() -> Self {
+        TableBuildOptions {
+            block_size: DEFAULT_BLOCK_SIZE,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+}
+
+/// The key range of one data block, as flush and compaction events report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRange {
+    /// Where the block is.
+    pub handle: BlockHandle,
+    /// User key of the block's first entry.
+    pub first_key: Vec<u8>,
+    /// User key of the block's last entry.
+    pub last_key: Vec<u8>,
+}
+
+/// What a finished table holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSummary {
+    /// Bytes in the file.
+    pub file_size: u64,
+    /// Entries written.
+    pub num_entries: u64,
+    /// Smallest internal key (empty if no entries).
+    pub smallest: Vec<u8>,
+    /// Largest internal key (empty if no entries).
+    pub largest: Vec<u8>,
+    /// Smallest sequence number (0 if no entries).
+    pub min_seq: u64,
+    /// Largest sequence number (0 if no entries).
+    pub max_seq: u64,
+    /// Every data block written, in order.
+    pub blocks: Vec<BlockRange>,
+}
+
+/// Builds one table file.
+pub struct TableBuilder {
+    file: WritableFile,
+    opts: TableBuildOptions,
+    block: BlockBuilder,
+    /// User key of the pending block's first entry.
+    block_first: Vec<u8>,
+    /// Last internal key added.
+    last_key: Vec<u8>,
+    index: Vec<IndexEntry>,
+    blocks: Vec<BlockRange>,
+    bloom: Option<BloomBuilder>,
+    props: TableProperties,
+    /// Ordinal of the pending block's first entry.
+    block_first_ordinal: u64,
+}
+
+impl TableBuilder {
+    /// Starts a table in `file` (which should be empty).
+    pub fn new(file: WritableFile, opts: TableBuildOptions) -> Self {
+        let bloom = filter_enabled(opts.bloom_bits_per_key)
+            .then(|| BloomBuilder::new(opts.bloom_bits_per_key));
+        TableBuilder {
+            file,
+            opts,
+            block: BlockBuilder::default(),
+            block_first: Vec::new(),
+            last_key: Vec::new(),
+            index: Vec::new(),
+            blocks: Vec::new(),
+            bloom,
+            props: TableProperties::default(),
+            block_first_ordinal: 0,
+        }
+    }
+
+    /// Adds an entry. Internal keys must be strictly increasing in internal order.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let Some(parsed) = parse_internal_key(ikey) else {
+            return Err(Error::InvalidArgument(format!(
+                "internal key of {} bytes is shorter than its {TRAILER_LEN}-byte trailer",
+                ikey.len()
+            )));
+        };
+        check_key(parsed.user_key)?;
+        check_value(value)?;
+        let first = self.props.num_entries == 0;
+        if !first && cmp_internal(&self.last_key, ikey) != Ordering::Less {
+            return Err(Error::InvalidArgument(
+                "table keys must be added in strictly increasing internal order".into(),
+            ));
+        }
+        if let Some(bloom) = &mut self.bloom {
+            if first || user_key(&self.last_key) != parsed.user_key {
+                bloom.add(parsed.user_key);
+            }
+        }
+        if self.block.is_empty() {
+            self.block_first.clear();
+            self.block_first.extend_from_slice(parsed.user_key);
+            self.block_first_ordinal = self.props.num_entries;
+        }
+        self.block.add(ikey, value);
+
+        let p = &mut self.props;
+        if first {
+            p.smallest = ikey.to_vec();
+            p.min_seq = parsed.seq;
+            p.max_seq = parsed.seq;
+        }
+        p.min_seq = p.min_seq.min(parsed.seq);
+        p.max_seq = p.max_seq.max(parsed.seq);
+        p.num_entries += 1;
+        p.num_deletions += u64::from(parsed.kind == ValueKind::Deletion as u8);
+        p.raw_key_bytes += ikey.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+
+        if self.block.estimated_size() >= self.opts.block_size.min(MAX_BLOCK_SIZE) {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes written so far plus the pending data block.
+    pub fn estimated_size(&self) -> u64 {
+        let pending = if self.block.is_empty() {
+            0
+        } else {
+            self.block.estimated_size() + super::format::BLOCK_TRAILER_LEN
+        };
+        self.file.len() + pending as u64
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    fn write_block(&mut self, contents: &[u8], ty: BlockType) -> Result<BlockHandle> {
+        let handle = BlockHandle::new(self.file.len(), contents.len() as u64);
+        self.file.append(contents)?;
+        self.file.append(&block_trailer(contents, ty))?;
+        Ok(handle)
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let contents = self.block.finish();
+        let handle = self.write_block(&contents, BlockType::Data)?;
+        self.index.push(IndexEntry {
+            last_key: self.last_key.clone(),
+            handle,
+            first_ordinal: self.block_first_ordinal,
+        });
+        self.blocks.push(BlockRange {
+            handle,
+            first_key: std::mem::take(&mut self.block_first),
+            last_key: user_key(&self.last_key).to_vec(),
+        });
+        self.props.num_data_blocks += 1;
+        Ok(())
+    }
+
+    /// Writes the pending block, filter, index, properties and footer, and fsyncs.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        self.flush_block()?;
+        let filter = match self.bloom.take() {
+            Some(b) => self.write_block(&b.finish(), BlockType::Filter)?,
+            None => BlockHandle::default(),
+        };
+        let index = self.write_block(&FenceIndex::encode(&self.index), BlockType::Index)?;
+        self.props.largest = self.last_key.clone();
+        let properties = self.write_block(&self.props.encode(), BlockType::Properties)?;
+        let footer = Footer {
+            index,
+            filter,
+            properties,
+        };
+        self.file.append(&footer.encode())?;
+        self.file.sync()?;
+        Ok(TableSummary {
+            file_size: self.file.len(),
+            num_entries: self.props.num_entries,
+            smallest: self.props.smallest,
+            largest: self.props.largest,
+            min_seq: self.props.min_seq,
+            max_seq: self.props.max_seq,
+            blocks: self.blocks,
+        })
+    }
+}

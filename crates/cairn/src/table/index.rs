@@ -1,0 +1,261 @@
+//! The index inside a table: a seam (DESIGN.md). [`FenceIndex`] is the baseline: the
+//! decoded index block (one fence pointer per data block) searched by binary search. A
+//! learned index (Bourbon) will be a sibling implementing [`TableIndex`].
+//!
+//! Index block layout: a block in the data-block format whose entries are
+//! `last internal key of the data block -> [varint offset][varint size][varint first ordinal]`.
+
+use std::cmp::Ordering;
+
+use super::block::{Block, BlockBuilder};
+use super::format::{get_varint, put_varint, BlockHandle};
+use crate::types::cmp_internal;
+use crate::{Error, Result};
+
+/// One data block as the index sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// The block's last internal key.
+    pub last_key: Vec<u8>,
+    /// Where the block is.
+    pub handle: BlockHandle,
+    /// Position (ordinal) in the whole table of the block's first entry.
+    pub first_ordinal: u64,
+}
+
+/// Finds the data block for a key inside one table.
+pub trait TableIndex: Send + Sync {
+    /// A short name for reports ("fence", "plr", ...).
+    fn name(&self) -> &'static str;
+    /// The data block that may hold the first entry whose internal key is >= `lookup_ikey`;
+    /// `None` if every entry of the table is smaller.
+    fn locate(&self, lookup_ikey: &[u8]) -> Option<usize>;
+    /// Number of data blocks.
+    fn num_blocks(&self) -> usize;
+    /// Data block `i` (`i < num_blocks()`).
+    fn block(&self, i: usize) -> &IndexEntry;
+}
+
+/// Fence pointers: the index block decoded into memory, searched by binary search.
+#[derive(Debug)]
+pub struct FenceIndex {
+    entries: Vec<IndexEntry>,
+    num_entries: u64,
+}
+
+impl FenceIndex {
+    /// Encodes index entries as an index block.
+    pub(crate) fn encode(entries: &[IndexEntry]) -> Vec<u8> {
+        let mut b = BlockBuilder::default();
+        let mut v = Vec::with_capacity(32);
+        for e in entries {
+            v.clear();
+            e.handle.encode_to(&mut v);
+            put_varint(&mut v, e.first_ordinal);
+            b.add(&e.last_key, &v);
+        }
+        b.finish()
+    }
+
+    /// Decodes and validates an index block: data blocks must tile `[0, data_end)` in order
+    /// and ordinals must rise from 0 and stay below `num_entries`.
+    pub fn decode(contents: Vec<u8>, file: &str, data_end: u64, num_entries: u64) -> Result<Self> {
+        let bad = |d: String| Error::corruption(file, format!("index block: {d}"));
+        let block = Block::decode_with(contents, file, true)?;
+        let mut entries = Vec::with_capacity(block.entry_count());
+        let mut next_offset = 0u64;
+        for i in 0..block.entry_count() {
+            let (key, val) = block.entry(i);
+            let mut pos = 0;
+            let handle = BlockHandle::decode_from(val, &mut pos);
+            let ord = get_varint(val, &mut pos);
+            let (Some(handle), Some(first_ordinal)) = (handle, ord) else {
+                return Err(bad(format!("entry {i} is malformed")));
+            };
+            if handle.offset != next_offset {
+                return Err(bad(format!(
+                    "block {i} at {} expected at {next_offset}",
+                    handle.offset
+                )));
+            }
+            next_offset = handle
+                .end_with_trailer()
+                .filter(|&e| e <= data_end)
+                .ok_or_else(|| bad(format!("block {i} runs past the data area")))?;
+            let expected_min = entries
+                .last()
+                .map_or(0, |p: &IndexEntry| p.first_ordinal + 1);
+            if (i == 0 && first_ordinal != 0)
+                || first_ordinal < expected_min
+                || first_ordinal >= num_entries
+            {
+                return Err(bad(format!(
+                    "block {i} has bad first ordinal {first_ordinal}"
+                )));
+            }
+            if let Some(p) = entries.last() {
+                if cmp_internal(&p.last_key, key) != Ordering::Less {
+                    return Err(bad(format!("block {i} keys out of order")));
+                }
+            }
+            entries.push(IndexEntry {
+                last_key: key.to_vec(),
+                handle,
+                first_ordinal,
+            });
+        }
+        if next_offset != data_end || (entries.is_empty() && num_entries != 0) {
+            return Err(bad(format!(
+                "data blocks end at {next_offset}, data area at {data_end}"
+            )));
+        }
+        Ok(FenceIndex {
+            entries,
+            num_entries,
+        })
+    }
+
+    /// Number of entries block `i` holds (`i < num_blocks()`).
+    pub fn block_entries(&self, i: usize) -> u64 {
+        let end = self
+            .entries
+            .get(i + 1)
+            .map_or(self.num_entries, |e| e.first_ordinal);
+        end - self.entries[i].first_ordinal
+    }
+
+    /// The data block holding the entry at table position `ordinal`, if in range.
+    pub fn block_for_ordinal(&self, ordinal: u64) -> Option<usize> {
+        if ordinal >= self.num_entries {
+            return None;
+        }
+        Some(self.entries.partition_point(|e| e.first_ordinal <= ordinal) - 1)
+    }
+
+    /// Bytes held in memory.
+    pub fn memory(&self) -> usize {
+        self.entries
+            .iter()
+            .map(|e| e.last_key.capacity() + std::mem::size_of::<IndexEntry>())
+            .sum()
+    }
+}
+
+impl TableIndex for FenceIndex {
+    fn name(&self) -> &'static str {
+        "fence"
+    }
+
+    fn locate(&self, lookup_ikey: &[u8]) -> Option<usize> {
+        let i = self
+            .entries
+            .partition_point(|e| cmp_internal(&e.last_key, lookup_ikey) == Ordering::Less);
+        (i < self.entries.len()).then_some(i)
+    }
+
+    fn num_blocks(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn block(&self, i: usize) -> &IndexEntry {
+        &self.entries[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{make_internal_key, ValueKind};
+    use rand::{Rng, SeedableRng};
+
+    fn ik(s: &str) -> Vec<u8> {
+        make_internal_key(s.as_bytes(), 5, ValueKind::Value)
+    }
+
+    fn sample() -> (Vec<IndexEntry>, u64) {
+        let e = vec![
+            IndexEntry {
+                last_key: ik("c"),
+                handle: BlockHandle::new(0, 95),
+                first_ordinal: 0,
+            },
+            IndexEntry {
+                last_key: ik("f"),
+                handle: BlockHandle::new(100, 45),
+                first_ordinal: 3,
+            },
+            IndexEntry {
+                last_key: ik("k"),
+                handle: BlockHandle::new(150, 10),
+                first_ordinal: 4,
+            },
+        ];
+        (e, 165)
+    }
+
+    #[test]
+    fn round_trip_and_locate() {
+        let (e, end) = sample();
+        let idx = FenceIndex::decode(FenceIndex::encode(&e), "t", end, 9).unwrap();
+        assert_eq!(idx.num_blocks(), 3);
+        assert_eq!(idx.block(1), &e[1]);
+        assert_eq!(idx.locate(&ik("a")), Some(0));
+        assert_eq!(idx.locate(&ik("c")), Some(0));
+        assert_eq!(
+            idx.locate(&make_internal_key(b"c", 1, ValueKind::Value)),
+            Some(1)
+        );
+        assert_eq!(idx.locate(&ik("g")), Some(2));
+        assert_eq!(idx.locate(&ik("z")), None);
+        assert_eq!(idx.block_entries(0), 3);
+        assert_eq!(idx.block_entries(2), 5);
+        assert_eq!(idx.block_for_ordinal(0), Some(0));
+        assert_eq!(idx.block_for_ordinal(3), Some(1));
+        assert_eq!(idx.block_for_ordinal(8), Some(2));
+        assert_eq!(idx.block_for_ordinal(9), None);
+        assert_eq!(idx.name(), "fence");
+    }
+
+    #[test]
+    fn rejects_inconsistent_indexes() {
+        let (e, end) = sample();
+        let enc = FenceIndex::encode(&e);
+        assert!(FenceIndex::decode(enc.clone(), "t", end + 1, 9).is_err());
+        assert!(FenceIndex::decode(enc.clone(), "t", end, 4).is_err());
+        let mut gap = e.clone();
+        gap[2].handle.offset += 1;
+        assert!(FenceIndex::decode(FenceIndex::encode(&gap), "t", end + 1, 9).is_err());
+        let mut ord = e.clone();
+        ord[2].first_ordinal = 3;
+        assert!(FenceIndex::decode(FenceIndex::encode(&ord), "t", end, 9).is_err());
+        let mut order = e;
+        order.swap(0, 1);
+        assert!(FenceIndex::decode(FenceIndex::encode(&order), "t", end, 9).is_err());
+        let empty = FenceIndex::decode(FenceIndex::encode(&[]), "t", 0, 0).unwrap();
+        assert_eq!(empty.locate(&ik("a")), None);
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        let (e, end) = sample();
+        let enc = FenceIndex::encode(&e);
+        for _ in 0..20_000 {
+            let mut data = enc.clone();
+            for _ in 0..rng.random_range(1..4) {
+                let i = rng.random_range(0..data.len());
+                data[i] = rng.random();
+            }
+            if rng.random_bool(0.1) {
+                data = (0..rng.random_range(0..64)).map(|_| rng.random()).collect();
+            }
+            if let Ok(idx) = FenceIndex::decode(data, "t", end, rng.random_range(0..20)) {
+                let _ = idx.locate(&ik("d"));
+                for i in 0..idx.num_blocks() {
+                    let _ = idx.block_entries(i);
+                }
+                let _ = idx.block_for_ordinal(rng.random_range(0..20));
+            }
+        }
+    }
+}

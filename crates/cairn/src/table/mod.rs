@@ -1,0 +1,67 @@
+//! SSTables: immutable sorted files of internal entries.
+//!
+//! # File format (version 1)
+//!
+//! ```text
+//! [data block 0][trailer] ... [data block n-1][trailer]
+//! [filter block][trailer]        (absent when the bloom filter is off)
+//! [index block][trailer]
+//! [properties block][trailer]
+//! [footer: 64 bytes]
+//! ```
+//!
+//! * **Trailer** (5 bytes, after every block): block type (u8: data 0, index 1, filter 2,
+//!   properties 3) and CRC32C (u32 LE) of the contents followed by the type byte. Checked
+//!   on every read; a mismatch is [`Error::Corruption`](crate::Error::Corruption).
+//! * **Data block** (target 4 KiB): entries `[varint key_len][varint value_len][internal
+//!   key][value]` with no prefix compression, then the u32-LE offset of every entry, then
+//!   the u32-LE entry count. Every entry is addressable by index, so a learned index
+//!   (Bourbon) that predicts a key's position (ordinal) in the table can jump straight to it.
+//! * **Index block** (fence pointers): same layout as a data block; one entry per data
+//!   block, keyed by the block's last internal key, valued `[varint offset][varint
+//!   size][varint first ordinal]` (the [`BlockHandle`] and the table position of the block's
+//!   first entry). Data blocks tile the file from offset 0 in order.
+//! * **Filter block**: a bloom filter over the distinct user keys, bit array followed by the
+//!   probe count `k` (u8, 1..=30); xxh3 with double hashing (see [`bloom`]).
+//! * **Properties block**: see [`TableProperties`].
+//! * **Footer**: index, filter and properties handles (fixed u64 LE offset and size each;
+//!   a filter size of 0 means no filter), CRC32C of the other footer bytes (u32), format
+//!   version (u32, = 1), magic (u64, `"cairnTBL"`). See [`Footer`].
+//!
+//! Decoders bounds-check every varint, length and offset against the bytes they were given,
+//! so arbitrary bytes yield errors, never panics or huge allocations.
+
+pub mod block;
+pub mod bloom;
+mod builder;
+pub mod format;
+pub mod index;
+mod iter;
+pub mod properties;
+mod reader;
+
+#[cfg(test)]
+mod tests;
+
+pub use block::Block;
+pub use bloom::BloomFilter;
+pub use builder::{BlockRange, TableBuildOptions, TableBuilder, TableSummary, DEFAULT_BLOCK_SIZE};
+pub use format::{BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
+pub use index::{FenceIndex, IndexEntry, TableIndex};
+pub use iter::TableIterator;
+pub use properties::TableProperties;
+pub use reader::{ReadTrace, Table};
+
+/// A small valid block, for tests of other modules (the cache).
+#[cfg(test)]
+pub(crate) fn block_for_tests(n: u32) -> std::sync::Arc<Block> {
+    use crate::types::{make_internal_key, ValueKind};
+    let mut b = block::BlockBuilder::default();
+    for i in 0..n.max(1) {
+        b.add(
+            &make_internal_key(&i.to_be_bytes(), 1, ValueKind::Value),
+            b"v",
+        );
+    }
+    std::sync::Arc::new(Block::decode(b.finish(), "test").expect("valid test block"))
+}

@@ -1,0 +1,126 @@
+//! The properties block: table-wide statistics, read at open.
+//!
+//! Layout: varints num_entries, num_deletions, num_data_blocks, raw_key_bytes,
+//! raw_value_bytes, min_seq, max_seq, then the smallest and largest internal keys, each
+//! as a varint length and bytes.
+
+use super::format::{get_len, get_varint, put_varint};
+use crate::{Error, Result};
+
+/// Statistics of one table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableProperties {
+    /// Entries (all kinds).
+    pub num_entries: u64,
+    /// Tombstones.
+    pub num_deletions: u64,
+    /// Data blocks.
+    pub num_data_blocks: u64,
+    /// Sum of internal key lengths.
+    pub raw_key_bytes: u64,
+    /// Sum of value lengths.
+    pub raw_value_bytes: u64,
+    /// Smallest internal key (empty for an empty table).
+    pub smallest: Vec<u8>,
+    /// Largest internal key (empty for an empty table).
+    pub largest: Vec<u8>,
+    /// Smallest sequence number (0 for an empty table).
+    pub min_seq: u64,
+    /// Largest sequence number (0 for an empty table).
+    pub max_seq: u64,
+}
+
+impl TableProperties {
+    /// Encodes the properties block.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(64 + self.smallest.len() + self.largest.len());
+        for v in [
+            self.num_entries,
+            self.num_deletions,
+            self.num_data_blocks,
+            self.raw_key_bytes,
+            self.raw_value_bytes,
+            self.min_seq,
+            self.max_seq,
+        ] {
+            put_varint(&mut b, v);
+        }
+        for k in [&self.smallest, &self.largest] {
+            put_varint(&mut b, k.len() as u64);
+            b.extend_from_slice(k);
+        }
+        b
+    }
+
+    /// Decodes a properties block.
+    pub fn decode(buf: &[u8], file: &str) -> Result<Self> {
+        Self::try_decode(buf).ok_or_else(|| Error::corruption(file, "malformed properties block"))
+    }
+
+    fn try_decode(buf: &[u8]) -> Option<Self> {
+        let mut pos = 0;
+        let mut v = [0u64; 7];
+        for x in &mut v {
+            *x = get_varint(buf, &mut pos)?;
+        }
+        let mut key = || {
+            let n = get_len(buf, &mut pos)?;
+            let k = buf[pos..pos + n].to_vec();
+            pos += n;
+            Some(k)
+        };
+        let smallest = key()?;
+        let largest = key()?;
+        if pos != buf.len() || v[1] > v[0] || v[5] > v[6] {
+            return None;
+        }
+        Some(TableProperties {
+            num_entries: v[0],
+            num_deletions: v[1],
+            num_data_blocks: v[2],
+            raw_key_bytes: v[3],
+            raw_value_bytes: v[4],
+            min_seq: v[5],
+            max_seq: v[6],
+            smallest,
+            largest,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn round_trip() {
+        let p = TableProperties {
+            num_entries: 10,
+            num_deletions: 2,
+            num_data_blocks: 3,
+            raw_key_bytes: 400,
+            raw_value_bytes: 1 << 40,
+            smallest: b"aaaaaaaaaaaa".to_vec(),
+            largest: b"zzzzzzzzzz".to_vec(),
+            min_seq: 4,
+            max_seq: 99,
+        };
+        let enc = p.encode();
+        assert_eq!(TableProperties::decode(&enc, "t").unwrap(), p);
+        assert!(TableProperties::decode(&enc[..enc.len() - 1], "t").is_err());
+        let mut longer = enc.clone();
+        longer.push(0);
+        assert!(TableProperties::decode(&longer, "t").is_err());
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
+        for _ in 0..20_000 {
+            let n = rng.random_range(0..40);
+            let data: Vec<u8> = (0..n).map(|_| rng.random_range(0..4u8) * 60).collect();
+            let _ = TableProperties::decode(&data, "t");
+        }
+    }
+}

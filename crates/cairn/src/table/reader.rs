@@ -1,0 +1,269 @@
+//! An open table: footer, index, filter and properties read once at open; data blocks
+//! read on demand through the block cache.
+
+use std::sync::Arc;
+
+use super::block::Block;
+use super::bloom::BloomFilter;
+use super::format::{verify_block, BlockHandle, BlockType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::index::{FenceIndex, TableIndex};
+use super::iter::TableIterator;
+use super::properties::TableProperties;
+use crate::cache::{BlockCache, BlockKey, BlockKind};
+use crate::storage::RandomAccessFile;
+use crate::types::user_key;
+use crate::{Error, Result};
+
+/// What one read did, for statistics and for policies that learn from reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadTrace {
+    /// The bloom filter was consulted.
+    pub bloom_checked: bool,
+    /// The bloom filter said the key is absent.
+    pub bloom_negative: bool,
+    /// Data blocks found in the block cache.
+    pub data_hits: u32,
+    /// Data blocks read from storage.
+    pub data_misses: u32,
+    /// Index lookups served from memory.
+    pub index_hits: u32,
+    /// Index blocks read from storage (0 while the index is pinned in memory, as now).
+    pub index_misses: u32,
+    /// Filter probes served from memory.
+    pub filter_hits: u32,
+    /// Filter blocks read from storage (0 while the filter is pinned in memory, as now).
+    pub filter_misses: u32,
+    /// Storage reads issued.
+    pub storage_reads: u32,
+    /// Bytes read from storage.
+    pub storage_bytes: u64,
+}
+
+/// An open table, shared as `Arc<Table>`.
+pub struct Table {
+    file: RandomAccessFile,
+    name: String,
+    file_no: u64,
+    cache: Option<Arc<dyn BlockCache>>,
+    index: FenceIndex,
+    filter: Option<BloomFilter>,
+    props: TableProperties,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("file", &self.name)
+            .field("file_no", &self.file_no)
+            .field("entries", &self.props.num_entries)
+            .finish()
+    }
+}
+
+/// Slices one block (with trailer) out of `region`, which starts at file offset `base`,
+/// and verifies it.
+fn meta_block(
+    region: &[u8],
+    base: u64,
+    h: BlockHandle,
+    ty: BlockType,
+    file: &str,
+) -> Result<Vec<u8>> {
+    let slice = h
+        .offset
+        .checked_sub(base)
+        .zip(h.end_with_trailer().and_then(|e| e.checked_sub(base)))
+        .and_then(|(s, e)| region.get(usize::try_from(s).ok()?..usize::try_from(e).ok()?))
+        .ok_or_else(|| {
+            Error::corruption(file, format!("{ty:?} block handle {h:?} out of range"))
+        })?;
+    let n = verify_block(slice, ty, file, h.offset)?;
+    Ok(slice[..n].to_vec())
+}
+
+impl Table {
+    /// Opens a table: reads the footer, then the filter, index and properties blocks in one
+    /// read. `file_no` keys the table's blocks in `cache`.
+    pub fn open(
+        file: RandomAccessFile,
+        file_no: u64,
+        cache: Option<Arc<dyn BlockCache>>,
+    ) -> Result<Table> {
+        let name = file.path().display().to_string();
+        let size = file.size();
+        if size < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                &name,
+                format!("file of {size} bytes is too short for a table"),
+            ));
+        }
+        let footer_at = size - FOOTER_LEN as u64;
+        let footer = Footer::decode(&file.read_at(footer_at, FOOTER_LEN)?, &name)?;
+        let has_filter = footer.filter.size != 0;
+        // Meta blocks sit between the data blocks and the footer: filter, index, properties.
+        let data_end = if has_filter {
+            footer.filter.offset
+        } else {
+            footer.index.offset
+        };
+        if data_end > footer_at {
+            return Err(Error::corruption(
+                &name,
+                "meta blocks start past the footer",
+            ));
+        }
+        let region = file.read_at(data_end, (footer_at - data_end) as usize)?;
+        let props_raw = meta_block(
+            &region,
+            data_end,
+            footer.properties,
+            BlockType::Properties,
+            &name,
+        )?;
+        let props = TableProperties::decode(&props_raw, &name)?;
+        let index_raw = meta_block(&region, data_end, footer.index, BlockType::Index, &name)?;
+        let index = FenceIndex::decode(index_raw, &name, data_end, props.num_entries)?;
+        if index.num_blocks() as u64 != props.num_data_blocks {
+            return Err(Error::corruption(
+                &name,
+                "index and properties disagree on block count",
+            ));
+        }
+        let filter = if has_filter {
+            let raw = meta_block(&region, data_end, footer.filter, BlockType::Filter, &name)?;
+            Some(BloomFilter::decode(raw, &name)?)
+        } else {
+            None
+        };
+        Ok(Table {
+            file,
+            name,
+            file_no,
+            cache,
+            index,
+            filter,
+            props,
+        })
+    }
+
+    /// The first entry with internal key >= `lookup_ikey`, if it has the same user key:
+    /// `(internal key, value)`. Checks the bloom filter first. The caller interprets the
+    /// entry's kind (a tombstone is returned like any entry).
+    pub fn get(
+        &self,
+        lookup_ikey: &[u8],
+        trace: &mut ReadTrace,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let ukey = user_key(lookup_ikey);
+        if let Some(f) = &self.filter {
+            trace.bloom_checked = true;
+            trace.filter_hits += 1;
+            if !f.may_contain(ukey) {
+                trace.bloom_negative = true;
+                return Ok(None);
+            }
+        }
+        trace.index_hits += 1;
+        let Some(mut i) = self.index.locate(lookup_ikey) else {
+            return Ok(None);
+        };
+        // The fence index names the right block; walking on is only a safety net.
+        while i < self.index.num_blocks() {
+            let block = self.read_block(i, trace)?;
+            let pos = block.seek(lookup_ikey);
+            if pos < block.entry_count() {
+                let (k, v) = block.entry(pos);
+                return Ok((user_key(k) == ukey).then(|| (k.to_vec(), v.to_vec())));
+            }
+            i += 1;
+        }
+        Ok(None)
+    }
+
+    /// False if the table certainly holds no entry for `user_key` (true without a filter).
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// Data block `i` (`i < index().num_blocks()`), from the cache or storage. A block read
+    /// from storage is checksummed, decoded and put in the cache.
+    pub fn read_block(&self, i: usize, trace: &mut ReadTrace) -> Result<Arc<Block>> {
+        let handle = self.index.block(i).handle;
+        let key = BlockKey {
+            file_no: self.file_no,
+            offset: handle.offset,
+        };
+        if let Some(cache) = &self.cache {
+            if let Some(b) = cache.lookup(&key) {
+                trace.data_hits += 1;
+                return Ok(b);
+            }
+        }
+        let len = usize::try_from(handle.size)
+            .ok()
+            .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
+            .ok_or_else(|| Error::corruption(&self.name, "block size overflows"))?;
+        let mut raw = self.file.read_at(handle.offset, len)?;
+        trace.data_misses += 1;
+        trace.storage_reads += 1;
+        trace.storage_bytes += len as u64;
+        let n = verify_block(&raw, BlockType::Data, &self.name, handle.offset)?;
+        raw.truncate(n);
+        let block = Block::decode(raw, &self.name)?;
+        if block.entry_count() as u64 != self.index.block_entries(i) {
+            return Err(Error::corruption(
+                &self.name,
+                format!(
+                    "block {i} holds {} entries, index says {}",
+                    block.entry_count(),
+                    self.index.block_entries(i)
+                ),
+            ));
+        }
+        let block = Arc::new(block);
+        if let Some(cache) = &self.cache {
+            cache.insert(key, BlockKind::Data, block.clone(), block.charge());
+        }
+        Ok(block)
+    }
+
+    /// A cursor over the table's entries.
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(self.clone())
+    }
+
+    /// The table's statistics.
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// The file number the table was opened with.
+    pub fn file_no(&self) -> u64 {
+        self.file_no
+    }
+
+    /// Size of the file in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file.size()
+    }
+
+    /// The index used to find data blocks.
+    pub fn index(&self) -> &dyn TableIndex {
+        &self.index
+    }
+
+    /// The fence-pointer index (also reachable as a `dyn TableIndex` through `index()`).
+    pub fn fence_index(&self) -> &FenceIndex {
+        &self.index
+    }
+
+    /// The file's path, as used in error messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes of index and filter held in memory.
+    pub fn pinned_memory(&self) -> usize {
+        self.index.memory() + self.filter.as_ref().map_or(0, |f| f.size())
+    }
+}
