@@ -1,15 +1,45 @@
 //! cairn: an LSM-tree key-value storage engine with seams for learned policies.
 //!
+//! ```no_run
+//! use cairn::{Db, Options, WriteOptions};
+//! let db = Db::open("/tmp/cairn-example", Options::default())?;
+//! db.put(&WriteOptions::default(), b"hello", b"world")?;
+//! assert_eq!(db.get(b"hello")?, Some(b"world".to_vec()));
+//! for item in db.scan(b"a".to_vec()..)? {
+//!     let (key, value) = item?;
+//!     println!("{key:?} = {value:?}");
+//! }
+//! db.close()?;
+//! # Ok::<(), cairn::Error>(())
+//! ```
+//!
 //! See the repository README for an overview and `DESIGN.md` (in the shared folder) for
 //! the principles.
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod cache;
+pub mod coding;
+pub mod compaction;
+pub mod db;
 pub mod error;
+pub mod events;
 pub mod iter;
+pub mod log;
+pub mod memtable;
+pub mod merging;
+pub mod options;
+pub mod stats;
 pub mod storage;
 pub mod table;
 pub mod types;
+pub mod version;
 
+pub use batch::WriteBatch;
+pub use db::{ColumnFamily, Db, DbIterator, LevelInfo, RunInfo, Scan, Snapshot};
 pub use error::{Error, Result};
+pub use events::{CompactionInfo, EventListener, FlushInfo};
+pub use options::{BloomAllocation, Options, ReadOptions, Transition, WalRecovery, WriteOptions};
+pub use stats::{DbStats, LevelStats};
+pub use storage::{DeviceProfile, TierConfig};

@@ -129,7 +129,7 @@ impl DbInner {
             }
             edit.sealed.push((cf, 0, run));
         }
-        edit.last_seq = Some(mem.max_seq());
+        edit.last_seq = mem.max_seq();
         Ok((edit, files))
     }
 

@@ -185,7 +185,7 @@ impl DbInner {
             let path = wal_path(&self.path, no);
             let name = format!("{no:06}.log");
             let data = self.env.read_whole(&path, FileKind::Wal)?;
-            let mut reader = LogReader::new(data, skip);
+            let mut reader = LogReader::new(data, name.clone(), skip);
             loop {
                 let rec = match reader.next_record() {
                     Ok(Some(r)) => r,
@@ -232,7 +232,7 @@ impl DbInner {
             }
             self.stats
                 .wal_skipped_records
-                .fetch_add(reader.skipped().1, Ordering::Relaxed);
+                .fetch_add(reader.skipped().regions, Ordering::Relaxed);
         }
         self.last_seq.store(max_seq, Ordering::Release);
         // Start the new log before recording that the old ones are obsolete.

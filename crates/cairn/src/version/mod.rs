@@ -8,7 +8,7 @@
 //! key.
 
 mod edit;
-mod set;
+pub(crate) mod set;
 
 pub use edit::{FileDesc, PolicyState, VersionEdit};
 pub use set::{ObsoleteFiles, VersionSet};

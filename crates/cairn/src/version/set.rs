@@ -132,7 +132,7 @@ impl VersionSet {
         let data = env.read_whole(&root.join(name), FileKind::Manifest)?;
         let mut vs = Self::blank(env, num_levels, initial_k);
         vs.manifest_no = manifest_no;
-        let mut reader = LogReader::new(data, false);
+        let mut reader = LogReader::new(data, name, false);
         let mut any = false;
         while let Some(rec) = reader
             .next_record()
