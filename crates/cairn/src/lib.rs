@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod iter;
+pub mod log;
 pub mod storage;
 pub mod types;
 
