@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod error;
 pub mod iter;
 pub mod log;
