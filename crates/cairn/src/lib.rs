@@ -9,6 +9,7 @@ pub mod batch;
 pub mod error;
 pub mod iter;
 pub mod log;
+pub mod memtable;
 pub mod storage;
 pub mod types;
 
