@@ -1,0 +1,279 @@
+use std::cmp::{Ordering as CmpOrdering, Reverse};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::*;
+use crate::types::{cmp_internal, make_internal_key};
+
+type Model = BTreeMap<(Vec<u8>, Reverse<u64>), (ValueKind, Vec<u8>)>;
+
+fn random_key(rng: &mut SmallRng) -> Vec<u8> {
+    let len = rng.random_range(0..4);
+    (0..len).map(|_| rng.random_range(b'a'..=b'e')).collect()
+}
+
+fn kind_of(i: u8) -> ValueKind {
+    ValueKind::from_u8(i % 3).unwrap()
+}
+
+/// Fills a memtable and its model with random entries; sequence numbers ascend with gaps.
+fn build(rng: &mut SmallRng, n: usize) -> (Arc<Memtable>, Model) {
+    let mem = Arc::new(Memtable::new(9));
+    let mut model = Model::new();
+    let mut seq = 0;
+    for _ in 0..n {
+        seq += rng.random_range(1..4);
+        let key = random_key(rng);
+        let kind = kind_of(rng.random());
+        let value: Vec<u8> = if kind == ValueKind::Deletion {
+            Vec::new()
+        } else {
+            let len = rng.random_range(0..20);
+            (0..len).map(|_| rng.random()).collect()
+        };
+        mem.add(seq, kind, &key, &value);
+        model.insert((key, Reverse(seq)), (kind, value));
+    }
+    (mem, model)
+}
+
+/// The model as (internal key, value) pairs in internal order.
+fn flatten(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let v: Vec<_> = model
+        .iter()
+        .map(|((k, Reverse(s)), (kind, val))| (make_internal_key(k, *s, *kind), val.clone()))
+        .collect();
+    assert!(v
+        .windows(2)
+        .all(|w| cmp_internal(&w[0].0, &w[1].0) == CmpOrdering::Less));
+    v
+}
+
+fn current(it: &MemtableIterator) -> Option<(Vec<u8>, Vec<u8>)> {
+    it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
+}
+
+#[test]
+fn get_matches_model_at_every_snapshot() {
+    let mut rng = SmallRng::seed_from_u64(21);
+    let (mem, model) = build(&mut rng, 400);
+    let max = mem.max_seq().unwrap();
+    for _ in 0..3000 {
+        let key = random_key(&mut rng);
+        let snap = if rng.random_bool(0.05) {
+            u64::MAX
+        } else {
+            rng.random_range(0..=max + 2)
+        };
+        let want = model
+            .range((key.clone(), Reverse(snap))..)
+            .next()
+            .filter(|((k, _), _)| *k == key)
+            .map(|(_, v)| v.clone());
+        assert_eq!(mem.get(&key, snap), want, "key {key:?} snapshot {snap}");
+    }
+}
+
+#[test]
+fn counters() {
+    let mem = Memtable::new(4);
+    assert!(mem.is_empty());
+    assert_eq!((mem.min_seq(), mem.max_seq()), (None, None));
+    assert_eq!(mem.approximate_memory_usage(), 0);
+    mem.add(10, ValueKind::Value, b"key", b"value");
+    mem.add(12, ValueKind::Deletion, b"key", b"");
+    mem.add(11, ValueKind::ValuePointer, b"k2", b"ptr");
+    assert_eq!(mem.id(), 4);
+    assert_eq!(mem.num_entries(), 3);
+    assert!(!mem.is_empty());
+    assert_eq!((mem.min_seq(), mem.max_seq()), (Some(10), Some(12)));
+    assert_eq!(
+        mem.approximate_memory_usage(),
+        3 * (ENTRY_OVERHEAD + TRAILER_LEN) + 3 + 5 + 3 + 2 + 3
+    );
+    assert_eq!(
+        mem.get(b"key", 11),
+        Some((ValueKind::Value, b"value".to_vec()))
+    );
+    assert_eq!(mem.get(b"key", 12), Some((ValueKind::Deletion, Vec::new())));
+    assert_eq!(mem.get(b"key", 9), None);
+    assert_eq!(mem.get(b"ke", 100), None);
+    assert_eq!(
+        mem.get(b"k2", 11),
+        Some((ValueKind::ValuePointer, b"ptr".to_vec()))
+    );
+}
+
+#[test]
+fn iteration_matches_model() {
+    let mut rng = SmallRng::seed_from_u64(22);
+    let empty = Arc::new(Memtable::new(0));
+    let mut it = empty.iter();
+    it.seek_to_first();
+    assert!(!it.valid());
+    it.seek_to_last();
+    assert!(!it.valid());
+    it.seek(b"x\0\0\0\0\0\0\0\0");
+    assert!(!it.valid());
+
+    let (mem, model) = build(&mut rng, 500);
+    let want = flatten(&model);
+    let mut it = mem.iter();
+    let mut got = Vec::new();
+    it.seek_to_first();
+    while let Some(e) = current(&it) {
+        got.push(e);
+        it.next();
+    }
+    assert_eq!(got, want);
+    got.clear();
+    it.seek_to_last();
+    while let Some(e) = current(&it) {
+        got.push(e);
+        it.prev();
+    }
+    got.reverse();
+    assert_eq!(got, want);
+    assert!(it.status().is_ok());
+}
+
+#[test]
+fn seeks_and_mixed_steps_match_model() {
+    let mut rng = SmallRng::seed_from_u64(23);
+    let (mem, model) = build(&mut rng, 300);
+    let want = flatten(&model);
+    let max = mem.max_seq().unwrap();
+    let mut it = mem.iter();
+    for _ in 0..2000 {
+        // Targets include lookup keys (kind 0xff) and kinds absent from the table.
+        let mut target = random_key(&mut rng);
+        let trailer = (rng.random_range(0..=max + 1) << 8) | rng.random::<u8>() as u64;
+        target.extend_from_slice(&trailer.to_le_bytes());
+        let forward = rng.random_bool(0.5);
+        // Index of the expected position; `None` when off either end.
+        let mut pos: Option<usize> = if forward {
+            it.seek(&target);
+            let i = want.partition_point(|(k, _)| cmp_internal(k, &target) == CmpOrdering::Less);
+            (i < want.len()).then_some(i)
+        } else {
+            it.seek_for_prev(&target);
+            let i = want.partition_point(|(k, _)| cmp_internal(k, &target) != CmpOrdering::Greater);
+            i.checked_sub(1)
+        };
+        for _ in 0..6 {
+            assert_eq!(
+                current(&it),
+                pos.map(|i| want[i].clone()),
+                "target {target:?}"
+            );
+            let Some(i) = pos else { break };
+            if rng.random_bool(0.5) {
+                it.next();
+                pos = (i + 1 < want.len()).then_some(i + 1);
+            } else {
+                it.prev();
+                pos = i.checked_sub(1);
+            }
+        }
+    }
+}
+
+/// One writer inserts seq 1..=N, key `seq % KEYS`, publishing each seq after the insert;
+/// readers check that gets at the published seq see exactly the newest version and that
+/// iterations are sorted, contain only written entries, and miss none that was published.
+#[test]
+fn concurrent_writer_and_readers() {
+    const N: u64 = 20_000;
+    const KEYS: u64 = 97;
+    fn key(k: u64) -> Vec<u8> {
+        format!("key{k:03}").into_bytes()
+    }
+    fn kind(seq: u64) -> ValueKind {
+        if seq.is_multiple_of(7) {
+            ValueKind::Deletion
+        } else {
+            ValueKind::Value
+        }
+    }
+    fn value(seq: u64) -> Vec<u8> {
+        if kind(seq) == ValueKind::Deletion {
+            Vec::new()
+        } else {
+            format!("v{seq}").into_bytes()
+        }
+    }
+    let mem = Arc::new(Memtable::new(1));
+    let published = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let (mem, published, done) = (mem.clone(), published.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(r);
+                let mut checks = 0u64;
+                while !done.load(Ordering::Acquire) || checks < 5 {
+                    let snap = published.load(Ordering::Acquire);
+                    for _ in 0..50 {
+                        let k = rng.random_range(0..KEYS);
+                        // Newest seq <= snap that wrote key k.
+                        let newest = (snap >= k && snap > 0)
+                            .then(|| snap - (snap - k) % KEYS)
+                            .filter(|&s| s > 0);
+                        let want = newest.map(|s| (kind(s), value(s)));
+                        assert_eq!(mem.get(&key(k), snap), want, "key {k} snap {snap}");
+                    }
+                    let mut it = mem.iter();
+                    let mut prev: Option<Vec<u8>> = None;
+                    let mut published_seen = 0;
+                    let backward = checks % 2 == 1;
+                    if backward {
+                        it.seek_to_last();
+                    } else {
+                        it.seek_to_first();
+                    }
+                    while it.valid() {
+                        let p = parse_internal_key(it.key()).unwrap();
+                        assert_eq!(p.user_key, key(p.seq % KEYS));
+                        assert_eq!(p.value_kind(), Some(kind(p.seq)));
+                        assert_eq!(it.value(), value(p.seq));
+                        if let Some(prev) = &prev {
+                            let want = if backward {
+                                CmpOrdering::Greater
+                            } else {
+                                CmpOrdering::Less
+                            };
+                            assert_eq!(cmp_internal(prev, it.key()), want);
+                        }
+                        published_seen += (p.seq <= snap) as u64;
+                        prev = Some(it.key().to_vec());
+                        if backward {
+                            it.prev();
+                        } else {
+                            it.next();
+                        }
+                    }
+                    assert_eq!(published_seen, snap, "an iteration missed entries");
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    for seq in 1..=N {
+        mem.add(seq, kind(seq), &key(seq % KEYS), &value(seq));
+        published.store(seq, Ordering::Release);
+        if seq.is_multiple_of(256) {
+            // Let the readers run between inserts on a busy machine.
+            std::thread::yield_now();
+        }
+    }
+    done.store(true, Ordering::Release);
+    for r in readers {
+        assert!(r.join().unwrap() >= 5);
+    }
+    assert_eq!(mem.num_entries() as u64, N);
+}
