@@ -36,9 +36,8 @@ impl MergingIterator {
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
             if c.valid()
-                && best.is_none_or(|b| {
-                    cmp_internal(c.key(), self.children[b].key()) == Ordering::Less
-                })
+                && best
+                    .is_none_or(|b| cmp_internal(c.key(), self.children[b].key()) == Ordering::Less)
             {
                 best = Some(i);
             }
@@ -172,10 +171,7 @@ impl InternalIterator for VecIterator {
         self.pos = i.checked_sub(1);
     }
     fn next(&mut self) {
-        self.pos = self
-            .pos
-            .map(|p| p + 1)
-            .filter(|&p| p < self.entries.len());
+        self.pos = self.pos.map(|p| p + 1).filter(|&p| p < self.entries.len());
     }
     fn prev(&mut self) {
         self.pos = self.pos.and_then(|p| p.checked_sub(1));

@@ -122,7 +122,9 @@ fn merge_inner(
             if open.is_none() {
                 let (file_no, path) = (p.new_file)();
                 created.push(path.clone());
-                let f = p.env.create(&path, FileKind::Table, p.tier, Some(p.level))?;
+                let f = p
+                    .env
+                    .create(&path, FileKind::Table, p.tier, Some(p.level))?;
                 open = Some(Open {
                     builder: TableBuilder::new(f, p.build.clone()),
                     file_no,

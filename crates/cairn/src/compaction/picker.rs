@@ -165,7 +165,8 @@ pub fn manual(
     shape: &LevelShape,
     same_tier: &dyn Fn(usize, usize) -> bool,
 ) -> Option<Task> {
-    let overlaps = |f: &FileMeta| f.largest_user() >= lo && hi.is_none_or(|h| f.smallest_user() <= h);
+    let overlaps =
+        |f: &FileMeta| f.largest_user() >= lo && hi.is_none_or(|h| f.smallest_user() <= h);
     let l = v.levels.get(level)?;
     let seed_run = l
         .runs
@@ -187,7 +188,14 @@ pub fn manual(
         }
         return Some(unit_task(v, level, level, Some(&seed), same_tier, "manual"));
     }
-    Some(unit_task(v, level, level + 1, Some(&seed), same_tier, "manual"))
+    Some(unit_task(
+        v,
+        level,
+        level + 1,
+        Some(&seed),
+        same_tier,
+        "manual",
+    ))
 }
 
 fn score(level: &Level, l: usize, shape: &LevelShape) -> f64 {
@@ -272,13 +280,18 @@ fn dest_overlap(
 /// True if nothing older than the destination active run holds keys in [lo, hi].
 fn is_bottommost(v: &CfVersion, to: usize, dest_run: Option<u64>, lo: &[u8], hi: &[u8]) -> bool {
     v.levels[to..].iter().enumerate().all(|(i, level)| {
-        level.runs.iter().all(|r| {
-            (i == 0 && Some(r.id) == dest_run) || r.overlapping(lo, hi).is_empty()
-        })
+        level
+            .runs
+            .iter()
+            .all(|r| (i == 0 && Some(r.id) == dest_run) || r.overlapping(lo, hi).is_empty())
     })
 }
 
-fn level0_task(v: &CfVersion, _shape: &LevelShape, same_tier: &dyn Fn(usize, usize) -> bool) -> Task {
+fn level0_task(
+    v: &CfVersion,
+    _shape: &LevelShape,
+    same_tier: &dyn Fn(usize, usize) -> bool,
+) -> Task {
     let inputs: Vec<Arc<FileMeta>> = v.levels[0]
         .runs
         .iter()

@@ -79,7 +79,12 @@ impl DbInner {
         }
     }
 
-    fn output_file(&self, f: &FileDesc, level: usize, summary_blocks: Vec<crate::table::BlockRange>) -> OutputFile {
+    fn output_file(
+        &self,
+        f: &FileDesc,
+        level: usize,
+        summary_blocks: Vec<crate::table::BlockRange>,
+    ) -> OutputFile {
         OutputFile {
             file_no: f.file_no,
             level,
@@ -109,7 +114,10 @@ impl DbInner {
             tier,
             level: 0,
             build: self.table_options(0, deepest),
-            target_file_size: self.opts.target_file_size.max(self.opts.write_buffer_size as u64 * 2),
+            target_file_size: self
+                .opts
+                .target_file_size
+                .max(self.opts.write_buffer_size as u64 * 2),
             snapshots: &snapshots,
             bottommost: false,
             new_file: &mut new_file,
@@ -196,7 +204,9 @@ impl DbInner {
         if let Err(e) = vs.log_and_apply(edit.clone()) {
             drop(vs);
             for (_, _, _, d) in &edit.added {
-                let _ = self.env.remove(&table_path(&self.env, d.tier as usize, d.file_no));
+                let _ = self
+                    .env
+                    .remove(&table_path(&self.env, d.tier as usize, d.file_no));
             }
             return Err(e);
         }
@@ -257,7 +267,8 @@ impl DbInner {
             let mut did = false;
             for cf in cfs {
                 let v = cf.sv.load().version.clone();
-                let same_tier = |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
+                let same_tier =
+                    |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
                 if let Some(task) = picker::pick(&v, &self.shape, &same_tier) {
                     self.execute(&cf, task)?;
                     did = true;
@@ -270,18 +281,26 @@ impl DbInner {
     }
 
     /// Compacts `[start, end]` through every level (callers flushed first).
-    pub(crate) fn compact_range(&self, cf: u32, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    pub(crate) fn compact_range(
+        &self,
+        cf: u32,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
         self.check_open()?;
         let state = self.cf_state(cf)?;
         let _c = self.compaction_lock.lock();
         let lo = start.unwrap_or(&[]).to_vec();
         let hi = end.map(|e| e.to_vec());
-        let same_tier = |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
+        let same_tier =
+            |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
         for level in 0..self.shape.num_levels {
             loop {
                 self.check_open()?;
                 let v = state.sv.load().version.clone();
-                let Some(task) = picker::manual(&v, level, &lo, hi.as_deref(), &self.shape, &same_tier) else {
+                let Some(task) =
+                    picker::manual(&v, level, &lo, hi.as_deref(), &self.shape, &same_tier)
+                else {
                     break;
                 };
                 self.execute(&state, task)?;
@@ -393,9 +412,22 @@ impl DbInner {
                 for l in &self.opts.listeners {
                     l.on_compaction_begin(&info);
                 }
-                self.stats.compactions_running.fetch_add(1, Ordering::Relaxed);
-                let r = self.run_merge(cf, from, to, &inputs, &dest_inputs, dest_run, bottommost, pointer);
-                self.stats.compactions_running.fetch_sub(1, Ordering::Relaxed);
+                self.stats
+                    .compactions_running
+                    .fetch_add(1, Ordering::Relaxed);
+                let r = self.run_merge(
+                    cf,
+                    from,
+                    to,
+                    &inputs,
+                    &dest_inputs,
+                    dest_run,
+                    bottommost,
+                    pointer,
+                );
+                self.stats
+                    .compactions_running
+                    .fetch_sub(1, Ordering::Relaxed);
                 info.outputs = r?;
                 self.stats.compactions.fetch_add(1, Ordering::Relaxed);
                 for l in &self.opts.listeners {
@@ -474,7 +506,9 @@ impl DbInner {
         }
         if let Err(e) = self.install_edit(cf, edit.clone()) {
             for (_, _, _, d) in &edit.added {
-                let _ = self.env.remove(&table_path(&self.env, d.tier as usize, d.file_no));
+                let _ = self
+                    .env
+                    .remove(&table_path(&self.env, d.tier as usize, d.file_no));
             }
             return Err(e);
         }

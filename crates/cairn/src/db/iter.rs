@@ -263,9 +263,7 @@ impl DbIterator {
             Some(u) => {
                 self.inner
                     .seek_for_prev(&make_lookup_key(&u, crate::types::MAX_SEQ));
-                if self.inner.valid()
-                    && crate::types::user_key(self.inner.key()) >= u.as_slice()
-                {
+                if self.inner.valid() && crate::types::user_key(self.inner.key()) >= u.as_slice() {
                     self.inner.prev();
                 }
             }
@@ -408,9 +406,7 @@ impl DbIterator {
                 break;
             };
             if p.seq <= self.seq {
-                if kind != ValueKind::Deletion
-                    && p.user_key.cmp(key.as_slice()) == Ordering::Less
-                {
+                if kind != ValueKind::Deletion && p.user_key.cmp(key.as_slice()) == Ordering::Less {
                     break; // `key` holds the newest visible version of the later key
                 }
                 if self.below_lower(p.user_key) {

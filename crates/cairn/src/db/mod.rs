@@ -484,7 +484,11 @@ impl Db {
             .enumerate()
             .map(|(i, l)| LevelInfo {
                 level: i,
-                capacity: if i == 0 { 0 } else { self.inner.shape.capacity(i) },
+                capacity: if i == 0 {
+                    0
+                } else {
+                    self.inner.shape.capacity(i)
+                },
                 k: l.policy.k,
                 pending_k: l.policy.pending_k,
                 draining: l.policy.draining,
@@ -568,7 +572,9 @@ impl DbInner {
     }
 
     pub(crate) fn new_memtable(&self) -> Arc<Memtable> {
-        Arc::new(Memtable::new(self.next_mem_id.fetch_add(1, Ordering::Relaxed)))
+        Arc::new(Memtable::new(
+            self.next_mem_id.fetch_add(1, Ordering::Relaxed),
+        ))
     }
 
     pub(crate) fn cf_state(&self, cf: u32) -> Result<Arc<CfState>> {

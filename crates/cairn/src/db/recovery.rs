@@ -83,7 +83,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     let lock = lock_dir(path)?;
     let env = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?;
     let o2 = opts.clone();
-    let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> = Arc::new(move |l| o2.initial_runs(l));
+    let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> =
+        Arc::new(move |l| o2.initial_runs(l));
     let mut vs = if exists {
         VersionSet::recover(env.clone(), opts.num_levels, initial_k)?
     } else {
@@ -196,7 +197,9 @@ impl DbInner {
                     Ok(x) => x,
                     Err(e) if skip => {
                         let _ = e;
-                        self.stats.wal_skipped_records.fetch_add(1, Ordering::Relaxed);
+                        self.stats
+                            .wal_skipped_records
+                            .fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
                     Err(e) => return Err(rename(e, &name)),
@@ -205,9 +208,7 @@ impl DbInner {
                 let cfs = self.cfs.read();
                 for op in batch.iter() {
                     if cfs.contains_key(&op.cf) {
-                        let m = mems
-                            .entry(op.cf)
-                            .or_insert_with(|| self.new_memtable());
+                        let m = mems.entry(op.cf).or_insert_with(|| self.new_memtable());
                         match op.kind {
                             BatchOpKind::Put => m.add(seq, ValueKind::Value, op.key, op.value),
                             BatchOpKind::Delete => m.add(seq, ValueKind::Deletion, op.key, &[]),
@@ -286,11 +287,16 @@ impl DbInner {
     fn remove_orphans(&self, live: &std::collections::HashSet<u64>, manifest_no: u64) {
         for tier in 0..self.env.num_tiers() {
             let dir = self.env.tier_dir(tier).to_path_buf();
-            let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for e in rd.flatten() {
                 let name = e.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if let Some(no) = name.strip_suffix(".sst").and_then(|n| n.parse::<u64>().ok()) {
+                if let Some(no) = name
+                    .strip_suffix(".sst")
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
                     if !live.contains(&no) {
                         let _ = self.env.remove(&table_path(&self.env, tier, no));
                     }

@@ -13,4 +13,6 @@ mod stats;
 pub use env::{StorageEnv, TierConfig};
 pub use file::{RandomAccessFile, WritableFile};
 pub use profile::DeviceProfile;
-pub use stats::{FileKind, IoCounts, IoStats, IoStatsSnapshot, MAX_TRACKED_LEVELS, MAX_TRACKED_TIERS};
+pub use stats::{
+    FileKind, IoCounts, IoStats, IoStatsSnapshot, MAX_TRACKED_LEVELS, MAX_TRACKED_TIERS,
+};

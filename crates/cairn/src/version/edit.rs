@@ -85,7 +85,7 @@ impl VersionEdit {
     /// Serializes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::new();
-        let mut opt = |o: &mut Vec<u8>, tag: u8, v: Option<u64>| {
+        let opt = |o: &mut Vec<u8>, tag: u8, v: Option<u64>| {
             if let Some(v) = v {
                 o.push(tag);
                 put_varint(o, v);
@@ -167,9 +167,7 @@ impl VersionEdit {
                     e.cf_added.push((id, name));
                 }
                 T_CF_DROP => e.cf_dropped.push(r.varint32()?),
-                T_DELETED => e
-                    .deleted
-                    .push((r.varint32()?, r.varint32()?, r.varint()?)),
+                T_DELETED => e.deleted.push((r.varint32()?, r.varint32()?, r.varint()?)),
                 T_ADDED => {
                     let (cf, level, run) = (r.varint32()?, r.varint32()?, r.varint()?);
                     let f = FileDesc {
