@@ -30,6 +30,7 @@ pub mod log;
 pub mod memtable;
 pub mod merging;
 pub mod options;
+pub mod presets;
 pub mod stats;
 pub mod storage;
 pub mod table;

@@ -222,7 +222,7 @@ impl DbInner {
                     }
                     seq += 1;
                 }
-                if batch.len() > 0 {
+                if !batch.is_empty() {
                     max_seq = max_seq.max(seq - 1);
                 }
             }
