@@ -36,9 +36,14 @@ pub struct PolicyState {
     pub draining: bool,
 }
 
+/// Manifest format version written by this build.
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
 /// One manifest record.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
+    /// Format version of the manifest (set in the first record of every manifest).
+    pub format_version: Option<u32>,
     /// WAL files below this number are no longer needed.
     pub log_number: Option<u64>,
     /// Next file number to allocate.
@@ -75,6 +80,7 @@ const T_ADDED: u8 = 8;
 const T_SEALED: u8 = 9;
 const T_POLICY: u8 = 10;
 const T_POINTER: u8 = 11;
+const T_FORMAT: u8 = 12;
 
 impl VersionEdit {
     /// True if the edit changes nothing.
@@ -85,6 +91,11 @@ impl VersionEdit {
     /// Serializes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::new();
+        if let Some(v) = self.format_version {
+            // First, so a newer format is recognised before any tag this build lacks.
+            o.push(T_FORMAT);
+            put_varint(&mut o, v as u64);
+        }
         let opt = |o: &mut Vec<u8>, tag: u8, v: Option<u64>| {
             if let Some(v) = v {
                 o.push(tag);
@@ -149,6 +160,18 @@ impl VersionEdit {
 
     /// Parses an edit; any inconsistency is a corruption error.
     pub fn decode(buf: &[u8]) -> Result<VersionEdit> {
+        let mut r = Reader::new(buf);
+        if r.u8() == Some(T_FORMAT) {
+            if let Some(v) = r.varint32() {
+                if v > MANIFEST_FORMAT_VERSION {
+                    return Err(Error::UnsupportedVersion {
+                        file: "manifest".into(),
+                        found: v,
+                        supported: MANIFEST_FORMAT_VERSION,
+                    });
+                }
+            }
+        }
         Self::decode_opt(buf).ok_or_else(|| Error::corruption("manifest", "undecodable edit"))
     }
 
@@ -157,6 +180,7 @@ impl VersionEdit {
         let mut e = VersionEdit::default();
         while !r.is_empty() {
             match r.u8()? {
+                T_FORMAT => e.format_version = Some(r.varint32()?),
                 T_LOG => e.log_number = Some(r.varint()?),
                 T_NEXT_FILE => e.next_file_no = Some(r.varint()?),
                 T_LAST_SEQ => e.last_seq = Some(r.varint()?),
@@ -216,6 +240,7 @@ mod tests {
     #[test]
     fn round_trip() {
         let e = VersionEdit {
+            format_version: Some(1),
             log_number: Some(7),
             next_file_no: Some(99),
             last_seq: Some(1 << 40),
@@ -256,5 +281,13 @@ mod tests {
             let _ = VersionEdit::decode(&b[..cut]);
         }
         assert!(VersionEdit::decode(&[200]).is_err());
+        let newer = VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION + 1),
+            ..Default::default()
+        };
+        assert!(matches!(
+            VersionEdit::decode(&newer.encode()),
+            Err(Error::UnsupportedVersion { .. })
+        ));
     }
 }

@@ -64,6 +64,7 @@ pub struct VersionSet {
     pub cfs: BTreeMap<u32, CfEntry>,
     /// Queue of files no version references any more.
     pub obsolete: Arc<ObsoleteFiles>,
+    saw_format: bool,
 }
 
 /// Path of the `CURRENT` file.
@@ -94,6 +95,7 @@ impl VersionSet {
             next_run_id: 1,
             cfs: BTreeMap::new(),
             obsolete: Arc::new(ObsoleteFiles::default()),
+            saw_format: false,
         }
     }
 
@@ -139,10 +141,11 @@ impl VersionSet {
             .map_err(|e| rename_corruption(e, name))?
         {
             let edit = VersionEdit::decode(&rec).map_err(|e| rename_corruption(e, name))?;
+            vs.saw_format |= edit.format_version.is_some();
             vs.apply_in_memory(&edit)?;
             any = true;
         }
-        if !any || !vs.cfs.contains_key(&0) {
+        if !any || !vs.cfs.contains_key(&0) || !vs.saw_format {
             return Err(Error::corruption(name, "manifest holds no database state"));
         }
         Ok(vs)
@@ -298,7 +301,10 @@ impl VersionSet {
 
     /// An edit that rebuilds `cfs` from nothing.
     fn snapshot_edit(&self, cfs: &BTreeMap<u32, CfEntry>) -> VersionEdit {
-        let mut e = VersionEdit::default();
+        let mut e = VersionEdit {
+            format_version: Some(super::edit::MANIFEST_FORMAT_VERSION),
+            ..Default::default()
+        };
         for (&id, entry) in cfs {
             e.cf_added.push((id, entry.name.clone()));
             for (level, l) in entry.version.levels.iter().enumerate() {
@@ -348,6 +354,13 @@ impl VersionSet {
 fn rename_corruption(e: Error, file: &str) -> Error {
     match e {
         Error::Corruption { detail, .. } => Error::corruption(file, detail),
+        Error::UnsupportedVersion {
+            found, supported, ..
+        } => Error::UnsupportedVersion {
+            file: file.into(),
+            found,
+            supported,
+        },
         e => e,
     }
 }
