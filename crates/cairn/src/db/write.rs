@@ -1,6 +1,7 @@
 //! The write path: group commit (the writer at the head of the queue logs and applies the
 //! batches queued behind it), range-delete expansion, memtable switching and write stalls.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -108,11 +109,19 @@ impl DbInner {
 
     fn commit_group(&self, group: &[Arc<Slot>]) -> Result<()> {
         let sync = group.iter().any(|s| s.sync);
-        let mut batch = WriteBatch::new();
-        for s in group {
-            batch.append(&s.batch);
-        }
+        let merged;
+        let batch = if group.len() == 1 {
+            &group[0].batch
+        } else {
+            let mut b = WriteBatch::new();
+            for s in group {
+                b.append(&s.batch);
+            }
+            merged = b;
+            &merged
+        };
         let batch = self.expand_ranges(batch)?;
+        let batch: &WriteBatch = &batch;
         let n = batch.len() as u64;
         if n == 0 {
             return Ok(());
@@ -141,7 +150,7 @@ impl DbInner {
             self.last_seq.store(first + n - 1, Ordering::Release);
             return Err(e);
         }
-        self.apply_to_memtables(&batch, first)?;
+        self.apply_to_memtables(batch, first)?;
         self.last_seq.store(first + n - 1, Ordering::Release);
         self.stats
             .writes
@@ -175,9 +184,9 @@ impl DbInner {
 
     /// Replaces each range delete by point tombstones for the keys in the range: those
     /// present in the database now, and those put earlier in the same group.
-    fn expand_ranges(&self, batch: WriteBatch) -> Result<WriteBatch> {
+    fn expand_ranges<'b>(&self, batch: &'b WriteBatch) -> Result<Cow<'b, WriteBatch>> {
         if !batch.iter().any(|op| op.kind == BatchOpKind::DeleteRange) {
-            return Ok(batch);
+            return Ok(Cow::Borrowed(batch));
         }
         let mut out = WriteBatch::new();
         for op in batch.iter() {
@@ -217,7 +226,7 @@ impl DbInner {
                 }
             }
         }
-        Ok(out)
+        Ok(Cow::Owned(out))
     }
 
     /// Waits while the tree is too far behind, and switches full memtables.
