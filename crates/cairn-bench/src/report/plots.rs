@@ -167,7 +167,7 @@ pub fn timeline(series: &[(String, Vec<TimelineRow>)], path: &Path) -> Result<()
             .max(1.0)
             * 1.1;
         let mut chart = ChartBuilder::on(area)
-            .caption(format!("Timeline: {label} per second"), (FONT, 22))
+            .caption(format!("Timeline: {label}"), (FONT, 22))
             .margin(15)
             .x_label_area_size(40)
             .y_label_area_size(90)
