@@ -4,7 +4,7 @@ use crate::engines::{BenchConfig, Engine, EngineCounters, EngineName};
 use crate::measure::latency::{cdf, summarize, OpLatencies};
 use crate::measure::rss::{peak_rss_bytes, ProcIo};
 use crate::measure::timeline::{self, Live, TimelineRow};
-use crate::report::json::{CacheStats, LoadPhase, RunResult, Storage};
+use crate::report::json::{CacheStats, LoadPhase, PhaseResult, RunResult, Storage};
 use crate::rng::Rng;
 use crate::workload::dataset::KeySpace;
 use crate::workload::mix::OpKind;
@@ -327,6 +327,30 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         per_op.insert("background_update".to_string(), summarize(&b.all));
     }
     let ops = lat.all.len();
+    let phases = lat
+        .phases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let p = p.as_ref()?;
+            let secs = p.end.duration_since(p.start).as_secs_f64();
+            Some(PhaseResult {
+                index: i,
+                mix: plan
+                    .phases
+                    .get(i)
+                    .map_or("insert=1".to_string(), |ph| ph.mix.to_string()),
+                ops: p.hist.len(),
+                seconds: secs,
+                ops_per_sec: if secs > 0.0 {
+                    p.hist.len() as f64 / secs
+                } else {
+                    0.0
+                },
+                latency_us: summarize(&p.hist),
+            })
+        })
+        .collect();
     let lookups = d.cache_hits + d.cache_misses;
     Ok((
         RunResult {
@@ -343,6 +367,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             latency_us: summarize(&lat.all),
             per_op_latency_us: per_op,
             latency_cdf_us: cdf(&lat.all),
+            phases,
             storage: storage(&d),
             cache: CacheStats {
                 hits: d.cache_hits,
@@ -387,6 +412,7 @@ fn timed(
     ctx.exec(op, kbuf, salt)?;
     let nanos = t.elapsed().as_nanos() as u64;
     lat.record(label, nanos);
+    lat.record_phase(op.phase, t, nanos);
     live.record(nanos);
     Ok(())
 }

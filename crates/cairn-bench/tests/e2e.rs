@@ -94,6 +94,19 @@ fn every_workload_runs_end_to_end() {
                     "{engine} {w} {k}"
                 );
             }
+            let phase_ops: Vec<u64> = v["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["ops"].as_u64().unwrap())
+                .collect();
+            let want_phases: Vec<u64> = match *w {
+                "phased" => vec![1000, 500],
+                "ruskey-sessions" => vec![600; 5],
+                "ac-key-two-phase" => vec![1500, 1500],
+                _ => vec![want],
+            };
+            assert_eq!(phase_ops, want_phases, "{engine} {w}");
             // Single-threaded, every chosen key exists (loaded or already inserted).
             assert_eq!(v["reads_missing"], 0, "{engine} {w}");
             let csv = std::fs::read_to_string(j.with_extension("timeline.csv")).unwrap();

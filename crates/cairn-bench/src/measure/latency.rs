@@ -3,6 +3,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 /// Highest trackable latency: an hour, far above any single op.
 const MAX_NANOS: u64 = 3_600_000_000_000;
@@ -11,11 +12,21 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_NANOS, 3).expect("valid bounds")
 }
 
-/// Per-op-type histograms keyed by op name, plus their union.
+/// One phase of a phased workload: its latencies and when it ran (earliest start and
+/// latest end over all workers, so throughput per phase is ops / (end - start)).
+#[derive(Clone)]
+pub struct PhaseSpan {
+    pub hist: Histogram<u64>,
+    pub start: Instant,
+    pub end: Instant,
+}
+
+/// Per-op-type histograms keyed by op name, their union, and per-phase spans.
 #[derive(Clone)]
 pub struct OpLatencies {
     pub by_op: BTreeMap<String, Histogram<u64>>,
     pub all: Histogram<u64>,
+    pub phases: Vec<Option<PhaseSpan>>,
 }
 
 impl Default for OpLatencies {
@@ -23,11 +34,27 @@ impl Default for OpLatencies {
         OpLatencies {
             by_op: BTreeMap::new(),
             all: new_histogram(),
+            phases: Vec::new(),
         }
     }
 }
 
 impl OpLatencies {
+    /// Attributes an op that ran from `start` for `nanos` to `phase`.
+    pub fn record_phase(&mut self, phase: usize, start: Instant, nanos: u64) {
+        if self.phases.len() <= phase {
+            self.phases.resize(phase + 1, None);
+        }
+        let end = start + std::time::Duration::from_nanos(nanos);
+        let span = self.phases[phase].get_or_insert_with(|| PhaseSpan {
+            hist: new_histogram(),
+            start,
+            end,
+        });
+        span.hist.saturating_record(nanos.clamp(1, MAX_NANOS));
+        span.end = end;
+    }
+
     pub fn record(&mut self, op: &str, nanos: u64) {
         let n = nanos.clamp(1, MAX_NANOS);
         self.all.saturating_record(n);
@@ -48,6 +75,20 @@ impl OpLatencies {
                 .or_insert_with(new_histogram)
                 .add(h)
                 .expect("same bounds");
+        }
+        if self.phases.len() < other.phases.len() {
+            self.phases.resize(other.phases.len(), None);
+        }
+        for (mine, theirs) in self.phases.iter_mut().zip(&other.phases) {
+            match (mine.as_mut(), theirs) {
+                (_, None) => {}
+                (None, Some(t)) => *mine = Some(t.clone()),
+                (Some(m), Some(t)) => {
+                    m.hist.add(&t.hist).expect("same bounds");
+                    m.start = m.start.min(t.start);
+                    m.end = m.end.max(t.end);
+                }
+            }
         }
     }
 }
@@ -114,5 +155,22 @@ mod tests {
         assert_eq!(summarize(&l.all).count, 1001);
         let c = cdf(&l.all);
         assert!(c.windows(2).all(|w| w[0][1] <= w[1][1]));
+    }
+
+    #[test]
+    fn phase_spans_merge_across_workers() {
+        let t0 = Instant::now();
+        let ms = std::time::Duration::from_millis;
+        let (mut a, mut b) = (OpLatencies::default(), OpLatencies::default());
+        a.record_phase(0, t0, 1000);
+        a.record_phase(1, t0 + ms(10), 1000);
+        b.record_phase(1, t0 + ms(5), 1000);
+        b.record_phase(1, t0 + ms(20), 2000);
+        a.merge(&b);
+        let p1 = a.phases[1].as_ref().unwrap();
+        assert_eq!(p1.hist.len(), 3);
+        assert_eq!(p1.start, t0 + ms(5));
+        assert_eq!(p1.end, t0 + ms(20) + std::time::Duration::from_nanos(2000));
+        assert_eq!(a.phases[0].as_ref().unwrap().hist.len(), 1);
     }
 }

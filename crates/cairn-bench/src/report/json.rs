@@ -33,6 +33,17 @@ pub struct LoadPhase {
     pub storage: Storage,
 }
 
+/// One phase of the measured stream (a single phase for non-phased workloads).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub index: usize,
+    pub mix: String,
+    pub ops: u64,
+    pub seconds: f64,
+    pub ops_per_sec: f64,
+    pub latency_us: LatencySummary,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub engine: String,
@@ -49,6 +60,8 @@ pub struct RunResult {
     pub per_op_latency_us: BTreeMap<String, LatencySummary>,
     /// (percentile, microseconds) points of all foreground ops.
     pub latency_cdf_us: Vec<[f64; 2]>,
+    /// Per phase, in order (phased workloads and presets show how engines adapt).
+    pub phases: Vec<PhaseResult>,
     /// Storage I/O during the measured phase, as the engine counts it.
     pub storage: Storage,
     pub cache: CacheStats,

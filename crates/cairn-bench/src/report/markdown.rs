@@ -109,6 +109,30 @@ fn per_op_table(results: &[RunResult]) -> String {
     s
 }
 
+fn phase_table(results: &[RunResult]) -> String {
+    let mut s = String::from(
+        "| engine | phase | mix | ops | seconds | ops/s | p50 us | p99 us |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in results {
+        for p in &r.phases {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.2} | {:.0} | {:.1} | {:.1} |",
+                r.engine,
+                p.index,
+                p.mix,
+                p.ops,
+                p.seconds,
+                p.ops_per_sec,
+                p.latency_us.p50,
+                p.latency_us.p99
+            );
+        }
+    }
+    s
+}
+
 fn counts_table(results: &[RunResult]) -> String {
     let mut s = String::from(
         "| engine | load s | reads found | reads missing | scan entries | bg writes | storage reads (ops / MiB) | storage writes (ops / MiB) | flush MiB | compaction MiB | cache hits / misses | OS read syscalls / MiB | OS write syscalls / MiB |\n\
@@ -186,6 +210,10 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
     s.push_str(&ratio_table(results));
     s.push_str("\n## Latency per operation type\n\n");
     s.push_str(&per_op_table(results));
+    if results.iter().any(|r| r.phases.len() > 1) {
+        s.push_str("\n## Phases\n\n");
+        s.push_str(&phase_table(results));
+    }
     s.push_str("\n## Counts\n\n");
     s.push_str(&counts_table(results));
     s.push_str(
