@@ -144,32 +144,41 @@ pub fn latency_cdf(results: &[RunResult], path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Per-second QPS (top) and p95 latency (bottom) per engine.
+/// Per-interval panels per engine: QPS, p95 latency, block cache hit ratio, and background
+/// flushes + compactions running (the jobs that explain dips in the first two).
 pub fn timeline(series: &[(String, Vec<TimelineRow>)], path: &Path) -> Result<()> {
     register_font();
-    let root = BitMapBackend::new(path, (SIZE.0, SIZE.1 + 200)).into_drawing_area();
+    const PANEL_H: u32 = 330;
+    type Metric = fn(&TimelineRow) -> Option<f64>;
+    let panels: [(&str, Metric); 4] = [
+        ("ops/s", |r| Some(r.qps)),
+        ("p95 latency (us)", |r| Some(r.p95_us)),
+        ("cache hit ratio (%)", |r| {
+            r.cache_hit_ratio.map(|x| x * 100.0)
+        }),
+        ("flushes + compactions running", |r| {
+            Some((r.flushes_running + r.compactions_running) as f64)
+        }),
+    ];
+    let root =
+        BitMapBackend::new(path, (SIZE.0, PANEL_H * panels.len() as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let (top, bottom) = root.split_vertically((SIZE.1 + 200) / 2);
+    let areas = root.split_evenly((panels.len(), 1));
     let t_max = series
         .iter()
         .flat_map(|(_, r)| r.iter().map(|x| x.second))
         .fold(1.0, f64::max);
-    type Metric = fn(&TimelineRow) -> f64;
-    let panels: [(&DrawingArea<_, _>, &str, Metric); 2] = [
-        (&top, "ops/s", |r| r.qps),
-        (&bottom, "p95 latency (us)", |r| r.p95_us),
-    ];
-    for (area, label, f) in panels {
+    for (area, (label, f)) in areas.iter().zip(panels) {
         let y_max = series
             .iter()
-            .flat_map(|(_, r)| r.iter().map(f))
+            .flat_map(|(_, r)| r.iter().filter_map(f))
             .fold(0.0, f64::max)
             .max(1.0)
             * 1.1;
         let mut chart = ChartBuilder::on(area)
-            .caption(format!("Timeline: {label}"), (FONT, 22))
-            .margin(15)
-            .x_label_area_size(40)
+            .caption(format!("Timeline: {label}"), (FONT, 20))
+            .margin(12)
+            .x_label_area_size(35)
             .y_label_area_size(90)
             .build_cartesian_2d(0f64..t_max, 0f64..y_max)
             .map_err(err)?;
@@ -177,16 +186,23 @@ pub fn timeline(series: &[(String, Vec<TimelineRow>)], path: &Path) -> Result<()
             .configure_mesh()
             .x_desc("seconds")
             .y_desc(label)
-            .y_label_formatter(&|y| format!("{y:.0}"))
+            // Small ranges (job counts) need a decimal or labels repeat.
+            .y_label_formatter(&|y| {
+                if y_max < 10.0 {
+                    format!("{y:.1}")
+                } else {
+                    format!("{y:.0}")
+                }
+            })
             .label_style((FONT, 14))
-            .axis_desc_style((FONT, 16))
+            .axis_desc_style((FONT, 14))
             .draw()
             .map_err(err)?;
         for (i, (name, rows)) in series.iter().enumerate() {
             let c = color(i);
             chart
                 .draw_series(LineSeries::new(
-                    rows.iter().map(|r| (r.second, f(r))),
+                    rows.iter().filter_map(|r| Some((r.second, f(r)?))),
                     c.stroke_width(2),
                 ))
                 .map_err(err)?
