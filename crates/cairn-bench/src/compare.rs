@@ -149,7 +149,13 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
         };
         eprintln!("running {engine} on {} ...", spec.workload.name());
         let (result, rows) = if a.in_process {
-            runner::run(&req)?
+            let (mut r, rows) = runner::run(&req)?;
+            if !results.is_empty() {
+                r.rss_note = "in-process compare: VmHWM is the peak of this process so far, \
+                              earlier engines included; compare rss_at_open_bytes"
+                    .to_string();
+            }
+            (r, rows)
         } else {
             let req_path = a.out.join(format!("{stem}.request.json"));
             let json = a.out.join(format!("{stem}.json"));

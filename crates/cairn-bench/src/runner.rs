@@ -2,7 +2,7 @@
 
 use crate::engines::{BenchConfig, Engine, EngineCounters, EngineName};
 use crate::measure::latency::{cdf, summarize, OpLatencies};
-use crate::measure::rss::{peak_rss_bytes, ProcIo};
+use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, ProcIo};
 use crate::measure::timeline::{self, Live, TimelineRow};
 use crate::report::json::{CacheStats, LoadPhase, PhaseResult, RunResult, Storage};
 use crate::rng::Rng;
@@ -171,6 +171,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
     }
     std::fs::create_dir_all(&dir)?;
+    let rss_at_open = current_rss_bytes();
     let engine = req.engine.open(&dir, &req.config)?;
     let tally = Tally::default();
     let ctx = Ctx {
@@ -382,6 +383,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             load,
             disk_bytes,
             peak_rss_bytes: peak_rss,
+            rss_at_open_bytes: rss_at_open,
             rss_note: "peak RSS of the whole process (VmHWM): harness key tables and value pool \
                        included; per engine only when each engine runs in its own process"
                 .to_string(),

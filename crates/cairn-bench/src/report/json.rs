@@ -77,6 +77,9 @@ pub struct RunResult {
     pub disk_bytes: u64,
     /// Peak RSS of the process that ran this engine (harness and key tables included).
     pub peak_rss_bytes: u64,
+    /// RSS just before the engine was opened (key tables and value pool already built):
+    /// `peak_rss_bytes - rss_at_open_bytes` bounds what the engine itself added.
+    pub rss_at_open_bytes: u64,
     pub rss_note: String,
     /// What the OS saw during the measured phase (/proc/self/io deltas).
     pub os_io: ProcIo,

@@ -135,13 +135,13 @@ fn phase_table(results: &[RunResult]) -> String {
 
 fn counts_table(results: &[RunResult]) -> String {
     let mut s = String::from(
-        "| engine | load s | reads found | reads missing | scan entries | bg writes | storage reads (ops / MiB) | storage writes (ops / MiB) | flush MiB | compaction MiB | cache hits / misses | OS read syscalls / MiB | OS write syscalls / MiB |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| engine | load s | reads found | reads missing | scan entries | bg writes | storage reads (ops / MiB) | storage writes (ops / MiB) | flush MiB | compaction MiB | cache hits / misses | OS read syscalls / MiB | OS write syscalls / MiB | RSS at open MiB |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in results {
         let _ = writeln!(
             s,
-            "| {} | {:.2} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {} / {} | {} / {} | {} / {} |",
+            "| {} | {:.2} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {} / {} | {} / {} | {} / {} | {} |",
             r.engine,
             r.load.seconds,
             r.reads_found,
@@ -160,6 +160,7 @@ fn counts_table(results: &[RunResult]) -> String {
             mib(r.os_io.chars_read),
             r.os_io.syscalls_write,
             mib(r.os_io.chars_written),
+            mib(r.rss_at_open_bytes),
         );
     }
     s
