@@ -130,11 +130,17 @@ impl std::fmt::Display for Mix {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Distribution {
+    /// Every existing key equally likely.
     Uniform,
+    /// YCSB's scrambled zipfian (constant --zipf, default 0.99; hot keys spread by FNV hash).
     Zipfian,
+    /// YCSB's skewed-latest: the most recently inserted keys are the hottest.
     Latest,
+    /// Walks the keys in order, wrapping around.
     Sequential,
+    /// YCSB hotspot: 80% of ops on 20% of the keys.
     Hotspot,
+    /// YCSB exponential: 95% of ops on the newest 85.7% of keys, skewed toward the newest.
     Exponential,
 }
 
