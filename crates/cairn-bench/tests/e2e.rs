@@ -27,7 +27,7 @@ const WORKLOADS: &[&str] = &[
 ];
 
 fn engines() -> Vec<&'static str> {
-    let mut e = vec!["btree"];
+    let mut e = vec!["btree", "cairn"];
     if cfg!(feature = "rocksdb") {
         e.push("rocksdb");
     }
@@ -180,7 +180,7 @@ fn unavailable_engines_fail_clearly_before_running() {
         .args([
             "compare",
             "--engines",
-            "btree,cairn:baseline",
+            "btree,cairn:nosuchpreset",
             "--workload",
             "readrandom",
         ])
@@ -191,7 +191,7 @@ fn unavailable_engines_fail_clearly_before_running() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not built in"), "{err}");
+    assert!(err.contains("no preset"), "{err}");
     assert!(
         !tmp.path().join("btree.json").exists(),
         "ran btree before failing"

@@ -25,7 +25,8 @@ impl CairnEngine {
         opts.bloom_bits_per_key = cfg.bloom_bits;
         opts.use_direct_reads = cfg.direct_io;
         opts.create_if_missing = true;
-        let db = Db::open(dir, opts).with_context(|| format!("opening cairn in {}", dir.display()))?;
+        let db =
+            Db::open(dir, opts).with_context(|| format!("opening cairn in {}", dir.display()))?;
         Ok(CairnEngine {
             db,
             write_opts: WriteOptions { sync: cfg.sync },

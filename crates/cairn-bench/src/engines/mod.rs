@@ -1,7 +1,7 @@
 //! The engines under test, behind one small trait so every engine sees the same calls.
 
 pub mod btree;
-// mod cairn; // wired in once the engine lands
+mod cairn;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 
@@ -129,10 +129,18 @@ impl EngineName {
                  (install librocksdb with crates/cairn-bench/scripts/setup-rocksdb.sh and set \
                  ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu)"
             ),
-            EngineName::Cairn { .. } => bail!(
-                "engine `{self}` is not built in yet: the cairn adapter \
-                 (crates/cairn-bench/src/engines/cairn.rs) is wired in once the engine lands"
-            ),
+            EngineName::Cairn { preset: None } => Ok(()),
+            EngineName::Cairn { preset: Some(p) } => match ::cairn::presets::by_name(p) {
+                Some(_) => Ok(()),
+                None => bail!(
+                    "cairn has no preset `{p}` (known: {})",
+                    ::cairn::presets::PRESETS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
         }
     }
 
@@ -147,9 +155,13 @@ impl EngineName {
             EngineName::Btree => Ok(Box::new(btree::BTreeEngine::open(dir, cfg)?)),
             #[cfg(feature = "rocksdb")]
             EngineName::Rocksdb => Ok(Box::new(rocksdb::RocksEngine::open(dir, cfg)?)),
-            // Once `mod cairn` is in: EngineName::Cairn { preset } =>
-            //     cairn::CairnEngine::open_preset(dir, cfg, preset.as_deref()) boxed.
-            _ => unreachable!("check_available rejected it"),
+            EngineName::Cairn { preset } => Ok(Box::new(cairn::CairnEngine::open_preset(
+                dir,
+                cfg,
+                preset.as_deref(),
+            )?)),
+            #[cfg(not(feature = "rocksdb"))]
+            EngineName::Rocksdb => unreachable!("check_available rejected it"),
         }
     }
 }
@@ -170,17 +182,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn engine_names_parse_and_cairn_is_not_built_in() {
+    fn engine_names_parse_and_presets_are_checked() {
         assert_eq!(EngineName::parse("btree").unwrap(), EngineName::Btree);
         let c = EngineName::parse("cairn:baseline").unwrap();
         assert_eq!(c.to_string(), "cairn:baseline");
         assert_eq!(c.file_stem(), "cairn-baseline");
-        let err = c.check_available().unwrap_err().to_string();
-        assert!(err.contains("not built in"), "{err}");
+        c.check_available().unwrap();
+        let err = EngineName::parse("cairn:nope")
+            .unwrap()
+            .check_available()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no preset"), "{err}");
         assert!(EngineName::parse("cairn")
             .unwrap()
             .check_available()
-            .is_err());
+            .is_ok());
         assert!(EngineName::parse("cairn:").is_err());
         assert!(EngineName::parse("leveldb").is_err());
         assert_eq!(
