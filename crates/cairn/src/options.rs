@@ -317,8 +317,10 @@ mod tests {
     #[test]
     fn validation_catches_bad_values() {
         assert!(Options::default().validate().is_ok());
-        let mut o = Options::default();
-        o.level_runs = vec![11];
+        let mut o = Options {
+            level_runs: vec![11],
+            ..Options::default()
+        };
         assert!(matches!(o.validate(), Err(Error::InvalidArgument(_))));
         o.level_runs = vec![0];
         assert!(o.validate().is_err());

@@ -126,7 +126,7 @@ fn merge_inner(
                     .env
                     .create(&path, FileKind::Table, p.tier, Some(p.level))?;
                 open = Some(Open {
-                    builder: TableBuilder::new(f, p.build.clone()),
+                    builder: TableBuilder::new(f, p.build),
                     file_no,
                     path,
                 });

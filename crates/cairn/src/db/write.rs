@@ -151,9 +151,8 @@ impl DbInner {
 
     pub(crate) fn apply_to_memtables(&self, batch: &WriteBatch, first: u64) -> Result<()> {
         let cfs = self.cfs.read();
-        let mut seq = first;
         let mut bytes = 0u64;
-        for op in batch.iter() {
+        for (seq, op) in (first..).zip(batch.iter()) {
             if let Some(cf) = cfs.get(&op.cf) {
                 let sv = cf.sv.load();
                 match op.kind {
@@ -167,7 +166,6 @@ impl DbInner {
                 }
             }
             bytes += (op.key.len() + op.value.len()) as u64;
-            seq += 1;
         }
         self.stats
             .user_bytes_written
