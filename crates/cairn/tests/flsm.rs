@@ -945,3 +945,66 @@ fn runtime_transitions_on_disk() {
     }
     check_data(&db, &model, "reopen");
 }
+
+/// Regression: a merge rewrites the destination files whole, so whether it may drop
+/// tombstones depends on what lies below the union of the unit's and the destination files'
+/// key ranges, not on the unit's range alone (deleted keys came back when a level-0 merge
+/// dropped the tombstones of a wide level-1 file above older data in a deeper level).
+#[test]
+fn bottommost_covers_destination_files() {
+    // Level 0 into level 1.
+    let mut s = Sim::new(&[1, 3, 1]);
+    s.arrive(2, 0, 100, 50);
+    s.arrive(1, 0, 900, 50);
+    let d = s.desc(500, 600, 10);
+    let run = s.new_run();
+    s.apply(&VersionEdit {
+        added: vec![(CF, 0, run, d)],
+        sealed: vec![(CF, 0, run)],
+        ..Default::default()
+    });
+    let t = pick(&s.v, &s.shape, &|_, _| true).unwrap();
+    let Task::Merge {
+        from: 0,
+        dest_inputs,
+        bottommost,
+        ..
+    } = &t
+    else {
+        panic!("expected a level-0 merge, got {t:?}");
+    };
+    assert_eq!(dest_inputs.len(), 1);
+    assert!(
+        !bottommost,
+        "level 2 holds keys 0..=100 of the level-1 file"
+    );
+
+    // A unit from level 1 into level 2's active run, above a sealed run of level 2.
+    let mut s = Sim::new(&[4, 1, 2]);
+    s.arrive(2, 0, 100, 50);
+    let sealed = s.v.levels[2].active().unwrap().id;
+    s.apply(&VersionEdit {
+        sealed: vec![(CF, 2, sealed)],
+        ..Default::default()
+    });
+    let d = s.desc(0, 900, 50);
+    let run = s.new_run();
+    s.apply(&VersionEdit {
+        added: vec![(CF, 2, run, d)],
+        ..Default::default()
+    });
+    s.arrive(1, 400, 450, 700);
+    let t = pick(&s.v, &s.shape, &|_, _| true).unwrap();
+    let Task::Merge {
+        from: 1,
+        to: 2,
+        dest_inputs,
+        bottommost,
+        ..
+    } = &t
+    else {
+        panic!("expected a merge from level 1, got {t:?}");
+    };
+    assert_eq!(dest_inputs.len(), 1);
+    assert!(!bottommost, "the sealed run of level 2 holds keys 0..=100");
+}

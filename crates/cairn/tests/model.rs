@@ -6,6 +6,7 @@
 //! - `CAIRN_MODEL_SEED`: run only this seed (to replay a failure).
 //! - `CAIRN_MODEL_OPS`: operations per seed (default 2000).
 //! - `CAIRN_MODEL_TRACE`: print the operations as they run.
+//! - `CAIRN_MODEL_PARANOID`: compare the whole state after every operation.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -53,6 +54,28 @@ fn options(rng: &mut SmallRng, background: bool) -> Options {
     }
 }
 
+/// Prints flushes and compactions (with `CAIRN_MODEL_TRACE`).
+struct TraceListener;
+
+impl cairn::EventListener for TraceListener {
+    fn on_flush_end(&self, i: &cairn::FlushInfo) {
+        let outs: Vec<(u64, u64)> = i.outputs.iter().map(|o| (o.file_no, o.size)).collect();
+        eprintln!("  [flush cf{} mem {} -> {outs:?}]", i.cf, i.memtable_id);
+    }
+    fn on_compaction_end(&self, i: &cairn::CompactionInfo) {
+        let ins: Vec<(usize, u64, u64)> = i
+            .inputs
+            .iter()
+            .map(|f| (f.level, f.file_no, f.size))
+            .collect();
+        let outs: Vec<(u64, u64)> = i.outputs.iter().map(|o| (o.file_no, o.size)).collect();
+        eprintln!(
+            "  [compaction cf{} L{}->L{} {} move={} in {ins:?} out {outs:?}]",
+            i.cf, i.input_level, i.output_level, i.reason, i.trivial_move
+        );
+    }
+}
+
 struct SnapState {
     snap: Snapshot,
     models: Vec<Model>,
@@ -68,11 +91,40 @@ struct Harness {
     models: Vec<Model>,
     snaps: Vec<SnapState>,
     op: usize,
+    trace: bool,
 }
 
 impl Harness {
     fn db(&self) -> &Db {
         self.db.as_ref().unwrap()
+    }
+
+    fn trace(&self, what: impl FnOnce() -> String) {
+        if self.trace {
+            eprintln!("op {}: {}", self.op, what());
+        }
+    }
+
+    /// With tracing on, prints the shape of a column family and what `get` says about the
+    /// first keys where a listing differs from the model.
+    fn dump(&self, c: usize, got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)]) {
+        if !self.trace || got == want {
+            return;
+        }
+        for l in self.db().level_info(&self.cfs[c]).unwrap() {
+            eprintln!("level {l:?}");
+        }
+        let g: std::collections::BTreeSet<&Vec<u8>> = got.iter().map(|(k, _)| k).collect();
+        let w: std::collections::BTreeSet<&Vec<u8>> = want.iter().map(|(k, _)| k).collect();
+        for k in g.symmetric_difference(&w).take(5) {
+            eprintln!(
+                "key {}: in scan {}, in model {}, get {:?}",
+                show(k),
+                g.contains(k),
+                w.contains(k),
+                self.db().get_cf(&self.cfs[c], k).unwrap().map(|v| show(&v))
+            );
+        }
     }
 
     fn ctx(&self) -> String {
@@ -157,19 +209,18 @@ impl Harness {
             sync: self.rng.random_ratio(1, 50),
         };
         let r = self.rng.random_range(0..1000);
-        if std::env::var("CAIRN_MODEL_TRACE").is_ok() {
-            eprintln!("op {} r {r}", self.op);
-        }
         match r {
             0..=329 => {
                 let c = self.rand_cf();
                 let (k, v) = (self.rand_key(), self.rand_value());
+                self.trace(|| format!("put cf{c} {} {}", show(&k), show(&v)));
                 self.db().put_cf(&self.cfs[c], &wo, &k, &v).unwrap();
                 self.models[c].insert(k, v);
             }
             330..=409 => {
                 let c = self.rand_cf();
                 let k = self.rand_key();
+                self.trace(|| format!("delete cf{c} {}", show(&k)));
                 self.db().delete_cf(&self.cfs[c], &wo, &k).unwrap();
                 self.models[c].remove(&k);
             }
@@ -183,6 +234,7 @@ impl Harness {
                     assert!(batch.is_empty());
                     return;
                 }
+                self.trace(|| format!("delete_range cf{c} {} {}", show(&a), show(&b)));
                 if c == 0 && self.rng.random_bool(0.5) {
                     self.db().delete_range(&wo, &a, &b).unwrap();
                 } else {
@@ -202,21 +254,27 @@ impl Harness {
                     self.snaps.remove(i);
                 }
                 let snap = self.db().snapshot();
+                self.trace(|| format!("snapshot {}", snap.seq()));
                 self.snaps.push(SnapState {
                     snap,
                     models: self.models.clone(),
                 });
             }
             770..=819 => self.check_snapshot(),
-            820..=844 => self.db().flush().unwrap(),
+            820..=844 => {
+                self.trace(|| "flush".into());
+                self.db().flush().unwrap()
+            }
             845..=859 => {
                 let c = self.rand_cf();
                 if self.rng.random_bool(0.3) {
+                    self.trace(|| format!("compact_range cf{c} all"));
                     self.db()
                         .compact_range_cf(&self.cfs[c], None, None)
                         .unwrap();
                 } else {
                     let (a, b) = self.rand_bounds();
+                    self.trace(|| format!("compact_range cf{c} {a:?} {b:?}"));
                     self.db()
                         .compact_range_cf(&self.cfs[c], a.as_deref(), b.as_deref())
                         .unwrap();
@@ -228,11 +286,16 @@ impl Harness {
                 let k = self.rng.random_range(1..=SIZE_RATIO);
                 let t = [Transition::Greedy, Transition::Lazy, Transition::Flexible]
                     [self.rng.random_range(0..3)];
+                self.trace(|| format!("set_policy cf{c} level {level} K {k} {t:?}"));
                 self.db().set_policy(&self.cfs[c], level, k, t).unwrap();
             }
-            885..=889 => self.reopen(),
+            885..=889 => {
+                self.trace(|| "reopen".into());
+                self.reopen()
+            }
             890..=899 => {
                 if !self.opts.background_work {
+                    self.trace(|| "run_background_work".into());
                     self.db().run_background_work().unwrap();
                 }
             }
@@ -276,13 +339,13 @@ impl Harness {
                 }
             }
         }
-        if std::env::var("CAIRN_MODEL_TRACE").is_ok() {
+        self.trace(|| {
             let ops: Vec<String> = batch
                 .iter()
                 .map(|o| format!("{:?} cf{} {} {}", o.kind, o.cf, show(o.key), show(o.value)))
                 .collect();
-            eprintln!("op {} batch {:?}", self.op, ops);
-        }
+            format!("batch {ops:?}")
+        });
         self.db().write(&wo, batch).unwrap();
     }
 
@@ -345,6 +408,7 @@ impl Harness {
             .unwrap()
             .map(|r| r.unwrap())
             .collect();
+        self.dump(c, &got, &want);
         compare_lists(
             &got,
             &want,
@@ -515,6 +579,7 @@ impl Harness {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
+            self.dump(c, &got, &want);
             compare_lists(&got, &want, &format!("{}: final scan cf {c}", self.ctx()));
             for (k, v) in &self.models[c] {
                 assert_eq!(
@@ -569,7 +634,10 @@ fn compare_lists(got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)], what: 
 
 fn run_seed(seed: u64, background: bool, ops: usize) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let opts = options(&mut rng, background);
+    let mut opts = options(&mut rng, background);
+    if std::env::var("CAIRN_MODEL_TRACE").is_ok() {
+        opts.listeners.push(std::sync::Arc::new(TraceListener));
+    }
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     let second = db.create_cf("second").unwrap();
@@ -584,10 +652,15 @@ fn run_seed(seed: u64, background: bool, ops: usize) {
         models: vec![Model::new(), Model::new()],
         snaps: Vec::new(),
         op: 0,
+        trace: std::env::var("CAIRN_MODEL_TRACE").is_ok(),
     };
+    let paranoid = std::env::var("CAIRN_MODEL_PARANOID").is_ok();
     for op in 0..ops {
         h.op = op;
         h.step();
+        if paranoid {
+            h.check_all();
+        }
     }
     h.op = ops;
     h.check_all();
