@@ -249,7 +249,9 @@ impl Db {
         if cfs.values().any(|c| c.name == name) {
             return Err(Error::ColumnFamilyExists(name.into()));
         }
-        let id = cfs.keys().next_back().map_or(1, |k| k + 1);
+        // Never reuse the id of a dropped family: WAL records name families by id, and
+        // the dropped family's records would be replayed into the new one at reopen.
+        let id = cfs.keys().next_back().map_or(0, |k| *k).max(vs.max_cf_id) + 1;
         let edit = crate::version::VersionEdit {
             cf_added: vec![(id, name.to_string())],
             ..Default::default()
