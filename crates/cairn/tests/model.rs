@@ -729,3 +729,28 @@ fn reopen_replays_wal_started_after_last_manifest_edit() {
     let db = Db::open(dir.path(), opts).unwrap();
     assert_eq!(db.scan::<&[u8], _>(..).unwrap().count(), 20);
 }
+
+/// A column family created after another was dropped must not receive the dropped one's
+/// writes when the WAL is replayed (ids are how WAL records name column families).
+#[test]
+fn recreated_column_family_does_not_inherit_dropped_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let wo = WriteOptions::default();
+    let db = Db::open(dir.path(), Options::small()).unwrap();
+    let a = db.create_cf("a").unwrap();
+    db.put_cf(&a, &wo, b"old", b"from a").unwrap();
+    db.drop_cf(&a).unwrap();
+    let b = db.create_cf("b").unwrap();
+    assert_eq!(db.get_cf(&b, b"old").unwrap(), None);
+    db.put_cf(&b, &wo, b"new", b"from b").unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::small()).unwrap();
+    assert!(db.cf("a").is_none());
+    let b = db.cf("b").unwrap();
+    assert_eq!(db.get_cf(&b, b"new").unwrap(), Some(b"from b".to_vec()));
+    assert_eq!(
+        db.get_cf(&b, b"old").unwrap(),
+        None,
+        "a write to the dropped family came back in the new one"
+    );
+}
