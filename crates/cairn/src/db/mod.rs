@@ -713,7 +713,9 @@ impl DbInner {
             Transition::Greedy => {
                 p.k = k;
                 p.pending_k = None;
-                p.draining = level > 0 && !l.is_empty();
+                // The last level has no next level to drain into (the picker never ends
+                // its drain): there the new K applies at once, like a flexible change.
+                p.draining = level > 0 && level < self.shape.last() && !l.is_empty();
             }
         }
         edit.policies.push((cf, level as u32, p));
