@@ -1008,3 +1008,38 @@ fn bottommost_covers_destination_files() {
     assert_eq!(dest_inputs.len(), 1);
     assert!(!bottommost, "the sealed run of level 2 holds keys 0..=100");
 }
+
+/// The last level has no next level to drain into: a greedy K change there applies at once
+/// (runs beyond the new K merge within the level) instead of leaving the level marked as
+/// draining forever.
+#[test]
+fn greedy_on_the_last_level_applies_k() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 16 << 10,
+        size_ratio: 4,
+        level1_bytes: 64 << 10,
+        num_levels: 3,
+        target_file_size: 8 << 10,
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let cf = db.default_cf();
+    let wo = WriteOptions::default();
+    for i in 0..2000u32 {
+        db.put(&wo, &dkey(i), &[b'x'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let last = db.level_info(&cf).unwrap()[2].clone();
+    assert!(!last.runs.is_empty(), "{last:?}");
+    db.set_policy(&cf, 2, 3, Transition::Greedy).unwrap();
+    db.run_background_work().unwrap();
+    let last = db.level_info(&cf).unwrap()[2].clone();
+    assert_eq!(last.k, 3);
+    assert!(
+        !last.draining,
+        "the last level stays marked draining: {last:?}"
+    );
+    assert_eq!(db.scan::<&[u8], _>(..).unwrap().count(), 2000);
+}
