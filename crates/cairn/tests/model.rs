@@ -299,6 +299,18 @@ impl Harness {
                     self.db().run_background_work().unwrap();
                 }
             }
+            900..=902 => {
+                // Drop the second column family and create it again, empty. Snapshots go
+                // too: their copies of the second family's model no longer apply.
+                self.trace(|| "drop and recreate cf1".into());
+                self.snaps.clear();
+                let old = self.cfs[1].clone();
+                self.db().drop_cf(&old).unwrap();
+                assert!(self.db().cf("second").is_none());
+                assert!(self.db().get_cf(&old, b"k00001").is_err());
+                self.cfs[1] = self.db().create_cf("second").unwrap();
+                self.models[1].clear();
+            }
             _ => self.check_get(),
         }
     }
