@@ -1043,3 +1043,62 @@ fn greedy_on_the_last_level_applies_k() {
     );
     assert_eq!(db.scan::<&[u8], _>(..).unwrap().count(), 2000);
 }
+
+/// On disk: a flexible change to a K whose run capacity is below the active run's size seals
+/// the active run within `set_policy`; sealed runs are never touched by later changes.
+#[test]
+fn flexible_change_seals_a_larger_active_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 16 << 10,
+        size_ratio: 4,
+        level1_bytes: 64 << 10,
+        num_levels: 4,
+        l0_compaction_trigger: 1,
+        level_runs: vec![1],
+        target_file_size: 8 << 10,
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let cf = db.default_cf();
+    let wo = WriteOptions::default();
+    let level1 = |db: &Db| db.level_info(&db.default_cf()).unwrap()[1].clone();
+    let mut i = 0u32;
+    // Leveled level 1 grows one run past 20 KiB (below its 64 KiB capacity).
+    while level1(&db).runs.first().is_none_or(|r| r.bytes < 20 << 10) {
+        for _ in 0..50 {
+            db.put(&wo, &dkey(i % 5000), &[b'v'; 100]).unwrap();
+            i += 1;
+        }
+        db.flush().unwrap();
+        db.run_background_work().unwrap();
+        assert!(i < 100_000);
+    }
+    let before = level1(&db);
+    assert_eq!(before.runs.len(), 1);
+    assert!(!before.runs[0].sealed);
+    db.set_policy(&cf, 1, 4, Transition::Flexible).unwrap();
+    let after = level1(&db);
+    assert_eq!(after.k, 4);
+    assert_eq!(after.runs.len(), 1);
+    assert!(
+        after.runs[0].sealed,
+        "run of {} bytes > 16 KiB",
+        after.runs[0].bytes
+    );
+    let sealed = after.runs[0].clone();
+    // New data goes to a new run; the sealed one stays as it is through another change.
+    db.set_policy(&cf, 1, 2, Transition::Flexible).unwrap();
+    for _ in 0..50 {
+        db.put(&wo, &dkey(i % 5000), &[b'w'; 100]).unwrap();
+        i += 1;
+    }
+    db.flush().unwrap();
+    db.run_background_work().unwrap();
+    let now = level1(&db);
+    if now.runs.iter().map(|r| r.bytes).sum::<u64>() < 64 << 10 {
+        assert!(now.runs.contains(&sealed), "{sealed:?} changed: {now:?}");
+        assert!(now.runs.len() >= 2, "{now:?}");
+    }
+}

@@ -282,7 +282,8 @@ impl Harness {
             }
             860..=884 => {
                 let c = self.rand_cf();
-                let level = self.rng.random_range(1..self.opts.num_levels);
+                // Level 0 takes K as its compaction trigger.
+                let level = self.rng.random_range(0..self.opts.num_levels);
                 let k = self.rng.random_range(1..=SIZE_RATIO);
                 let t = [Transition::Greedy, Transition::Lazy, Transition::Flexible]
                     [self.rng.random_range(0..3)];
