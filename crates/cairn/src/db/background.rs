@@ -182,6 +182,18 @@ impl DbInner {
         let deepest = cf.sv.load().version.deepest_nonempty();
         let (mut edit, files) = self.write_level0(cf.id, mem, deepest)?;
         let mut vs = self.versions.lock();
+        if !vs.cfs.contains_key(&cf.id) {
+            // The family was dropped while its memtable was written (drop_cf does not wait
+            // for flushes): its data goes with it. Logging the edit would name an unknown
+            // family, which the version set reports as corruption, stopping the database.
+            drop(vs);
+            for (_, _, _, d) in &edit.added {
+                let _ = self
+                    .env
+                    .remove(&table_path(&self.env, d.tier as usize, d.file_no));
+            }
+            return Ok(());
+        }
         // WAL files older than every memtable still unflushed are obsolete.
         let min_wal = self
             .cfs
@@ -290,6 +302,8 @@ impl DbInner {
         self.check_open()?;
         let state = self.cf_state(cf)?;
         let _c = self.compaction_lock.lock();
+        // drop_cf may have run while this waited for the lock.
+        self.cf_state(cf)?;
         let lo = start.unwrap_or(&[]).to_vec();
         let hi = end.map(|e| e.to_vec());
         let same_tier =
