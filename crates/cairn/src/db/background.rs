@@ -341,17 +341,59 @@ impl DbInner {
         Ok(())
     }
 
+    /// Installs a bookkeeping edit (seal, policy state) if the picker, run again on the
+    /// current version under the versions lock, still asks for it (`same`). set_policy does
+    /// not take the compaction lock, so the level's policy may have changed since the pick;
+    /// writing back a state computed from the older version would silently undo the user's
+    /// change (K reverting to the old value). If the task is stale it is dropped; the
+    /// compaction loop picks again.
+    fn install_bookkeeping(
+        &self,
+        cf: &CfState,
+        edit: VersionEdit,
+        same: impl Fn(&Task) -> bool,
+    ) -> Result<()> {
+        let mut vs = self.versions.lock();
+        let Some(current) = vs.version(cf.id) else {
+            return Ok(()); // dropped
+        };
+        let same_tier =
+            |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
+        if !picker::pick(&current, &self.shape, &same_tier).is_some_and(|t| same(&t)) {
+            return Ok(());
+        }
+        vs.log_and_apply(edit)?;
+        if let Some(version) = vs.version(cf.id) {
+            self.install_sv(cf, |sv| SuperVersion {
+                mem: sv.mem.clone(),
+                mem_wal: sv.mem_wal,
+                imms: sv.imms.clone(),
+                version,
+            });
+        }
+        drop(vs);
+        self.queue_cv.notify_all();
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
     fn execute(&self, cf: &CfState, task: Task) -> Result<()> {
         let id = cf.id;
         let mut edit = VersionEdit::default();
         match task {
             Task::Seal { level, run } => {
                 edit.sealed.push((id, level as u32, run));
-                self.install_edit(cf, edit)
+                self.install_bookkeeping(
+                    cf,
+                    edit,
+                    |t| matches!(t, Task::Seal { level: l, run: r } if *l == level && *r == run),
+                )
             }
             Task::Policy { level, state } => {
                 edit.policies.push((id, level as u32, state));
-                self.install_edit(cf, edit)
+                self.install_bookkeeping(cf, edit, |t| {
+                    matches!(t, Task::Policy { level: l, state: s } if *l == level && *s == state)
+                })
             }
             Task::Move {
                 from,
