@@ -515,3 +515,50 @@ fn drop_cf_during_background_flushes() {
     assert_eq!(db.cf_names(), vec!["default".to_string()]);
     assert_eq!(db.scan::<&[u8], _>(..).unwrap().count(), 30);
 }
+
+/// A K set with a flexible change stays in force: background bookkeeping (entering or
+/// leaving a drain) must not write back a policy state read before the change.
+#[test]
+fn set_policy_is_not_lost_to_background_bookkeeping() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 8 << 10,
+        level1_bytes: 32 << 10,
+        level_runs: vec![3, 2],
+        ..options()
+    };
+    let db = Arc::new(Db::open(dir.path(), opts).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let k = format!("key{:05}", i % 3000).into_bytes();
+                db.put(&WriteOptions::default(), &k, &value(&k, i, 100))
+                    .unwrap();
+                i += 1;
+            }
+        })
+    };
+    let cf = db.default_cf();
+    let mut rng = SmallRng::seed_from_u64(9);
+    let t = Instant::now();
+    let mut lost = Vec::new();
+    while t.elapsed() < Duration::from_secs(4) {
+        let level = rng.random_range(1..3);
+        let k = rng.random_range(1..=4);
+        db.set_policy(&cf, level, k, Transition::Flexible).unwrap();
+        thread::sleep(Duration::from_micros(rng.random_range(0..3000)));
+        let got = db.level_info(&cf).unwrap()[level].k;
+        if got != k as u32 {
+            lost.push((level, k, got));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(
+        lost.is_empty(),
+        "K changes lost (level, set, found): {lost:?}"
+    );
+}
