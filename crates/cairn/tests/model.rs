@@ -488,8 +488,7 @@ impl Harness {
                 what = format!("seek_for_prev({})", show(&target));
             }
         }
-        // A key found below the lower bound by the model scan means "none" for a forward
-        // search that starts under it; in_bounds already filters. Walk now.
+        // Walk: random next/prev steps, each compared with the model's neighbour.
         let mut trail = vec![what];
         let steps = self.rng.random_range(0..25);
         for step in 0..=steps {
