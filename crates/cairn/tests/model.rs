@@ -4,6 +4,7 @@
 //! Environment:
 //! - `CAIRN_MODEL_SEEDS`: seeds per test (default 10; each of the two tests runs that many).
 //! - `CAIRN_MODEL_SEED`: run only this seed (to replay a failure).
+//! - `CAIRN_MODEL_SEED_BASE`: offset added to the default seeds (to explore others).
 //! - `CAIRN_MODEL_OPS`: operations per seed (default 2000).
 //! - `CAIRN_MODEL_TRACE`: print the operations as they run.
 //! - `CAIRN_MODEL_PARANOID`: compare the whole state after every operation.
@@ -687,7 +688,7 @@ fn run_seeds(background: bool, base: u64) {
     let seeds: Vec<u64> = match std::env::var("CAIRN_MODEL_SEED") {
         Ok(s) => vec![s.parse().expect("CAIRN_MODEL_SEED is a number")],
         Err(_) => (0..env_u64("CAIRN_MODEL_SEEDS", 10))
-            .map(|i| base + i)
+            .map(|i| base + env_u64("CAIRN_MODEL_SEED_BASE", 0) + i)
             .collect(),
     };
     for seed in seeds {
