@@ -287,6 +287,28 @@ fn is_bottommost(v: &CfVersion, to: usize, dest_run: Option<u64>, lo: &[u8], hi:
     })
 }
 
+/// Whether a merge of a unit spanning [lo, hi] with `dest_inputs` may drop tombstones.
+/// The destination files can reach past the unit's range, and the merge rewrites (and would
+/// drop tombstones from) all of them, so the check covers the union of both ranges: checking
+/// only the unit's range let tombstones of destination keys outside it go while older
+/// versions of those keys still lay in deeper levels, which brought deleted keys back.
+fn is_bottommost_merge(
+    v: &CfVersion,
+    to: usize,
+    dest_run: Option<u64>,
+    lo: &[u8],
+    hi: &[u8],
+    dest_inputs: &[Arc<FileMeta>],
+) -> bool {
+    let (dlo, dhi) = key_range(dest_inputs);
+    let (lo, hi) = if dest_inputs.is_empty() {
+        (lo, hi)
+    } else {
+        (lo.min(dlo.as_slice()), hi.max(dhi.as_slice()))
+    };
+    is_bottommost(v, to, dest_run, lo, hi)
+}
+
 fn level0_task(
     v: &CfVersion,
     _shape: &LevelShape,
@@ -309,7 +331,7 @@ fn level0_task(
             reason: "level0-runs",
         };
     }
-    let bottommost = is_bottommost(v, 1, dest_run, &lo, &hi);
+    let bottommost = is_bottommost_merge(v, 1, dest_run, &lo, &hi, &dest_inputs);
     Task::Merge {
         from: 0,
         to: 1,
@@ -387,7 +409,7 @@ fn unit_task(
             reason,
         };
     }
-    let bottommost = is_bottommost(v, to, dest_run, &lo, &hi);
+    let bottommost = is_bottommost_merge(v, to, dest_run, &lo, &hi, &dest_inputs);
     Task::Merge {
         from,
         to,

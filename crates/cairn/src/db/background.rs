@@ -182,6 +182,18 @@ impl DbInner {
         let deepest = cf.sv.load().version.deepest_nonempty();
         let (mut edit, files) = self.write_level0(cf.id, mem, deepest)?;
         let mut vs = self.versions.lock();
+        if !vs.cfs.contains_key(&cf.id) {
+            // The family was dropped while its memtable was written (drop_cf does not wait
+            // for flushes): its data goes with it. Logging the edit would name an unknown
+            // family, which the version set reports as corruption, stopping the database.
+            drop(vs);
+            for (_, _, _, d) in &edit.added {
+                let _ = self
+                    .env
+                    .remove(&table_path(&self.env, d.tier as usize, d.file_no));
+            }
+            return Ok(());
+        }
         // WAL files older than every memtable still unflushed are obsolete.
         let min_wal = self
             .cfs
@@ -292,6 +304,8 @@ impl DbInner {
         self.check_open()?;
         let state = self.cf_state(cf)?;
         let _c = self.compaction_lock.lock();
+        // drop_cf may have run while this waited for the lock.
+        self.cf_state(cf)?;
         let lo = start.unwrap_or(&[]).to_vec();
         let hi = end.map(|e| e.to_vec());
         let same_tier =
@@ -330,17 +344,59 @@ impl DbInner {
         Ok(())
     }
 
+    /// Installs a bookkeeping edit (seal, policy state) if the picker, run again on the
+    /// current version under the versions lock, still asks for it (`same`). set_policy does
+    /// not take the compaction lock, so the level's policy may have changed since the pick;
+    /// writing back a state computed from the older version would silently undo the user's
+    /// change (K reverting to the old value). If the task is stale it is dropped; the
+    /// compaction loop picks again.
+    fn install_bookkeeping(
+        &self,
+        cf: &CfState,
+        edit: VersionEdit,
+        same: impl Fn(&Task) -> bool,
+    ) -> Result<()> {
+        let mut vs = self.versions.lock();
+        let Some(current) = vs.version(cf.id) else {
+            return Ok(()); // dropped
+        };
+        let same_tier =
+            |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
+        if !picker::pick(&current, &self.shape, &same_tier).is_some_and(|t| same(&t)) {
+            return Ok(());
+        }
+        vs.log_and_apply(edit)?;
+        if let Some(version) = vs.version(cf.id) {
+            self.install_sv(cf, |sv| SuperVersion {
+                mem: sv.mem.clone(),
+                mem_wal: sv.mem_wal,
+                imms: sv.imms.clone(),
+                version,
+            });
+        }
+        drop(vs);
+        self.queue_cv.notify_all();
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
     fn execute(&self, cf: &CfState, task: Task) -> Result<()> {
         let id = cf.id;
         let mut edit = VersionEdit::default();
         match task {
             Task::Seal { level, run } => {
                 edit.sealed.push((id, level as u32, run));
-                self.install_edit(cf, edit)
+                self.install_bookkeeping(
+                    cf,
+                    edit,
+                    |t| matches!(t, Task::Seal { level: l, run: r } if *l == level && *r == run),
+                )
             }
             Task::Policy { level, state } => {
                 edit.policies.push((id, level as u32, state));
-                self.install_edit(cf, edit)
+                self.install_bookkeeping(cf, edit, |t| {
+                    matches!(t, Task::Policy { level: l, state: s } if *l == level && *s == state)
+                })
             }
             Task::Move {
                 from,

@@ -249,7 +249,9 @@ impl Db {
         if cfs.values().any(|c| c.name == name) {
             return Err(Error::ColumnFamilyExists(name.into()));
         }
-        let id = cfs.keys().next_back().map_or(1, |k| k + 1);
+        // Never reuse the id of a dropped family: WAL records name families by id, and
+        // the dropped family's records would be replayed into the new one at reopen.
+        let id = cfs.keys().next_back().map_or(0, |k| *k).max(vs.max_cf_id) + 1;
         let edit = crate::version::VersionEdit {
             cf_added: vec![(id, name.to_string())],
             ..Default::default()
@@ -711,7 +713,9 @@ impl DbInner {
             Transition::Greedy => {
                 p.k = k;
                 p.pending_k = None;
-                p.draining = level > 0 && !l.is_empty();
+                // The last level has no next level to drain into (the picker never ends
+                // its drain): there the new K applies at once, like a flexible change.
+                p.draining = level > 0 && level < self.shape.last() && !l.is_empty();
             }
         }
         edit.policies.push((cf, level as u32, p));

@@ -132,6 +132,13 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             )
         })
         .collect();
+    // The number of the last WAL is not in the manifest (a WAL is created after the
+    // manifest's last edit, and `next_file_no` is only recorded by the next edit), so the
+    // recovered `next_file_no` can name a WAL that still holds acknowledged writes. The new
+    // WAL must be numbered past every WAL present, or it would skip and overwrite one.
+    if let Some(max_wal) = wal_numbers(path)?.into_iter().max() {
+        vs.next_file_no = vs.next_file_no.max(max_wal + 1);
+    }
     let first_wal = vs.new_file_no();
     let inner = DbInner {
         path: path.to_path_buf(),
@@ -163,19 +170,26 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     Ok(inner)
 }
 
+/// Numbers of the WAL files in the database directory.
+fn wal_numbers(path: &Path) -> Result<Vec<u64>> {
+    Ok(std::fs::read_dir(path)
+        .map_err(|e| Error::io(path.display().to_string(), e))?
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".log"))
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .collect())
+}
+
 impl DbInner {
     /// Replays WAL files numbered >= `log_number` into fresh memtables, writes them to
     /// level 0, and starts a new WAL (number `new_wal`).
     fn replay_wals(&self, log_number: u64, new_wal: u64) -> Result<()> {
-        let mut wals: Vec<u64> = std::fs::read_dir(&self.path)
-            .map_err(|e| Error::io(self.path.display().to_string(), e))?
-            .flatten()
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.strip_suffix(".log"))
-                    .and_then(|n| n.parse::<u64>().ok())
-            })
+        let mut wals: Vec<u64> = wal_numbers(&self.path)?
+            .into_iter()
             .filter(|&n| n >= log_number && n != new_wal)
             .collect();
         wals.sort_unstable();

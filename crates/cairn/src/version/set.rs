@@ -62,6 +62,8 @@ pub struct VersionSet {
     pub next_run_id: u64,
     /// Column families by id.
     pub cfs: BTreeMap<u32, CfEntry>,
+    /// Largest column family id added so far, dropped ones included.
+    pub max_cf_id: u32,
     /// Queue of files no version references any more.
     pub obsolete: Arc<ObsoleteFiles>,
     saw_format: bool,
@@ -94,6 +96,7 @@ impl VersionSet {
             log_number: 0,
             next_run_id: 1,
             cfs: BTreeMap::new(),
+            max_cf_id: 0,
             obsolete: Arc::new(ObsoleteFiles::default()),
             saw_format: false,
         }
@@ -224,6 +227,9 @@ impl VersionSet {
 
     fn install(&mut self, edit: &VersionEdit, cfs: BTreeMap<u32, CfEntry>) {
         self.cfs = cfs;
+        for (id, _) in &edit.cf_added {
+            self.max_cf_id = self.max_cf_id.max(*id);
+        }
         if let Some(n) = edit.next_file_no {
             self.next_file_no = self.next_file_no.max(n);
         }
