@@ -301,9 +301,11 @@ pub struct ReadOptions {
 /// How a change of a level's run limit K takes effect (RusKey 4.1-4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transition {
-    /// Merge the level into the next one now; the new K applies to the emptied level.
+    /// Merge the level into the next one now; the new K applies to the emptied level (on
+    /// the last level, which has no next one, at once).
     Greedy,
-    /// The new K takes effect when the level next empties.
+    /// The new K takes effect when the level next empties (on the last level, which never
+    /// empties, at once).
     Lazy,
     /// FLSM: sealed runs stay; the active run's capacity becomes C_i / K' at once (sealed
     /// now if already larger).

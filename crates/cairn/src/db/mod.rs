@@ -703,7 +703,9 @@ impl DbInner {
                 }
             }
             Transition::Lazy => {
-                if l.is_empty() {
+                // The last level never empties, so a lazy change there would never take
+                // effect: it applies at once, as the picker merges runs beyond K anyway.
+                if l.is_empty() || level == self.shape.last() {
                     p.k = k;
                     p.pending_k = None;
                 } else {
