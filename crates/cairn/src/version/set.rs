@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{CfVersion, FileDesc, FileMeta, PolicyState, VersionEdit};
-use crate::log::{LogReader, LogWriter};
+use crate::log::{is_torn_write, LogReader, LogWriter, TailState};
 use crate::storage::{FileKind, StorageEnv};
 use crate::{Error, Result};
 
@@ -134,7 +134,7 @@ impl VersionSet {
         let data = env.read_whole(&root.join(name), FileKind::Manifest)?;
         let mut vs = Self::blank(env, num_levels, initial_k);
         vs.manifest_no = manifest_no;
-        let mut reader = LogReader::new(data, name, false);
+        let mut reader = LogReader::new(data.clone(), name, false);
         let mut any = false;
         while let Some(rec) = reader
             .next_record()
@@ -144,6 +144,18 @@ impl VersionSet {
             vs.saw_format |= edit.format_version.is_some();
             vs.apply_in_memory(&edit)?;
             any = true;
+        }
+        // An edit is synced before its effects (deleting WALs and tables) happen, so only an
+        // edit whose write was cut short may be dropped. A damaged last record that was
+        // written whole is corruption: dropping it would silently roll the database back
+        // (to tables that are gone, or past writes whose WAL was deleted).
+        if let TailState::Truncated { valid_up_to, .. } = reader.tail() {
+            if !is_torn_write(&data, valid_up_to as usize) {
+                return Err(Error::corruption(
+                    name,
+                    format!("damaged last record at offset {valid_up_to} (not a torn write)"),
+                ));
+            }
         }
         if !any || !vs.cfs.contains_key(&0) || !vs.saw_format {
             return Err(Error::corruption(name, "manifest holds no database state"));
