@@ -141,6 +141,15 @@ impl VersionSet {
             .map_err(|e| rename_corruption(e, name))?
         {
             let edit = VersionEdit::decode(&rec).map_err(|e| rename_corruption(e, name))?;
+            // Records are checksummed, so a level beyond `num_levels` means the database
+            // was created with more levels, not damage: say so instead of reporting
+            // corruption.
+            if let Some(level) = edit_max_level(&edit).filter(|&l| l >= num_levels) {
+                return Err(Error::InvalidArgument(format!(
+                    "the database has at least {} levels but num_levels is {num_levels}",
+                    level + 1
+                )));
+            }
             vs.saw_format |= edit.format_version.is_some();
             vs.apply_in_memory(&edit)?;
             any = true;
@@ -361,6 +370,19 @@ impl VersionSet {
             draining: false,
         }
     }
+}
+
+/// The deepest level an edit refers to.
+fn edit_max_level(e: &VersionEdit) -> Option<usize> {
+    e.deleted
+        .iter()
+        .map(|d| d.1)
+        .chain(e.added.iter().map(|a| a.1))
+        .chain(e.sealed.iter().map(|s| s.1))
+        .chain(e.policies.iter().map(|p| p.1))
+        .chain(e.compact_pointers.iter().map(|p| p.1))
+        .max()
+        .map(|l| l as usize)
 }
 
 fn rename_corruption(e: Error, file: &str) -> Error {
