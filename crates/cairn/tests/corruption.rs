@@ -461,3 +461,63 @@ fn manifest_and_current_corruption_never_give_wrong_answers() {
         Ok(_) => panic!("opened without its manifest"),
     }
 }
+
+#[test]
+fn compaction_over_a_corrupt_table_stops_and_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    let model = build_base(&base);
+    let prepared = tmp.path().join("prepared");
+    copy_dir(&base, &prepared);
+    drop(Db::open(&prepared, opts()).unwrap());
+    let dir = tmp.path().join("work");
+    let tables = files_with(&prepared, |n| n.ends_with(".sst"));
+    for (n, t) in tables.iter().enumerate() {
+        copy_dir(&prepared, &dir);
+        let t = &dir.join(t.file_name().unwrap());
+        let data = std::fs::read(t).unwrap();
+        let pos = (data.len() / 3 + n * 7) % (data.len() - FOOTER_LEN);
+        flip(t, pos, 0x04);
+        let what = format!("{} byte {pos} flipped", t.display());
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let db = match Db::open(
+                &dir,
+                Options {
+                    background_work: true,
+                    ..opts()
+                },
+            ) {
+                Ok(db) => db,
+                Err(e) => return assert!(e.is_corruption(), "{what}: open: {e}"),
+            };
+            // A full compaction reads every table: it must fail, not write a wrong tree.
+            match db.compact_range(None, None) {
+                Err(e) => assert!(
+                    e.is_corruption() || matches!(e, Error::Closed(_)),
+                    "{what}: compaction failed with {e}"
+                ),
+                Ok(()) => panic!("{what}: compaction over a corrupt table succeeded"),
+            }
+            // A write is refused (the database stopped) or is readable; reads are errors
+            // or right.
+            if db.put(&WriteOptions::default(), b"new", b"x").is_ok() {
+                assert_eq!(db.get(b"new").unwrap().as_deref(), Some(&b"x"[..]));
+                db.delete(&WriteOptions::default(), b"new").unwrap();
+            }
+            for i in 0..NUM_KEYS {
+                if let Ok(v) = db.get(&key(i)) {
+                    assert_eq!(v.as_ref(), model.get(&key(i)), "{what}: key {i}");
+                }
+            }
+        }));
+        if let Err(p) = r {
+            std::panic::resume_unwind(p);
+        }
+        // Repaired, the database holds everything: the failed compaction deleted nothing
+        // it still needed.
+        if t.exists() {
+            flip(t, pos, 0x04);
+        }
+        assert!(!check(&dir, &model, opts(), &what), "{what}: after repair");
+    }
+}
