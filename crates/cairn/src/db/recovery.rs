@@ -232,6 +232,22 @@ impl DbInner {
                     max_seq = max_seq.max(seq - 1);
                 }
             }
+            // A write cut short can only be at the end of the newest WAL, or of an older
+            // one abandoned after a failed write (then the write was not acknowledged).
+            // A record written whole and damaged at the end of an older WAL is mid-log
+            // corruption: newer WALs follow, and dropping it silently would leave a hole
+            // (later writes present, an acknowledged earlier one gone).
+            if no != *wals.last().expect("in the list") && !reader.tail_is_torn_write() {
+                if !skip {
+                    return Err(Error::corruption(
+                        name,
+                        "damaged last record, and a newer write-ahead log follows",
+                    ));
+                }
+                self.stats
+                    .wal_skipped_records
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             if let TailState::Truncated { dropped_bytes, .. } = reader.tail() {
                 self.stats
                     .wal_truncated_bytes

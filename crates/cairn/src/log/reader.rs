@@ -128,6 +128,17 @@ impl LogReader {
         self.tail
     }
 
+    /// False if the log ended in a truncated tail that cannot be a write cut short by a
+    /// crash (see [`is_torn_write`]): a damaged record that was written whole.
+    pub(crate) fn tail_is_torn_write(&self) -> bool {
+        match self.tail {
+            TailState::Clean => true,
+            TailState::Truncated { valid_up_to, .. } => {
+                is_torn_write(&self.data, valid_up_to as usize)
+            }
+        }
+    }
+
     /// What was skipped so far (only with `skip_corrupt`).
     pub fn skipped(&self) -> SkipStats {
         self.skipped

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{CfVersion, FileDesc, FileMeta, PolicyState, VersionEdit};
-use crate::log::{is_torn_write, LogReader, LogWriter, TailState};
+use crate::log::{LogReader, LogWriter, TailState};
 use crate::storage::{FileKind, StorageEnv};
 use crate::{Error, Result};
 
@@ -134,7 +134,7 @@ impl VersionSet {
         let data = env.read_whole(&root.join(name), FileKind::Manifest)?;
         let mut vs = Self::blank(env, num_levels, initial_k);
         vs.manifest_no = manifest_no;
-        let mut reader = LogReader::new(data.clone(), name, false);
+        let mut reader = LogReader::new(data, name, false);
         let mut any = false;
         while let Some(rec) = reader
             .next_record()
@@ -159,7 +159,7 @@ impl VersionSet {
         // written whole is corruption: dropping it would silently roll the database back
         // (to tables that are gone, or past writes whose WAL was deleted).
         if let TailState::Truncated { valid_up_to, .. } = reader.tail() {
-            if !is_torn_write(&data, valid_up_to as usize) {
+            if !reader.tail_is_torn_write() {
                 return Err(Error::corruption(
                     name,
                     format!("damaged last record at offset {valid_up_to} (not a torn write)"),
