@@ -521,3 +521,59 @@ fn compaction_over_a_corrupt_table_stops_and_loses_nothing() {
         assert!(!check(&dir, &model, opts(), &what), "{what}: after repair");
     }
 }
+
+#[test]
+fn damaged_last_record_of_an_older_wal_is_mid_log_corruption() {
+    // Two live WALs: a memtable switch whose flush has not run yet leaves the older one.
+    let o = || Options {
+        write_buffer_size: 4096,
+        background_work: false,
+        ..opts()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    let db = Db::open(&base, o()).unwrap();
+    let mut i = 0;
+    while files_with(&base, |n| n.ends_with(".log")).len() < 2 {
+        db.put(&WriteOptions { sync: true }, &key(i), &val(i, 0))
+            .unwrap();
+        i += 1;
+    }
+    for _ in 0..5 {
+        db.put(&WriteOptions { sync: true }, &key(i), &val(i, 0))
+            .unwrap();
+        i += 1;
+    }
+    db.close().unwrap();
+    assert!(files_with(&base, |n| n.ends_with(".sst")).is_empty());
+    let wals = files_with(&base, |n| n.ends_with(".log"));
+    assert_eq!(wals.len(), 2);
+    let older = wals[0].file_name().unwrap().to_str().unwrap().to_string();
+    let data = std::fs::read(&wals[0]).unwrap();
+    let (start, end) = *record_offsets(&data).last().unwrap();
+    let dir = tmp.path().join("work");
+    for pos in [start, start + 4, start + 7, (start + end) / 2, end - 1] {
+        copy_dir(&base, &dir);
+        flip(&dir.join(&older), pos, 0x02);
+        let what = format!("{older} (older WAL) last record byte {pos} flipped");
+        match Db::open(&dir, o()) {
+            Err(Error::Corruption { file, .. }) => assert!(file.contains(&older), "{what}: {file}"),
+            Err(e) => panic!("{what}: strict open failed with {e}"),
+            Ok(db) => {
+                // Without an error, the later writes may not be there without the earlier.
+                drop(db);
+                let model = wal_model(None, i);
+                check(&dir, &model, o(), &what);
+            }
+        }
+        let skip = Options {
+            wal_recovery: WalRecovery::SkipCorrupt,
+            ..o()
+        };
+        let db = Db::open(&dir, skip).unwrap_or_else(|e| panic!("{what}: skip open: {e}"));
+        assert!(
+            db.stats().wal_skipped_records >= 1,
+            "{what}: nothing skipped"
+        );
+    }
+}
