@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use cairn::log::{LogReader, LogWriter};
@@ -12,6 +12,16 @@ use cairn::storage::{FileKind, StorageEnv};
 use cairn::table::FOOTER_LEN;
 use cairn::types::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use cairn::{Db, Error, Options, Transition, WriteBatch, WriteOptions};
+
+/// The lock test forks a child, which holds a copy of every descriptor of this process
+/// (the other tests' LOCK files included) until it execs; a test closing and reopening its
+/// database in that moment would see its own flock still taken. Tests that open databases
+/// hold this for reading; the fork takes it for writing.
+static FORK: RwLock<()> = RwLock::new(());
+
+fn no_fork() -> RwLockReadGuard<'static, ()> {
+    FORK.read().unwrap_or_else(|e| e.into_inner())
+}
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:08}").into_bytes()
@@ -49,6 +59,7 @@ fn invalid<T>(r: cairn::Result<T>, ctx: &str) {
 
 #[test]
 fn oversized_keys_and_values_are_refused() {
+    let _fork = no_fork();
     static BIG: OnceLock<Vec<u8>> = OnceLock::new();
     let big_value = BIG.get_or_init(|| vec![7u8; MAX_VALUE_SIZE + 1]);
     let dir = tempfile::tempdir().unwrap();
@@ -82,6 +93,7 @@ fn oversized_keys_and_values_are_refused() {
 
 #[test]
 fn invalid_options_are_refused() {
+    let _fork = no_fork();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let base = Options::small;
@@ -274,6 +286,7 @@ fn invalid_options_are_refused() {
 
 #[test]
 fn paths_that_are_not_databases() {
+    let _fork = no_fork();
     let dir = tempfile::tempdir().unwrap();
     // A directory holding other files.
     let other = dir.path().join("other");
@@ -340,11 +353,13 @@ fn an_open_database_is_locked() {
         r => panic!("second open in the process: {:?}", r.err()),
     }
     // From another process.
+    let fork = FORK.write().unwrap_or_else(|e| e.into_inner());
     let st = Command::new(std::env::current_exe().unwrap())
         .args(["an_open_database_is_locked", "--exact", "--nocapture"])
         .env(LOCK_CHILD_ENV, dir.path())
         .status()
         .unwrap();
+    drop(fork);
     assert_eq!(st.code(), Some(42), "child process did not see Locked");
     // The failed opens did no harm, and the lock goes with the database.
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
@@ -355,6 +370,7 @@ fn an_open_database_is_locked() {
 
 #[test]
 fn unknown_table_format_version_is_refused() {
+    let _fork = no_fork();
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::small()).unwrap();
     for i in 0..500 {
@@ -388,6 +404,7 @@ fn unknown_table_format_version_is_refused() {
 
 #[test]
 fn unknown_manifest_format_version_is_refused() {
+    let _fork = no_fork();
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::small()).unwrap();
     db.put(&WriteOptions::default(), b"k", b"v").unwrap();
@@ -466,6 +483,7 @@ fn check_keys(db: &Db, keys: impl IntoIterator<Item = u32>, ctx: &str) {
 
 #[test]
 fn full_disk_fails_writes_and_recovers_when_space_returns() {
+    let _fork = no_fork();
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(dir.path(), full_disk_options()).unwrap());
     let wo = WriteOptions::default();
@@ -521,6 +539,7 @@ fn full_disk_fails_writes_and_recovers_when_space_returns() {
 
 #[test]
 fn full_disk_loses_nothing_acknowledged_across_reopen() {
+    let _fork = no_fork();
     for quota in [
         0u64,
         300,

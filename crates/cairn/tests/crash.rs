@@ -47,6 +47,26 @@ fn crash_options() -> Options {
     }
 }
 
+/// Opens the database, retrying while it reads as locked. The two crash tests run in
+/// parallel in one process: a child forked by one test holds a copy of every descriptor of
+/// the process (the other test's LOCK file included) until it execs, so for a moment after
+/// the other test closed its database, its flock still looks taken.
+fn open_db(dir: &Path) -> cairn::Result<Db> {
+    open_with(dir, crash_options)
+}
+
+fn open_with(dir: &Path, o: impl Fn() -> Options) -> cairn::Result<Db> {
+    let t = Instant::now();
+    loop {
+        match Db::open(dir, o()) {
+            Err(cairn::Error::Locked(_)) if t.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            r => return r,
+        }
+    }
+}
+
 fn key(tid: usize, idx: u32) -> Vec<u8> {
     format!("t{tid}k{idx:04}").into_bytes()
 }
@@ -142,7 +162,7 @@ fn child_main(dir: &Path) {
         .unwrap()
         .parse()
         .unwrap();
-    let db = Arc::new(Db::open(dir, crash_options()).expect("child open"));
+    let db = Arc::new(open_db(dir).expect("child open"));
     let stop = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..THREADS)
         .map(|tid| {
@@ -305,8 +325,8 @@ fn verify(
     sync: bool,
     cycle: usize,
 ) -> (usize, usize) {
-    let db = Db::open(dir, crash_options())
-        .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
+    let db =
+        open_db(dir).unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
     // Observed state per thread, from point reads and from a full scan (which must agree).
     let mut observed: Vec<BTreeMap<u32, Vec<u8>>> = (0..THREADS).map(|_| BTreeMap::new()).collect();
     for (tid, obs) in observed.iter_mut().enumerate() {
@@ -440,7 +460,7 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
         total_ops += intents.iter().map(|t| t.len()).sum::<usize>();
         verify(&dir, &mut models, &intents, sync, cycle);
     }
-    let db = Db::open(&dir, crash_options()).unwrap();
+    let db = open_db(&dir).unwrap();
     let files: Vec<usize> = db.stats().levels.iter().map(|l| l.files).collect();
     let tables = std::fs::read_dir(&dir)
         .unwrap()
@@ -495,7 +515,7 @@ fn reopen_after_an_unlogged_wal_rotation_keeps_every_write() {
     };
     let mut n = 0;
     for round in 0..3 {
-        let db = Db::open(tmp.path(), o()).unwrap();
+        let db = open_with(tmp.path(), o).unwrap();
         // Write until the memtable switches (a new WAL) but is not flushed yet.
         let start = wals(tmp.path());
         while wals(tmp.path()) == start {
@@ -518,7 +538,7 @@ fn reopen_after_an_unlogged_wal_rotation_keeps_every_write() {
         }
         // Close logs no manifest edit either: the rotation's file number stays unlogged.
         db.close().unwrap();
-        let db = Db::open(tmp.path(), o()).unwrap_or_else(|e| panic!("round {round}: reopen: {e}"));
+        let db = open_with(tmp.path(), o).unwrap_or_else(|e| panic!("round {round}: reopen: {e}"));
         for i in 0..n {
             assert_eq!(
                 db.get(&key(0, i)).unwrap(),
