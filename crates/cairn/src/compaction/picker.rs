@@ -265,6 +265,15 @@ fn key_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
     (lo.to_vec(), hi.to_vec())
 }
 
+/// The user-key range a merge rewrites: its inputs and the destination files they
+/// overlap. Whether tombstones may be dropped must be judged over all of it: a destination
+/// file can reach beyond the inputs' range, and its tombstones there still shadow older
+/// data in deeper levels (judging over the inputs' range alone resurrected deleted keys).
+fn merged_range(inputs: &[Arc<FileMeta>], dest_inputs: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
+    let all: Vec<Arc<FileMeta>> = inputs.iter().chain(dest_inputs).cloned().collect();
+    key_range(&all)
+}
+
 fn dest_overlap(
     v: &CfVersion,
     to: usize,
@@ -309,6 +318,7 @@ fn level0_task(
             reason: "level0-runs",
         };
     }
+    let (lo, hi) = merged_range(&inputs, &dest_inputs);
     let bottommost = is_bottommost(v, 1, dest_run, &lo, &hi);
     Task::Merge {
         from: 0,
@@ -387,7 +397,8 @@ fn unit_task(
             reason,
         };
     }
-    let bottommost = is_bottommost(v, to, dest_run, &lo, &hi);
+    let (mlo, mhi) = merged_range(&inputs, &dest_inputs);
+    let bottommost = is_bottommost(v, to, dest_run, &mlo, &mhi);
     Task::Merge {
         from,
         to,
