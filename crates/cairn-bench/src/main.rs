@@ -1,1 +1,16 @@
-fn main() {}
+use anyhow::Result;
+use cairn_bench::cli::{Cli, Command};
+use cairn_bench::compare;
+use clap::Parser;
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Run(a) => compare::run_cmd(&a),
+        Command::Compare(a) => compare::compare_cmd(&a),
+        Command::Child {
+            request,
+            json,
+            timeline,
+        } => compare::child_cmd(&request, &json, &timeline),
+    }
+}

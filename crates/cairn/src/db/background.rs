@@ -274,6 +274,8 @@ impl DbInner {
                     did = true;
                 }
             }
+            // The picked version and task held the inputs until here.
+            self.purge_obsolete();
             if !did {
                 return Ok(());
             }
@@ -306,6 +308,7 @@ impl DbInner {
                 self.execute(&state, task)?;
             }
         }
+        self.purge_obsolete();
         Ok(())
     }
 

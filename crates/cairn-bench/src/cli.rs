@@ -1,0 +1,317 @@
+//! Command-line interface (clap derive). Every flag is documented here; `--help` shows it.
+
+use crate::engines::BenchConfig;
+use crate::workload::dataset::Dataset;
+use crate::workload::mix::{Distribution, Mix};
+use crate::workload::{phases, ValueSize, WorkloadName, WorkloadSpec};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cairn-bench",
+    version,
+    about = "Benchmark harness: runs engines on the same seeded operation stream and compares them",
+    long_about = "Runs key-value engines (cairn, RocksDB, an in-memory BTreeMap peer) on an identical, \
+                  seeded operation stream after an identical load phase, and reports throughput, \
+                  latency percentiles per operation type, storage I/O counts, write amplification, \
+                  on-disk size, cache hits and peak RSS, with ratios against the first engine."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run one engine on one workload and print/write its result.
+    Run(RunArgs),
+    /// Run several engines one after another, each in its own child process, on the same
+    /// op stream; print a markdown table with ratios against the first engine.
+    Compare(CompareArgs),
+    /// Internal: run one request file in this process (used by `compare`).
+    #[command(hide = true)]
+    Child {
+        #[arg(long)]
+        request: PathBuf,
+        #[arg(long)]
+        json: PathBuf,
+        #[arg(long)]
+        timeline: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Engine: btree, rocksdb (needs the `rocksdb` cargo feature), cairn, or cairn:PRESET.
+    #[arg(long)]
+    pub engine: String,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Write the result JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write the per-second timeline CSV to this file [default: beside --json, as
+    /// NAME.timeline.csv].
+    #[arg(long, value_name = "PATH")]
+    pub timeline: Option<PathBuf>,
+    /// Also write ENGINE.json, ENGINE.timeline.csv, report.md and PNG plots into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Comma-separated engines, e.g. `cairn,rocksdb,btree`; ratios are against the first.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub engines: Vec<String>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Directory for per-engine JSON and timeline CSV, report.md and PNG plots.
+    #[arg(long, value_name = "DIR", default_value = "cairn-bench-out")]
+    pub out: PathBuf,
+    /// Run all engines in this process instead of one child process each (faster to
+    /// start, but peak RSS then accumulates across engines).
+    #[arg(long)]
+    pub in_process: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WorkloadArgs {
+    /// Workload. db_bench: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom,
+    /// readwhilewriting; YCSB: ycsb-a..ycsb-f; custom: mix (--mix), phased (--phases);
+    /// presets: ruskey-sessions, ac-key-two-phase. Defaults to mix/phased when --mix/--phases
+    /// is given.
+    #[arg(long, value_enum)]
+    pub workload: Option<WorkloadName>,
+    /// Records loaded before the measured phase (for fillseq/fillrandom: records written).
+    #[arg(long, default_value_t = 100_000)]
+    pub records: u64,
+    /// Operations in the measured phase (split evenly across phases of presets, and
+    /// across --threads). Ignored by fillseq/fillrandom.
+    #[arg(long, default_value_t = 100_000)]
+    pub ops: u64,
+    /// Seed of the op stream, load order, dataset and values; equal seeds give every
+    /// engine the identical stream.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Key size in bytes (>= 8): big-endian integer key, zero padded.
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    /// Fixed value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Value size distribution, overriding --value-size: `fixed:N` or `uniform:MIN:MAX`.
+    #[arg(long, value_name = "DIST")]
+    pub value_size_dist: Option<String>,
+    /// Integer key dataset: sequential, uniform, linear (evenly spaced, random stride),
+    /// normal (sorted, de-duplicated), seg1 / seg10 (1% / 10% of gaps are jumps between
+    /// dense linear segments).
+    #[arg(long, value_enum, default_value_t = Dataset::Sequential)]
+    pub dataset: Dataset,
+    /// Request distribution, overriding the workload's own (uniform for db_bench
+    /// workloads, YCSB's for ycsb-*, zipfian for mix/phased/presets).
+    #[arg(long, value_enum)]
+    pub distribution: Option<Distribution>,
+    /// Zipfian constant (YCSB default 0.99); implies --distribution zipfian unless
+    /// --distribution is given (then it sets the skew of `latest`/`zipfian`).
+    #[arg(long, value_name = "THETA")]
+    pub zipf: Option<f64>,
+    /// Custom op mix for workload `mix`, e.g. `read=0.5,scan=0.1,update=0.3,insert=0.1,rmw=0`
+    /// (ops: read, scan, update, insert, rmw; proportions sum to 1).
+    #[arg(long, value_name = "MIX")]
+    pub mix: Option<String>,
+    /// Phases for workload `phased`: `MIX:OPS;MIX:OPS;...`, e.g.
+    /// `read=0.9,update=0.1:100000;read=0.5,update=0.5:100000`.
+    #[arg(long, value_name = "PHASES")]
+    pub phases: Option<String>,
+    /// Entries per scan (seekrandom, readseq, mix/phased scans); ycsb-e draws 1..=100.
+    #[arg(long, default_value_t = 100)]
+    pub scan_length: usize,
+    /// Foreground worker threads (readwhilewriting: reader threads, plus one writer).
+    /// The stream is identical across engines; with > 1 thread the interleaving is not.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Timeline sampling period in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub timeline_ms: u64,
+}
+
+/// Accepts `8388608`, `512K`, `64M`, `64MiB`, `1G`, `1GB` (binary multiples).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &t[digits.len()..];
+    let mult: usize = match unit {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("unknown size unit `{unit}` (use K, M or G)")),
+    };
+    let n: usize = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad size `{s}`"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size `{s}` overflows"))
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BudgetArgs {
+    /// Memtable size given to every engine (e.g. 64M).
+    #[arg(long, default_value = "64M", value_parser = parse_size, value_name = "BYTES")]
+    pub write_buffer_size: usize,
+    /// Block cache capacity given to every engine (e.g. 8M).
+    #[arg(long, default_value = "8M", value_parser = parse_size, value_name = "BYTES")]
+    pub cache_bytes: usize,
+    /// Bloom filter bits per key.
+    #[arg(long, default_value_t = 10.0)]
+    pub bloom_bits: f64,
+    /// Use direct I/O (O_DIRECT) for reads (and RocksDB's flush/compaction).
+    #[arg(long)]
+    pub direct_io: bool,
+    /// Sync the WAL on every write.
+    #[arg(long)]
+    pub sync: bool,
+    /// Parent directory for engine data [default: a fresh temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub db_dir: Option<PathBuf>,
+    /// Keep engine data after the run (under --db-dir).
+    #[arg(long)]
+    pub keep_db: bool,
+}
+
+impl BudgetArgs {
+    pub fn config(&self) -> BenchConfig {
+        BenchConfig {
+            write_buffer_size: self.write_buffer_size,
+            cache_bytes: self.cache_bytes,
+            bloom_bits: self.bloom_bits,
+            direct_io: self.direct_io,
+            sync: self.sync,
+        }
+    }
+}
+
+impl WorkloadArgs {
+    /// Validates the flags and resolves them into the spec every engine runs.
+    pub fn spec(&self) -> Result<WorkloadSpec> {
+        let workload = match (self.workload, &self.mix, &self.phases) {
+            (Some(w), _, _) => w,
+            (None, _, Some(_)) => WorkloadName::Phased,
+            (None, Some(_), None) => WorkloadName::Mix,
+            (None, None, None) => bail!("--workload is required (or give --mix / --phases)"),
+        };
+        if let Some(m) = &self.mix {
+            Mix::parse(m)?;
+        }
+        if let Some(p) = &self.phases {
+            phases::parse(p)?;
+        }
+        let value_size = match &self.value_size_dist {
+            None => ValueSize::Fixed(self.value_size),
+            Some(d) => ValueSize::parse(d.strip_prefix("fixed:").unwrap_or(d))
+                .with_context(|| format!("--value-size-dist `{d}`"))?,
+        };
+        let theta = self.zipf.unwrap_or(crate::workload::mix::default_theta());
+        if !(theta > 0.0 && (theta - 1.0).abs() > 1e-9 && theta.is_finite()) {
+            bail!("--zipf must be > 0 and != 1, got {theta}");
+        }
+        let distribution = self
+            .distribution
+            .or(self.zipf.map(|_| Distribution::Zipfian));
+        if self.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        if self.scan_length == 0 {
+            bail!("--scan-length must be at least 1");
+        }
+        Ok(WorkloadSpec {
+            workload,
+            records: self.records,
+            ops: self.ops,
+            seed: self.seed,
+            key_size: self.key_size,
+            value_size,
+            dataset: self.dataset,
+            distribution,
+            zipf_theta: theta,
+            mix: self.mix.clone(),
+            phases: self.phases.clone(),
+            scan_length: self.scan_length,
+            threads: self.threads,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent_and_every_flag_is_documented() {
+        Cli::command().debug_assert();
+        for sub in Cli::command()
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+        {
+            for a in sub.get_arguments() {
+                if a.get_id() == "help" || a.get_id() == "version" {
+                    continue;
+                }
+                assert!(
+                    a.get_help().is_some(),
+                    "{} --{} has no help",
+                    sub.get_name(),
+                    a.get_id()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("12Q").is_err());
+    }
+
+    #[test]
+    fn flags_resolve_into_a_spec() {
+        let cli = Cli::try_parse_from([
+            "cairn-bench",
+            "run",
+            "--engine",
+            "btree",
+            "--mix",
+            "read=0.5,update=0.5",
+            "--zipf",
+            "0.8",
+            "--value-size-dist",
+            "uniform:10:20",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!()
+        };
+        let s = r.workload.spec().unwrap();
+        assert_eq!(s.workload, WorkloadName::Mix);
+        assert_eq!(s.distribution, Some(Distribution::Zipfian));
+        assert_eq!(s.zipf_theta, 0.8);
+        assert_eq!(s.value_size, ValueSize::Uniform(10, 20));
+        let cli = Cli::try_parse_from(["cairn-bench", "run", "--engine", "btree"]).unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!()
+        };
+        assert!(r.workload.spec().is_err());
+    }
+}

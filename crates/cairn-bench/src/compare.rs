@@ -1,0 +1,191 @@
+//! `run` and `compare` commands: run engines (in child processes for `compare`), then write
+//! JSON, timeline CSVs, report.md and plots.
+
+use crate::cli::{CompareArgs, RunArgs};
+use crate::engines::EngineName;
+use crate::measure::timeline::{self, TimelineRow};
+use crate::report::json::RunResult;
+use crate::report::{markdown, plots};
+use crate::runner::{self, RunRequest};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+fn write_timeline(rows: &[TimelineRow], path: &Path) -> Result<()> {
+    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d)?;
+    }
+    std::fs::write(path, timeline::to_csv(rows))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `x.json` -> `x.timeline.csv`.
+fn timeline_beside(json: &Path) -> PathBuf {
+    json.with_extension("timeline.csv")
+}
+
+/// File stems per result, unique even when an engine is listed twice (`btree,btree`
+/// measures run-to-run noise): later repeats get `-2`, `-3`, ...
+pub fn unique_stems(engines: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in engines {
+        let base = EngineName::parse(e).map_or(e.replace([':', '/'], "-"), |n| n.file_stem());
+        let mut stem = base.clone();
+        let mut n = 1;
+        while out.contains(&stem) {
+            n += 1;
+            stem = format!("{base}-{n}");
+        }
+        out.push(stem);
+    }
+    out
+}
+
+fn with_stems<'a>(
+    results: &'a [RunResult],
+    timelines: &'a [(String, Vec<TimelineRow>)],
+) -> impl Iterator<Item = (&'a RunResult, &'a (String, Vec<TimelineRow>), String)> {
+    let stems = unique_stems(&results.iter().map(|r| r.engine.clone()).collect::<Vec<_>>());
+    results
+        .iter()
+        .zip(timelines)
+        .zip(stems)
+        .map(|((r, t), s)| (r, t, s))
+}
+
+/// Writes each engine's JSON and CSV, report.md and the plots into `dir`.
+pub fn write_outputs(
+    dir: &Path,
+    results: &[RunResult],
+    timelines: &[(String, Vec<TimelineRow>)],
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    for (r, (_, rows), stem) in with_stems(results, timelines) {
+        r.write(&dir.join(format!("{stem}.json")))?;
+        write_timeline(rows, &dir.join(format!("{stem}.timeline.csv")))?;
+    }
+    let plots = plots::all(results, timelines, dir)?;
+    let report = dir.join("report.md");
+    std::fs::write(&report, markdown::report(results, &plots))?;
+    Ok(report)
+}
+
+fn summary_line(r: &RunResult) -> String {
+    format!(
+        "{}: {} {:.0} ops/s, p99 {:.1} us, {} ops in {:.2} s",
+        r.engine, r.workload, r.ops_per_sec, r.latency_us.p99, r.ops, r.seconds
+    )
+}
+
+pub fn run_cmd(a: &RunArgs) -> Result<()> {
+    let engine = EngineName::parse(&a.engine)?;
+    engine.check_available()?;
+    let req = RunRequest {
+        engine,
+        spec: a.workload.spec()?,
+        config: a.budget.config(),
+        data_dir: a.budget.db_dir.clone(),
+        keep_data: a.budget.keep_db,
+        timeline_period_ms: a.workload.timeline_ms,
+    };
+    let (result, rows) = runner::run(&req)?;
+    eprintln!("{}", summary_line(&result));
+    if let Some(j) = &a.json {
+        result.write(j)?;
+        write_timeline(
+            &rows,
+            &a.timeline.clone().unwrap_or_else(|| timeline_beside(j)),
+        )?;
+    } else if let Some(t) = &a.timeline {
+        write_timeline(&rows, t)?;
+    }
+    let results = [result];
+    if let Some(out) = &a.out {
+        let report = write_outputs(out, &results, &[(results[0].engine.clone(), rows)])?;
+        eprintln!("report: {}", report.display());
+    }
+    if a.json.is_none() && a.out.is_none() {
+        println!("{}", serde_json::to_string_pretty(&results[0])?);
+    } else {
+        print!("{}", markdown::table(&results));
+    }
+    Ok(())
+}
+
+pub fn child_cmd(request: &Path, json: &Path, timeline_csv: &Path) -> Result<()> {
+    let req: RunRequest = serde_json::from_str(&std::fs::read_to_string(request)?)
+        .with_context(|| format!("parsing {}", request.display()))?;
+    let (result, rows) = runner::run(&req)?;
+    result.write(json)?;
+    write_timeline(&rows, timeline_csv)
+}
+
+pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
+    let engines = a
+        .engines
+        .iter()
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| EngineName::parse(e))
+        .collect::<Result<Vec<_>>>()?;
+    if engines.is_empty() {
+        bail!("--engines lists no engine");
+    }
+    // Refuse before running anything, rather than after the first engine's long run.
+    for e in &engines {
+        e.check_available()?;
+    }
+    let spec = a.workload.spec()?;
+    std::fs::create_dir_all(&a.out)?;
+    let mut results = Vec::new();
+    let mut timelines = Vec::new();
+    let stems = unique_stems(&engines.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+    for (engine, stem) in engines.into_iter().zip(stems) {
+        let req = RunRequest {
+            engine: engine.clone(),
+            spec: spec.clone(),
+            config: a.budget.config(),
+            data_dir: a.budget.db_dir.clone(),
+            keep_data: a.budget.keep_db,
+            timeline_period_ms: a.workload.timeline_ms,
+        };
+        eprintln!("running {engine} on {} ...", spec.workload.name());
+        let (result, rows) = if a.in_process {
+            let (mut r, rows) = runner::run(&req)?;
+            if !results.is_empty() {
+                r.rss_note = "in-process compare: VmHWM is the peak of this process so far, \
+                              earlier engines included; compare rss_at_open_bytes"
+                    .to_string();
+            }
+            (r, rows)
+        } else {
+            let req_path = a.out.join(format!("{stem}.request.json"));
+            let json = a.out.join(format!("{stem}.json"));
+            let csv = a.out.join(format!("{stem}.timeline.csv"));
+            std::fs::write(&req_path, serde_json::to_string_pretty(&req)?)?;
+            let status = std::process::Command::new(std::env::current_exe()?)
+                .arg("child")
+                .arg("--request")
+                .arg(&req_path)
+                .arg("--json")
+                .arg(&json)
+                .arg("--timeline")
+                .arg(&csv)
+                .status()
+                .context("starting child process")?;
+            if !status.success() {
+                bail!("engine {engine} failed ({status})");
+            }
+            std::fs::remove_file(&req_path).ok();
+            (
+                RunResult::read(&json)?,
+                timeline::from_csv(&std::fs::read_to_string(&csv)?)?,
+            )
+        };
+        eprintln!("{}", summary_line(&result));
+        timelines.push((result.engine.clone(), rows));
+        results.push(result);
+    }
+    let report = write_outputs(&a.out, &results, &timelines)?;
+    print!("{}", markdown::table(&results));
+    eprintln!("report: {}", report.display());
+    Ok(())
+}

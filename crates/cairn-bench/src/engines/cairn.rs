@@ -1,0 +1,89 @@
+//! cairn, configured to the shared budget (or a named preset with the budget applied on
+//! top). Not in the module tree until the engine lands: see `engines/mod.rs`.
+
+use super::{BenchConfig, Engine, EngineCounters};
+use anyhow::{anyhow, Context, Result};
+use cairn::{Db, Options, WriteOptions};
+use std::path::Path;
+
+pub struct CairnEngine {
+    db: Db,
+    write_opts: WriteOptions,
+}
+
+impl CairnEngine {
+    /// `preset` is the part after `cairn:`; the budget flags override the preset's sizes
+    /// so cairn and RocksDB are always given the same memory.
+    pub fn open_preset(dir: &Path, cfg: &BenchConfig, preset: Option<&str>) -> Result<Self> {
+        let mut opts = match preset {
+            None => Options::default(),
+            Some(name) => cairn::presets::by_name(name)
+                .ok_or_else(|| anyhow!("cairn has no preset `{name}`"))?,
+        };
+        opts.write_buffer_size = cfg.write_buffer_size;
+        opts.block_cache_bytes = cfg.cache_bytes;
+        opts.bloom_bits_per_key = cfg.bloom_bits;
+        opts.use_direct_reads = cfg.direct_io;
+        opts.create_if_missing = true;
+        let db =
+            Db::open(dir, opts).with_context(|| format!("opening cairn in {}", dir.display()))?;
+        Ok(CairnEngine {
+            db,
+            write_opts: WriteOptions { sync: cfg.sync },
+        })
+    }
+}
+
+impl Engine for CairnEngine {
+    fn open(dir: &Path, cfg: &BenchConfig) -> Result<Self> {
+        Self::open_preset(dir, cfg, None)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.db.put(&self.write_opts, key, value)?)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        Ok(self.db.delete(&self.write_opts, key)?)
+    }
+
+    fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
+        let mut read = 0;
+        for item in self.db.scan(start.to_vec()..)?.take(n) {
+            let (k, v) = item?;
+            std::hint::black_box((k.len(), v.len()));
+            read += 1;
+        }
+        Ok(read)
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn counters(&self) -> EngineCounters {
+        let s = self.db.stats();
+        let io = s.io.total();
+        EngineCounters {
+            read_ops: io.read_ops,
+            read_bytes: io.read_bytes,
+            write_ops: io.write_ops,
+            write_bytes: io.write_bytes,
+            cache_hits: s.block_cache_hits,
+            cache_misses: s.block_cache_misses,
+            user_bytes_written: s.user_bytes_written,
+            flush_bytes_written: s.flush_bytes_written,
+            compaction_bytes_written: s.compaction_bytes_written,
+            flushes_running: s.flushes_running as u64,
+            compactions_running: s.compactions_running as u64,
+        }
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(self.db.close()?)
+    }
+}

@@ -1,0 +1,211 @@
+//! The engines under test, behind one small trait so every engine sees the same calls.
+
+pub mod btree;
+mod cairn;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The shared budget every engine is configured to, so comparisons are like for like.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchConfig {
+    /// Memtable size in bytes.
+    pub write_buffer_size: usize,
+    /// Block cache capacity in bytes.
+    pub cache_bytes: usize,
+    pub bloom_bits: f64,
+    /// O_DIRECT reads (and flush/compaction I/O where the engine supports it).
+    pub direct_io: bool,
+    /// fsync the WAL on every write.
+    pub sync: bool,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            write_buffer_size: 64 << 20,
+            cache_bytes: 8 << 20,
+            bloom_bits: 10.0,
+            direct_io: false,
+            sync: false,
+        }
+    }
+}
+
+/// Cumulative counters since open; the harness takes deltas.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineCounters {
+    pub read_ops: u64,
+    pub read_bytes: u64,
+    pub write_ops: u64,
+    pub write_bytes: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    /// Bytes of keys + values handed to put (as the engine counts them).
+    pub user_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_written: u64,
+    /// Gauges, not counters: background work running right now.
+    pub flushes_running: u64,
+    pub compactions_running: u64,
+}
+
+impl EngineCounters {
+    /// `self - earlier` for counters; gauges keep `self`'s value.
+    pub fn since(&self, earlier: &EngineCounters) -> EngineCounters {
+        EngineCounters {
+            read_ops: self.read_ops.saturating_sub(earlier.read_ops),
+            read_bytes: self.read_bytes.saturating_sub(earlier.read_bytes),
+            write_ops: self.write_ops.saturating_sub(earlier.write_ops),
+            write_bytes: self.write_bytes.saturating_sub(earlier.write_bytes),
+            cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
+            cache_misses: self.cache_misses.saturating_sub(earlier.cache_misses),
+            user_bytes_written: self
+                .user_bytes_written
+                .saturating_sub(earlier.user_bytes_written),
+            flush_bytes_written: self
+                .flush_bytes_written
+                .saturating_sub(earlier.flush_bytes_written),
+            compaction_bytes_written: self
+                .compaction_bytes_written
+                .saturating_sub(earlier.compaction_bytes_written),
+            flushes_running: self.flushes_running,
+            compactions_running: self.compactions_running,
+        }
+    }
+}
+
+/// A key-value store under test. `Sync` because readwhilewriting and `--threads`
+/// share one instance across threads.
+pub trait Engine: Send + Sync {
+    fn open(dir: &Path, cfg: &BenchConfig) -> Result<Self>
+    where
+        Self: Sized;
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Reads up to `n` entries starting at the first key >= `start`; returns how many.
+    fn scan(&self, start: &[u8], n: usize) -> Result<usize>;
+    /// Persists the memtable so the measured phase starts from on-disk state.
+    fn flush(&self) -> Result<()>;
+    fn counters(&self) -> EngineCounters;
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Engine names accepted on the command line: `btree`, `rocksdb`, `cairn`, `cairn:PRESET`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EngineName {
+    Btree,
+    Rocksdb,
+    Cairn { preset: Option<String> },
+}
+
+impl EngineName {
+    pub fn parse(s: &str) -> Result<EngineName> {
+        let s = s.trim();
+        Ok(match s {
+            "btree" => EngineName::Btree,
+            "rocksdb" => EngineName::Rocksdb,
+            "cairn" => EngineName::Cairn { preset: None },
+            _ => match s.strip_prefix("cairn:") {
+                Some(p) if !p.is_empty() => EngineName::Cairn {
+                    preset: Some(p.to_string()),
+                },
+                _ => bail!("unknown engine `{s}` (expected btree, rocksdb, cairn or cairn:PRESET)"),
+            },
+        })
+    }
+
+    /// Fails early, before any engine runs, when this binary cannot open the engine.
+    pub fn check_available(&self) -> Result<()> {
+        match self {
+            EngineName::Btree => Ok(()),
+            EngineName::Rocksdb if cfg!(feature = "rocksdb") => Ok(()),
+            EngineName::Rocksdb => bail!(
+                "engine `rocksdb` is not built in: rebuild with `--features rocksdb` \
+                 (install librocksdb with crates/cairn-bench/scripts/setup-rocksdb.sh and set \
+                 ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu)"
+            ),
+            EngineName::Cairn { preset: None } => Ok(()),
+            EngineName::Cairn { preset: Some(p) } => match ::cairn::presets::by_name(p) {
+                Some(_) => Ok(()),
+                None => bail!(
+                    "cairn has no preset `{p}` (known: {})",
+                    ::cairn::presets::PRESETS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
+        }
+    }
+
+    /// A file-name-safe form (`cairn:baseline` -> `cairn-baseline`).
+    pub fn file_stem(&self) -> String {
+        self.to_string().replace([':', '/'], "-")
+    }
+
+    pub fn open(&self, dir: &Path, cfg: &BenchConfig) -> Result<Box<dyn Engine>> {
+        self.check_available()?;
+        match self {
+            EngineName::Btree => Ok(Box::new(btree::BTreeEngine::open(dir, cfg)?)),
+            #[cfg(feature = "rocksdb")]
+            EngineName::Rocksdb => Ok(Box::new(rocksdb::RocksEngine::open(dir, cfg)?)),
+            EngineName::Cairn { preset } => Ok(Box::new(cairn::CairnEngine::open_preset(
+                dir,
+                cfg,
+                preset.as_deref(),
+            )?)),
+            #[cfg(not(feature = "rocksdb"))]
+            EngineName::Rocksdb => unreachable!("check_available rejected it"),
+        }
+    }
+}
+
+impl std::fmt::Display for EngineName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineName::Btree => write!(f, "btree"),
+            EngineName::Rocksdb => write!(f, "rocksdb"),
+            EngineName::Cairn { preset: None } => write!(f, "cairn"),
+            EngineName::Cairn { preset: Some(p) } => write!(f, "cairn:{p}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_names_parse_and_presets_are_checked() {
+        assert_eq!(EngineName::parse("btree").unwrap(), EngineName::Btree);
+        let c = EngineName::parse("cairn:baseline").unwrap();
+        assert_eq!(c.to_string(), "cairn:baseline");
+        assert_eq!(c.file_stem(), "cairn-baseline");
+        c.check_available().unwrap();
+        let err = EngineName::parse("cairn:nope")
+            .unwrap()
+            .check_available()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no preset"), "{err}");
+        assert!(EngineName::parse("cairn")
+            .unwrap()
+            .check_available()
+            .is_ok());
+        assert!(EngineName::parse("cairn:").is_err());
+        assert!(EngineName::parse("leveldb").is_err());
+        assert_eq!(
+            EngineName::parse("rocksdb")
+                .unwrap()
+                .check_available()
+                .is_ok(),
+            cfg!(feature = "rocksdb")
+        );
+    }
+}

@@ -1,0 +1,5 @@
+//! Measurements taken while a workload runs.
+
+pub mod latency;
+pub mod rss;
+pub mod timeline;

@@ -1,0 +1,185 @@
+//! Per-second timeline: workers publish op counts and latencies, a sampler thread turns
+//! them into one row per second along with the engine's background-work gauges.
+
+use super::latency::new_histogram;
+use crate::engines::{Engine, EngineCounters};
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Shared between workers (writers) and the sampler (reader).
+pub struct Live {
+    ops: AtomicU64,
+    interval: Mutex<Histogram<u64>>,
+    pub stop: AtomicBool,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Live {
+            ops: AtomicU64::new(0),
+            interval: Mutex::new(new_histogram()),
+            stop: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Live {
+    pub fn record(&self, nanos: u64) {
+        self.ops.fetch_add(1, Ordering::Relaxed);
+        self.interval.lock().saturating_record(nanos.max(1));
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelineRow {
+    /// End of the interval, seconds since the measured phase began.
+    pub second: f64,
+    pub ops: u64,
+    pub qps: f64,
+    pub p95_us: f64,
+    /// Block cache hit ratio within the interval; empty when no cache lookups happened.
+    pub cache_hit_ratio: Option<f64>,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub flushes_running: u64,
+    pub compactions_running: u64,
+}
+
+/// Samples every `period` until `live.stop` is set; the last row covers the tail.
+pub fn sample(engine: &dyn Engine, live: &Live, period: Duration) -> Vec<TimelineRow> {
+    let start = Instant::now();
+    let mut rows = Vec::new();
+    let mut last_t = start;
+    let mut last_ops = 0;
+    let mut last_c = engine.counters();
+    loop {
+        let next = last_t + period;
+        while Instant::now() < next && !live.stop.load(Ordering::Acquire) {
+            std::thread::sleep(
+                Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())),
+            );
+        }
+        let stopping = live.stop.load(Ordering::Acquire);
+        let now = Instant::now();
+        let ops = live.ops.load(Ordering::Relaxed);
+        let hist = std::mem::replace(&mut *live.interval.lock(), new_histogram());
+        let c = engine.counters();
+        let dt = now.duration_since(last_t).as_secs_f64();
+        if ops > last_ops || !stopping {
+            rows.push(row(
+                now.duration_since(start).as_secs_f64(),
+                ops - last_ops,
+                dt,
+                &hist,
+                &c.since(&last_c),
+            ));
+        }
+        (last_t, last_ops, last_c) = (now, ops, c);
+        if stopping {
+            return rows;
+        }
+    }
+}
+
+fn row(second: f64, ops: u64, dt: f64, hist: &Histogram<u64>, d: &EngineCounters) -> TimelineRow {
+    let lookups = d.cache_hits + d.cache_misses;
+    TimelineRow {
+        second,
+        ops,
+        qps: if dt > 0.0 { ops as f64 / dt } else { 0.0 },
+        p95_us: if hist.is_empty() {
+            0.0
+        } else {
+            hist.value_at_quantile(0.95) as f64 / 1000.0
+        },
+        cache_hit_ratio: (lookups > 0).then(|| d.cache_hits as f64 / lookups as f64),
+        read_bytes: d.read_bytes,
+        write_bytes: d.write_bytes,
+        flushes_running: d.flushes_running,
+        compactions_running: d.compactions_running,
+    }
+}
+
+pub const CSV_HEADER: &str =
+    "second,ops,qps,p95_us,cache_hit_ratio,read_bytes,write_bytes,flushes_running,compactions_running";
+
+pub fn to_csv(rows: &[TimelineRow]) -> String {
+    let mut s = String::from(CSV_HEADER);
+    s.push('\n');
+    for r in rows {
+        s.push_str(&format!(
+            "{:.3},{},{:.1},{:.2},{},{},{},{},{}\n",
+            r.second,
+            r.ops,
+            r.qps,
+            r.p95_us,
+            r.cache_hit_ratio
+                .map(|x| format!("{x:.4}"))
+                .unwrap_or_default(),
+            r.read_bytes,
+            r.write_bytes,
+            r.flushes_running,
+            r.compactions_running
+        ));
+    }
+    s
+}
+
+pub fn from_csv(s: &str) -> anyhow::Result<Vec<TimelineRow>> {
+    use anyhow::Context;
+    let mut rows = Vec::new();
+    for line in s.lines().skip(1).filter(|l| !l.is_empty()) {
+        let f: Vec<&str> = line.split(',').collect();
+        anyhow::ensure!(f.len() == 9, "timeline row `{line}` has {} fields", f.len());
+        rows.push(TimelineRow {
+            second: f[0].parse().context("second")?,
+            ops: f[1].parse().context("ops")?,
+            qps: f[2].parse().context("qps")?,
+            p95_us: f[3].parse().context("p95")?,
+            cache_hit_ratio: if f[4].is_empty() {
+                None
+            } else {
+                Some(f[4].parse()?)
+            },
+            read_bytes: f[5].parse()?,
+            write_bytes: f[6].parse()?,
+            flushes_running: f[7].parse()?,
+            compactions_running: f[8].parse()?,
+        });
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_round_trips() {
+        let rows = vec![
+            TimelineRow {
+                second: 1.0,
+                ops: 10,
+                qps: 10.0,
+                p95_us: 3.5,
+                cache_hit_ratio: Some(0.5),
+                read_bytes: 4096,
+                write_bytes: 0,
+                flushes_running: 1,
+                compactions_running: 0,
+            },
+            TimelineRow {
+                second: 1.5,
+                ops: 2,
+                qps: 4.0,
+                ..Default::default()
+            },
+        ];
+        let csv = to_csv(&rows);
+        assert!(csv.starts_with(CSV_HEADER));
+        assert_eq!(from_csv(&csv).unwrap(), rows);
+    }
+}

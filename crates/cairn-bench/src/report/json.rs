@@ -1,0 +1,170 @@
+//! The JSON record of one engine's run (`cairn-bench run --json`), the unit `compare`
+//! collects from its child processes.
+
+use crate::engines::BenchConfig;
+use crate::measure::latency::LatencySummary;
+use crate::measure::rss::ProcIo;
+use crate::workload::WorkloadSpec;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Storage {
+    pub read_ops: u64,
+    pub read_bytes: u64,
+    pub write_ops: u64,
+    pub write_bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// None when the engine made no cache lookups.
+    pub hit_ratio: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadPhase {
+    pub records: u64,
+    pub seconds: f64,
+    pub storage: Storage,
+}
+
+/// One phase of the measured stream (a single phase for non-phased workloads).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub index: usize,
+    pub mix: String,
+    pub ops: u64,
+    pub seconds: f64,
+    pub ops_per_sec: f64,
+    pub latency_us: LatencySummary,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub engine: String,
+    pub workload: String,
+    pub records: u64,
+    /// Operations in the measured phase (foreground only; see `background_write_ops`).
+    pub ops: u64,
+    pub seconds: f64,
+    pub ops_per_sec: f64,
+    /// All foreground ops together.
+    pub latency_us: LatencySummary,
+    /// Per op type: read, scan, update, insert, rmw, and background_update for the
+    /// readwhilewriting writer.
+    pub per_op_latency_us: BTreeMap<String, LatencySummary>,
+    /// (percentile, microseconds) points of all foreground ops.
+    pub latency_cdf_us: Vec<[f64; 2]>,
+    /// Per phase, in order (phased workloads and presets show how engines adapt).
+    pub phases: Vec<PhaseResult>,
+    /// Storage I/O during the measured phase, as the engine counts it.
+    pub storage: Storage,
+    pub cache: CacheStats,
+    /// Storage bytes written over the whole run (load included) divided by the key+value
+    /// bytes the harness handed to put; None when the engine writes no storage.
+    pub write_amplification: Option<f64>,
+    /// Key+value bytes put by the harness, load included.
+    pub user_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_written: u64,
+    pub load: LoadPhase,
+    /// Size of the engine's directory after the run.
+    pub disk_bytes: u64,
+    /// Peak RSS of the process that ran this engine (harness and key tables included).
+    pub peak_rss_bytes: u64,
+    /// RSS just before the engine was opened (key tables and value pool already built):
+    /// `peak_rss_bytes - rss_at_open_bytes` bounds what the engine itself added.
+    pub rss_at_open_bytes: u64,
+    pub rss_note: String,
+    /// What the OS saw during the measured phase (/proc/self/io deltas).
+    pub os_io: ProcIo,
+    pub reads_found: u64,
+    pub reads_missing: u64,
+    pub scan_entries: u64,
+    pub background_write_ops: u64,
+    pub threads: usize,
+    pub spec: WorkloadSpec,
+    pub config: BenchConfig,
+    /// Unix time the run started.
+    pub started_at_unix: u64,
+}
+
+impl RunResult {
+    pub fn write(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn read(path: &Path) -> Result<RunResult> {
+        let s =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&s).with_context(|| format!("parsing {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{ValueSize, WorkloadName};
+
+    #[test]
+    fn json_round_trips_and_has_required_fields() {
+        let mut r = RunResult {
+            engine: "btree".into(),
+            workload: "ycsb-a".into(),
+            records: 10,
+            ops: 20,
+            seconds: 1.5,
+            ops_per_sec: 13.3,
+            write_amplification: Some(2.5),
+            spec: WorkloadSpec {
+                workload: WorkloadName::YcsbA,
+                value_size: ValueSize::Uniform(1, 9),
+                mix: Some("read=1".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        r.per_op_latency_us.insert(
+            "read".into(),
+            LatencySummary {
+                count: 3,
+                p50: 1.0,
+                ..Default::default()
+            },
+        );
+        r.latency_cdf_us = vec![[50.0, 1.0], [100.0, 9.0]];
+        r.cache.hit_ratio = Some(0.25);
+        let s = serde_json::to_string(&r).unwrap();
+        let back: RunResult = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, r);
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        for k in [
+            "engine",
+            "workload",
+            "records",
+            "ops",
+            "seconds",
+            "ops_per_sec",
+            "write_amplification",
+        ] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        for k in ["p50", "p95", "p99", "p999"] {
+            assert!(v["latency_us"].get(k).is_some(), "{k}");
+        }
+        for k in ["read_ops", "read_bytes", "write_ops", "write_bytes"] {
+            assert!(v["storage"].get(k).is_some(), "{k}");
+        }
+        assert!(v["cache"].get("hits").is_some() && v["cache"].get("misses").is_some());
+        assert_eq!(v["spec"]["workload"], "ycsb-a");
+    }
+}

@@ -1,0 +1,234 @@
+//! The markdown comparison: a table of absolute numbers and one of ratios to the first engine.
+
+use super::json::RunResult;
+use std::fmt::Write;
+
+fn mib(b: u64) -> String {
+    format!("{:.1}", b as f64 / (1024.0 * 1024.0))
+}
+
+fn per_op(bytes: u64, ops: u64) -> String {
+    if ops == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}", bytes as f64 / ops as f64)
+    }
+}
+
+fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// `x / base`, or "-" when undefined.
+fn ratio(x: f64, base: f64) -> String {
+    if base > 0.0 && x.is_finite() {
+        format!("{:.2}x", x / base)
+    } else {
+        "-".into()
+    }
+}
+
+/// The main table printed by `compare`; ratios are against `results[0]`.
+pub fn table(results: &[RunResult]) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "| engine | ops/s | vs first | p50 us | p95 us | p99 us | p99.9 us | read B/op | write B/op | write amp | disk MiB | cache hit | peak RSS MiB |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let base = results.first().map_or(0.0, |r| r.ops_per_sec);
+    for r in results {
+        let _ = writeln!(
+            s,
+            "| {} | {:.0} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} |",
+            r.engine,
+            r.ops_per_sec,
+            ratio(r.ops_per_sec, base),
+            r.latency_us.p50,
+            r.latency_us.p95,
+            r.latency_us.p99,
+            r.latency_us.p999,
+            per_op(r.storage.read_bytes, r.ops),
+            per_op(r.storage.write_bytes, r.ops),
+            opt(r.write_amplification, 2),
+            mib(r.disk_bytes),
+            r.cache
+                .hit_ratio
+                .map_or("-".into(), |x| format!("{:.1}%", x * 100.0)),
+            mib(r.peak_rss_bytes),
+        );
+    }
+    s
+}
+
+/// Ratios of each engine to the first, for the metrics that compare across machines.
+pub fn ratio_table(results: &[RunResult]) -> String {
+    let Some(b) = results.first() else {
+        return String::new();
+    };
+    let mut s = format!(
+        "| engine / {} | throughput | p50 | p99 | p99.9 | storage read bytes | storage write bytes | write amp | disk size | peak RSS |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        b.engine
+    );
+    for r in results {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.engine,
+            ratio(r.ops_per_sec, b.ops_per_sec),
+            ratio(r.latency_us.p50, b.latency_us.p50),
+            ratio(r.latency_us.p99, b.latency_us.p99),
+            ratio(r.latency_us.p999, b.latency_us.p999),
+            ratio(r.storage.read_bytes as f64, b.storage.read_bytes as f64),
+            ratio(r.storage.write_bytes as f64, b.storage.write_bytes as f64),
+            ratio(
+                r.write_amplification.unwrap_or(f64::NAN),
+                b.write_amplification.unwrap_or(0.0)
+            ),
+            ratio(r.disk_bytes as f64, b.disk_bytes as f64),
+            ratio(r.peak_rss_bytes as f64, b.peak_rss_bytes as f64),
+        );
+    }
+    s
+}
+
+fn per_op_table(results: &[RunResult]) -> String {
+    let mut s = String::from(
+        "| engine | op | count | mean us | p50 us | p95 us | p99 us | p99.9 us | max us |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in results {
+        for (op, l) in &r.per_op_latency_us {
+            let _ = writeln!(
+                s,
+                "| {} | {op} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                r.engine, l.count, l.mean, l.p50, l.p95, l.p99, l.p999, l.max
+            );
+        }
+    }
+    s
+}
+
+fn phase_table(results: &[RunResult]) -> String {
+    let mut s = String::from(
+        "| engine | phase | mix | ops | seconds | ops/s | p50 us | p99 us |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in results {
+        for p in &r.phases {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.2} | {:.0} | {:.1} | {:.1} |",
+                r.engine,
+                p.index,
+                p.mix,
+                p.ops,
+                p.seconds,
+                p.ops_per_sec,
+                p.latency_us.p50,
+                p.latency_us.p99
+            );
+        }
+    }
+    s
+}
+
+fn counts_table(results: &[RunResult]) -> String {
+    let mut s = String::from(
+        "| engine | load s | reads found | reads missing | scan entries | bg writes | storage reads (ops / MiB) | storage writes (ops / MiB) | flush MiB | compaction MiB | cache hits / misses | OS read syscalls / MiB | OS write syscalls / MiB | RSS at open MiB |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in results {
+        let _ = writeln!(
+            s,
+            "| {} | {:.2} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {} / {} | {} / {} | {} / {} | {} |",
+            r.engine,
+            r.load.seconds,
+            r.reads_found,
+            r.reads_missing,
+            r.scan_entries,
+            r.background_write_ops,
+            r.storage.read_ops,
+            mib(r.storage.read_bytes),
+            r.storage.write_ops,
+            mib(r.storage.write_bytes),
+            mib(r.flush_bytes_written),
+            mib(r.compaction_bytes_written),
+            r.cache.hits,
+            r.cache.misses,
+            r.os_io.syscalls_read,
+            mib(r.os_io.chars_read),
+            r.os_io.syscalls_write,
+            mib(r.os_io.chars_written),
+            mib(r.rss_at_open_bytes),
+        );
+    }
+    s
+}
+
+/// The full `report.md`; `plots` are file names (relative to the report) to embed.
+pub fn report(results: &[RunResult], plots: &[String]) -> String {
+    let mut s = String::from("# cairn-bench report\n\n");
+    if let Some(r) = results.first() {
+        let sp = &r.spec;
+        let c = &r.config;
+        let _ = writeln!(
+            s,
+            "Workload **{}**: {} records, {} ops, seed {}, {} threads, dataset {:?}, \
+             distribution {}, zipf theta {}, key {} B, value {:?}, scan length {}{}{}.\n",
+            r.workload,
+            sp.records,
+            sp.ops,
+            sp.seed,
+            sp.threads,
+            sp.dataset,
+            sp.distribution
+                .map_or("workload default".into(), |d| format!("{d:?}")),
+            sp.zipf_theta,
+            sp.key_size,
+            sp.value_size,
+            sp.scan_length,
+            sp.mix
+                .as_ref()
+                .map_or(String::new(), |m| format!(", mix `{m}`")),
+            sp.phases
+                .as_ref()
+                .map_or(String::new(), |p| format!(", phases `{p}`")),
+        );
+        let _ = writeln!(
+            s,
+            "Budget: write buffer {} MiB, block cache {} MiB, bloom {} bits/key, direct I/O {}, sync {}.\n",
+            c.write_buffer_size >> 20,
+            c.cache_bytes >> 20,
+            c.bloom_bits,
+            c.direct_io,
+            c.sync
+        );
+    }
+    s.push_str("## Results\n\n");
+    s.push_str(&table(results));
+    s.push_str("\n## Ratios to the first engine\n\n");
+    s.push_str(&ratio_table(results));
+    s.push_str("\n## Latency per operation type\n\n");
+    s.push_str(&per_op_table(results));
+    if results.iter().any(|r| r.phases.len() > 1) {
+        s.push_str("\n## Phases\n\n");
+        s.push_str(&phase_table(results));
+    }
+    s.push_str("\n## Counts\n\n");
+    s.push_str(&counts_table(results));
+    s.push_str(
+        "\nNotes: storage I/O and cache numbers are for the measured phase as each engine counts \
+         them (RocksDB: statistics tickers; SST write ops are not counted by RocksDB). Write \
+         amplification is storage bytes written over the whole run (load included) divided by \
+         key+value bytes put. Peak RSS is per process; `compare` runs each engine in its own \
+         process unless `--in-process` was given. OS columns are /proc/self/io deltas.\n",
+    );
+    if !plots.is_empty() {
+        s.push_str("\n## Plots\n\n");
+        for p in plots {
+            let _ = writeln!(s, "![{p}]({p})\n");
+        }
+    }
+    s
+}

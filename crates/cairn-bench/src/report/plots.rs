@@ -1,0 +1,237 @@
+//! PNG plots with plotters' bitmap backend. Text uses DejaVu Sans embedded in the binary
+//! (ab_glyph), so plots render the same on machines without fontconfig or system fonts.
+
+use super::json::RunResult;
+use crate::measure::timeline::TimelineRow;
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use std::path::Path;
+use std::sync::Once;
+
+const SIZE: (u32, u32) = (1000, 600);
+const FONT: &str = "sans-serif";
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Registration only fails on an unparsable font, and this one is fixed at build time.
+        let _ = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
+    });
+}
+
+fn color(i: usize) -> RGBColor {
+    const PALETTE: [RGBColor; 6] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+    ];
+    PALETTE[i % PALETTE.len()]
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("plotting: {e:?}")
+}
+
+/// Throughput bar per engine.
+pub fn throughput(results: &[RunResult], path: &Path) -> Result<()> {
+    register_font();
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let n = results.len().max(1);
+    let max = results
+        .iter()
+        .map(|r| r.ops_per_sec)
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.15;
+    let workload = results.first().map_or("", |r| r.workload.as_str());
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("Throughput: {workload}"), (FONT, 28))
+        .margin(20)
+        .x_label_area_size(40)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                results
+                    .get(i as usize)
+                    .map_or(String::new(), |r| r.engine.clone())
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("ops/s")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .draw()
+        .map_err(err)?;
+    for (i, r) in results.iter().enumerate() {
+        let x = i as f64;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(x - 0.3, 0.0), (x + 0.3, r.ops_per_sec)],
+                color(i).filled(),
+            )))
+            .map_err(err)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!("{:.0}", r.ops_per_sec),
+                (x - 0.15, r.ops_per_sec + max * 0.02),
+                (FONT, 16),
+            )))
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Latency CDF of all ops per engine, latency on a log axis.
+pub fn latency_cdf(results: &[RunResult], path: &Path) -> Result<()> {
+    register_font();
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let pts = || results.iter().flat_map(|r| r.latency_cdf_us.iter());
+    let lo = pts().map(|p| p[1]).fold(f64::INFINITY, f64::min).max(0.01);
+    let hi = pts().map(|p| p[1]).fold(0.0, f64::max).max(lo * 10.0);
+    let lo = if lo.is_finite() { lo } else { 0.01 };
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Latency CDF (all operations)", (FONT, 28))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d((lo * 0.8..hi * 1.25).log_scale(), 0f64..100.0)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("latency (us, log)")
+        .y_desc("percentile")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .draw()
+        .map_err(err)?;
+    for (i, r) in results.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(
+                r.latency_cdf_us.iter().map(|p| (p[1].max(lo), p[0])),
+                c.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(r.engine.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Per-interval panels per engine: QPS, p95 latency, block cache hit ratio, and background
+/// flushes + compactions running (the jobs that explain dips in the first two).
+pub fn timeline(series: &[(String, Vec<TimelineRow>)], path: &Path) -> Result<()> {
+    register_font();
+    const PANEL_H: u32 = 330;
+    type Metric = fn(&TimelineRow) -> Option<f64>;
+    let panels: [(&str, Metric); 4] = [
+        ("ops/s", |r| Some(r.qps)),
+        ("p95 latency (us)", |r| Some(r.p95_us)),
+        ("cache hit ratio (%)", |r| {
+            r.cache_hit_ratio.map(|x| x * 100.0)
+        }),
+        ("flushes + compactions running", |r| {
+            Some((r.flushes_running + r.compactions_running) as f64)
+        }),
+    ];
+    let root =
+        BitMapBackend::new(path, (SIZE.0, PANEL_H * panels.len() as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let areas = root.split_evenly((panels.len(), 1));
+    let t_max = series
+        .iter()
+        .flat_map(|(_, r)| r.iter().map(|x| x.second))
+        .fold(1.0, f64::max);
+    for (area, (label, f)) in areas.iter().zip(panels) {
+        let y_max = series
+            .iter()
+            .flat_map(|(_, r)| r.iter().filter_map(f))
+            .fold(0.0, f64::max)
+            .max(1.0)
+            * 1.1;
+        let mut chart = ChartBuilder::on(area)
+            .caption(format!("Timeline: {label}"), (FONT, 20))
+            .margin(12)
+            .x_label_area_size(35)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0f64..t_max, 0f64..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc(label)
+            // Small ranges (job counts) need a decimal or labels repeat.
+            .y_label_formatter(&|y| {
+                if y_max < 10.0 {
+                    format!("{y:.1}")
+                } else {
+                    format!("{y:.0}")
+                }
+            })
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(err)?;
+        for (i, (name, rows)) in series.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(
+                    rows.iter().filter_map(|r| Some((r.second, f(r)?))),
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Writes all three plots into `dir`; returns their file names.
+pub fn all(
+    results: &[RunResult],
+    timelines: &[(String, Vec<TimelineRow>)],
+    dir: &Path,
+) -> Result<Vec<String>> {
+    let names = ["throughput.png", "latency_cdf.png", "timeline.png"];
+    throughput(results, &dir.join(names[0]))?;
+    latency_cdf(results, &dir.join(names[1]))?;
+    timeline(timelines, &dir.join(names[2]))?;
+    Ok(names.iter().map(|s| s.to_string()).collect())
+}

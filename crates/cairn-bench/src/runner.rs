@@ -1,0 +1,446 @@
+//! Runs one engine through load + measured phase and produces its `RunResult`.
+
+use crate::engines::{BenchConfig, Engine, EngineCounters, EngineName};
+use crate::measure::latency::{cdf, summarize, OpLatencies};
+use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, ProcIo};
+use crate::measure::timeline::{self, Live, TimelineRow};
+use crate::report::json::{CacheStats, LoadPhase, PhaseResult, RunResult, Storage};
+use crate::rng::Rng;
+use crate::workload::dataset::KeySpace;
+use crate::workload::mix::OpKind;
+use crate::workload::{KeyCounter, Op, Plan, WorkloadName, WorkloadSpec};
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Everything one run needs; serialized to hand a run to a child process.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    pub engine: EngineName,
+    pub spec: WorkloadSpec,
+    pub config: BenchConfig,
+    /// Parent of the engine's data directory; a temporary directory when None.
+    pub data_dir: Option<PathBuf>,
+    /// Keep the engine's files after the run.
+    pub keep_data: bool,
+    pub timeline_period_ms: u64,
+}
+
+/// Random bytes that values are sliced from (compression is off, content is irrelevant
+/// beyond not being trivially compressible should an engine compress anyway).
+struct Values {
+    buf: Vec<u8>,
+}
+
+const VALUE_POOL: usize = 1 << 20;
+
+impl Values {
+    fn new(seed: u64, max_len: usize) -> Values {
+        let mut rng = Rng::derive(seed, 0x7A1);
+        let buf = (0..VALUE_POOL + max_len)
+            .map(|_| rng.next_u64() as u8)
+            .collect();
+        Values { buf }
+    }
+
+    fn get(&self, key: u64, salt: u64, len: usize) -> &[u8] {
+        let off = ((key ^ salt.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 44) as usize
+            % VALUE_POOL;
+        &self.buf[off..off + len]
+    }
+}
+
+/// What workers tally besides latency.
+#[derive(Default)]
+struct Tally {
+    found: AtomicU64,
+    missing: AtomicU64,
+    scanned: AtomicU64,
+    user_bytes: AtomicU64,
+}
+
+struct Ctx<'a> {
+    engine: &'a dyn Engine,
+    keys: &'a KeySpace,
+    values: &'a Values,
+    tally: &'a Tally,
+}
+
+impl Ctx<'_> {
+    fn put(&self, key: &[u8], idx: u64, salt: u64, len: usize) -> Result<()> {
+        let v = self.values.get(idx, salt, len);
+        self.tally
+            .user_bytes
+            .fetch_add((key.len() + len) as u64, Ordering::Relaxed);
+        self.engine.put(key, v)
+    }
+
+    fn exec(&self, op: &Op, kbuf: &mut [u8], salt: u64) -> Result<()> {
+        self.keys.encode_into(op.key, kbuf);
+        match op.kind {
+            OpKind::Read => {
+                let hit = self.engine.get(kbuf)?.is_some();
+                let c = if hit {
+                    &self.tally.found
+                } else {
+                    &self.tally.missing
+                };
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+            OpKind::Scan => {
+                let n = self.engine.scan(kbuf, op.len)?;
+                self.tally.scanned.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            OpKind::Update | OpKind::Insert => self.put(kbuf, op.key, salt, op.len)?,
+            OpKind::Rmw => {
+                let old = self.engine.get(kbuf)?;
+                std::hint::black_box(&old);
+                self.put(kbuf, op.key, salt, op.len)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn progress(len: u64, msg: String) -> ProgressBar {
+    // Hidden when stderr is not a terminal, so logs and CI output stay clean.
+    let target = if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let pb = ProgressBar::with_draw_target(Some(len), target);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>24} [{bar:40}] {pos}/{len} {per_sec} eta {eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(msg);
+    pb
+}
+
+const PROGRESS_BATCH: u64 = 4096;
+
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+fn storage(c: &EngineCounters) -> Storage {
+    Storage {
+        read_ops: c.read_ops,
+        read_bytes: c.read_bytes,
+        write_ops: c.write_ops,
+        write_bytes: c.write_bytes,
+    }
+}
+
+/// Runs `req`, returning the result and the per-second timeline.
+pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
+    let spec = &req.spec;
+    let plan = Plan::build(spec)?;
+    let keyspace = KeySpace::new(spec.dataset, spec.records, spec.key_size, spec.seed)?;
+    let values = Values::new(spec.seed, spec.value_size.max());
+    let started_at_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+
+    let tmp;
+    let parent = match &req.data_dir {
+        Some(d) => d.clone(),
+        None => {
+            tmp = tempfile::Builder::new().prefix("cairn-bench-").tempdir()?;
+            tmp.path().to_path_buf()
+        }
+    };
+    // A directory named after the engine that this run owns outright, so clearing it is safe.
+    let dir = parent.join(format!("cairn-bench-{}", req.engine.file_stem()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    let rss_at_open = current_rss_bytes();
+    let engine = req.engine.open(&dir, &req.config)?;
+    let tally = Tally::default();
+    let ctx = Ctx {
+        engine: engine.as_ref(),
+        keys: &keyspace,
+        values: &values,
+        tally: &tally,
+    };
+    let name = req.engine.to_string();
+
+    // Load phase: every record in a seeded random order (fills are the measured phase).
+    let mut order: Vec<u64> = (0..spec.records).collect();
+    if spec.workload != WorkloadName::FillSeq {
+        Rng::derive(spec.seed, 0x10AD).shuffle(&mut order);
+    }
+    let load_start = Instant::now();
+    let c_start = engine.counters();
+    let mut load = LoadPhase::default();
+    if !spec.workload.is_fill() {
+        let pb = progress(spec.records, format!("{name} load"));
+        let mut kbuf = vec![0u8; spec.key_size];
+        let mut vrng = Rng::derive(spec.seed, 0x5123);
+        for (i, &idx) in order.iter().enumerate() {
+            keyspace.encode_into(idx, &mut kbuf);
+            let len = spec.value_size.draw(&mut vrng);
+            ctx.put(&kbuf, idx, 0, len)?;
+            if (i as u64).is_multiple_of(PROGRESS_BATCH) {
+                pb.set_position(i as u64);
+            }
+        }
+        engine.flush()?;
+        pb.finish_and_clear();
+        load = LoadPhase {
+            records: spec.records,
+            seconds: load_start.elapsed().as_secs_f64(),
+            storage: storage(&engine.counters().since(&c_start)),
+        };
+    }
+
+    // Measured phase.
+    let c0 = engine.counters();
+    let io0 = ProcIo::now();
+    let live = Live::default();
+    let period = Duration::from_millis(req.timeline_period_ms.max(10));
+    let total = if spec.workload.is_fill() {
+        spec.records
+    } else {
+        plan.total_ops()
+    };
+    let pb = progress(total, format!("{name} {}", spec.workload.name()));
+    let key_count = KeyCounter::new(spec.records);
+    let t0 = Instant::now();
+    let (lat, bg, rows) = std::thread::scope(|s| -> Result<_> {
+        let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period));
+        let result = (|| -> Result<(OpLatencies, Option<OpLatencies>)> {
+            if spec.workload.is_fill() {
+                let mut lat = OpLatencies::default();
+                let mut kbuf = vec![0u8; spec.key_size];
+                let mut vrng = Rng::derive(spec.seed, 0x5123);
+                for (i, &idx) in order.iter().enumerate() {
+                    let op = Op {
+                        kind: OpKind::Insert,
+                        key: idx,
+                        len: spec.value_size.draw(&mut vrng),
+                        phase: 0,
+                    };
+                    timed(&ctx, &op, &mut kbuf, 0, &mut lat, "insert", &live)?;
+                    if (i as u64).is_multiple_of(PROGRESS_BATCH) {
+                        pb.set_position(i as u64);
+                    }
+                }
+                return Ok((lat, None));
+            }
+            let done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s2| {
+                let writer = (spec.workload == WorkloadName::ReadWhileWriting).then(|| {
+                    let (ctx, done, keys) = (&ctx, &done, &key_count);
+                    s2.spawn(move || background_writer(ctx, spec, keys, done))
+                });
+                let workers: Vec<_> = (0..spec.threads)
+                    .map(|t| {
+                        let (ctx, plan, keys, live, pb) = (&ctx, &plan, &key_count, &live, &pb);
+                        s2.spawn(move || -> Result<OpLatencies> {
+                            let mut lat = OpLatencies::default();
+                            let mut kbuf = vec![0u8; spec.key_size];
+                            for (i, op) in plan
+                                .stream(spec.seed, t, spec.threads, spec.value_size, keys)
+                                .enumerate()
+                            {
+                                timed(
+                                    ctx,
+                                    &op,
+                                    &mut kbuf,
+                                    op.phase as u64 + 1,
+                                    &mut lat,
+                                    op.kind.name(),
+                                    live,
+                                )?;
+                                if (i as u64 + 1).is_multiple_of(PROGRESS_BATCH) {
+                                    pb.inc(PROGRESS_BATCH);
+                                }
+                            }
+                            Ok(lat)
+                        })
+                    })
+                    .collect();
+                let mut lat = OpLatencies::default();
+                let mut first_err = None;
+                for w in workers {
+                    match w.join().expect("worker panicked") {
+                        Ok(l) => lat.merge(&l),
+                        Err(e) => first_err = first_err.or(Some(e)),
+                    }
+                }
+                done.store(true, Ordering::Release);
+                let bg = match writer.map(|w| w.join().expect("writer panicked")) {
+                    Some(Ok(l)) => Some(l),
+                    Some(Err(e)) => return Err(e),
+                    None => None,
+                };
+                match first_err {
+                    Some(e) => Err(e),
+                    None => Ok((lat, bg)),
+                }
+            })
+        })();
+        live.stop.store(true, std::sync::atomic::Ordering::Release);
+        let rows = sampler.join().expect("sampler panicked");
+        let (lat, bg) = result?;
+        Ok((lat, bg, rows))
+    })?;
+    let seconds = t0.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let c1 = engine.counters();
+    let io = ProcIo::now().since(&io0);
+    let d = c1.since(&c0);
+    let life = c1.since(&c_start);
+
+    let user_bytes = tally.user_bytes.load(Ordering::Relaxed);
+    let disk_bytes = dir_size(&dir);
+    engine.close()?;
+    let peak_rss = peak_rss_bytes();
+    if !req.keep_data {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    let mut per_op: std::collections::BTreeMap<_, _> = lat
+        .by_op
+        .iter()
+        .map(|(k, h)| (k.clone(), summarize(h)))
+        .collect();
+    let background_write_ops = bg.as_ref().map_or(0, |b| b.all.len());
+    if let Some(b) = &bg {
+        per_op.insert("background_update".to_string(), summarize(&b.all));
+    }
+    let ops = lat.all.len();
+    let phases = lat
+        .phases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let p = p.as_ref()?;
+            let secs = p.end.duration_since(p.start).as_secs_f64();
+            Some(PhaseResult {
+                index: i,
+                mix: plan
+                    .phases
+                    .get(i)
+                    .map_or("insert=1".to_string(), |ph| ph.mix.to_string()),
+                ops: p.hist.len(),
+                seconds: secs,
+                ops_per_sec: if secs > 0.0 {
+                    p.hist.len() as f64 / secs
+                } else {
+                    0.0
+                },
+                latency_us: summarize(&p.hist),
+            })
+        })
+        .collect();
+    let lookups = d.cache_hits + d.cache_misses;
+    Ok((
+        RunResult {
+            engine: name,
+            workload: spec.workload.name(),
+            records: spec.records,
+            ops,
+            seconds,
+            ops_per_sec: if seconds > 0.0 {
+                ops as f64 / seconds
+            } else {
+                0.0
+            },
+            latency_us: summarize(&lat.all),
+            per_op_latency_us: per_op,
+            latency_cdf_us: cdf(&lat.all),
+            phases,
+            storage: storage(&d),
+            cache: CacheStats {
+                hits: d.cache_hits,
+                misses: d.cache_misses,
+                hit_ratio: (lookups > 0).then(|| d.cache_hits as f64 / lookups as f64),
+            },
+            write_amplification: (life.write_bytes > 0 && user_bytes > 0)
+                .then(|| life.write_bytes as f64 / user_bytes as f64),
+            user_bytes_written: user_bytes,
+            flush_bytes_written: life.flush_bytes_written,
+            compaction_bytes_written: life.compaction_bytes_written,
+            load,
+            disk_bytes,
+            peak_rss_bytes: peak_rss,
+            rss_at_open_bytes: rss_at_open,
+            rss_note: "peak RSS of the whole process (VmHWM): harness key tables and value pool \
+                       included; per engine only when each engine runs in its own process"
+                .to_string(),
+            os_io: io,
+            reads_found: tally.found.load(Ordering::Relaxed),
+            reads_missing: tally.missing.load(Ordering::Relaxed),
+            scan_entries: tally.scanned.load(Ordering::Relaxed),
+            background_write_ops,
+            threads: spec.threads,
+            spec: spec.clone(),
+            config: req.config.clone(),
+            started_at_unix,
+        },
+        rows,
+    ))
+}
+
+fn timed(
+    ctx: &Ctx<'_>,
+    op: &Op,
+    kbuf: &mut [u8],
+    salt: u64,
+    lat: &mut OpLatencies,
+    label: &str,
+    live: &Live,
+) -> Result<()> {
+    let t = Instant::now();
+    ctx.exec(op, kbuf, salt)?;
+    let nanos = t.elapsed().as_nanos() as u64;
+    lat.record(label, nanos);
+    lat.record_phase(op.phase, t, nanos);
+    live.record(nanos);
+    Ok(())
+}
+
+/// readwhilewriting's writer: uniform overwrites of loaded keys until the readers finish.
+fn background_writer(
+    ctx: &Ctx<'_>,
+    spec: &WorkloadSpec,
+    keys: &KeyCounter,
+    done: &std::sync::atomic::AtomicBool,
+) -> Result<OpLatencies> {
+    let mut rng = Rng::derive(spec.seed, 0xB6);
+    let mut lat = OpLatencies::default();
+    let mut kbuf = vec![0u8; spec.key_size];
+    let mut salt = 1u64 << 40;
+    while !done.load(Ordering::Acquire) {
+        let op = Op {
+            kind: OpKind::Update,
+            key: rng.below(keys.get().max(1)),
+            len: spec.value_size.draw(&mut rng),
+            phase: 0,
+        };
+        salt += 1;
+        let t = Instant::now();
+        ctx.exec(&op, &mut kbuf, salt)?;
+        lat.record("update", t.elapsed().as_nanos() as u64);
+    }
+    Ok(lat)
+}

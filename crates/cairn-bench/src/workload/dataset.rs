@@ -1,0 +1,233 @@
+//! Integer key datasets (the shapes learned-index papers test against), and how a key
+//! index becomes key bytes.
+//!
+//! Loaded keys are indices [0, records) into a sorted table; inserted keys continue past
+//! the largest key at the average gap, as YCSB appends new key numbers.
+
+use crate::rng::Rng;
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Dataset {
+    /// 0, 1, 2, ...
+    Sequential,
+    /// Uniformly random 63-bit integers.
+    Uniform,
+    /// Evenly spaced with a random start and a random stride.
+    Linear,
+    /// Drawn from a normal distribution, sorted and de-duplicated.
+    Normal,
+    /// Dense linear segments; 1% of consecutive gaps are jumps.
+    Seg1,
+    /// Dense linear segments; 10% of consecutive gaps are jumps.
+    Seg10,
+}
+
+/// Jumps in segN datasets are at least this large; dense strides are far smaller.
+pub const SEG_JUMP_MIN: u64 = 1 << 20;
+const SEG_JUMP_MAX: u64 = 1 << 30;
+const SEG_STRIDE_MAX: u64 = 8;
+
+#[derive(Clone, Debug)]
+pub struct KeySpace {
+    /// Sorted, unique keys for the loaded records; None for `sequential` (key = index).
+    table: Option<Vec<u64>>,
+    records: u64,
+    tail_start: u64,
+    tail_step: u64,
+    key_size: usize,
+}
+
+impl KeySpace {
+    pub fn new(dataset: Dataset, records: u64, key_size: usize, seed: u64) -> Result<Self> {
+        if key_size < 8 {
+            bail!("--key-size must be at least 8 bytes (keys are big-endian u64s, padded)");
+        }
+        let mut rng = Rng::derive(seed, 0xDA7A);
+        let table = generate(dataset, records, &mut rng);
+        let (tail_start, tail_step) = match &table {
+            None => (records, 1),
+            Some(t) if t.is_empty() => (0, 1),
+            Some(t) => {
+                let (first, last) = (t[0], t[t.len() - 1]);
+                let step = ((last - first) / (t.len() as u64).max(2).saturating_sub(1)).max(1);
+                (last + step, step)
+            }
+        };
+        Ok(KeySpace {
+            table,
+            records,
+            tail_start,
+            tail_step,
+            key_size,
+        })
+    }
+
+    pub fn key_size(&self) -> usize {
+        self.key_size
+    }
+
+    /// The integer key for index `idx` (indices >= records are inserted keys).
+    pub fn int_key(&self, idx: u64) -> u64 {
+        if idx < self.records {
+            match &self.table {
+                None => idx,
+                Some(t) => t[idx as usize],
+            }
+        } else {
+            self.tail_start + (idx - self.records) * self.tail_step
+        }
+    }
+
+    /// Writes the key for `idx` into `buf` (len = key_size): big-endian, zero padded after,
+    /// so byte order equals integer order.
+    pub fn encode_into(&self, idx: u64, buf: &mut [u8]) {
+        buf[..8].copy_from_slice(&self.int_key(idx).to_be_bytes());
+        buf[8..].fill(0);
+    }
+
+    pub fn key(&self, idx: u64) -> Vec<u8> {
+        let mut v = vec![0; self.key_size];
+        self.encode_into(idx, &mut v);
+        v
+    }
+}
+
+/// Sorted unique keys of the dataset's shape; None means identity (sequential).
+pub fn generate(dataset: Dataset, n: u64, rng: &mut Rng) -> Option<Vec<u64>> {
+    let n_us = n as usize;
+    match dataset {
+        Dataset::Sequential => None,
+        Dataset::Uniform => Some(sample_unique(n_us, || rng.next_u64() >> 1)),
+        Dataset::Linear => {
+            let start = rng.below(1 << 32);
+            let stride = rng.range_inclusive(2, 1 << 16);
+            Some((0..n).map(|i| start + i * stride).collect())
+        }
+        Dataset::Normal => {
+            let (mean, sd) = ((1u64 << 40) as f64, (1u64 << 36) as f64);
+            Some(sample_unique(n_us, || {
+                (mean + sd * rng.normal()).max(0.0) as u64
+            }))
+        }
+        Dataset::Seg1 => Some(segmented(n_us, 1.0, rng)),
+        Dataset::Seg10 => Some(segmented(n_us, 10.0, rng)),
+    }
+}
+
+fn sample_unique(n: usize, mut draw: impl FnMut() -> u64) -> Vec<u64> {
+    let mut v: Vec<u64> = Vec::with_capacity(n);
+    while v.len() < n {
+        let need = n - v.len();
+        v.extend((0..need).map(|_| draw()));
+        v.sort_unstable();
+        v.dedup();
+    }
+    v
+}
+
+/// Dense linear runs joined by large jumps; exactly round(pct% of gaps) are jumps.
+fn segmented(n: usize, pct: f64, rng: &mut Rng) -> Vec<u64> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let gaps = n - 1;
+    let jumps = ((gaps as f64) * pct / 100.0).round() as usize;
+    let mut is_jump = vec![false; gaps];
+    let mut placed = 0;
+    while placed < jumps {
+        let i = rng.below(gaps as u64) as usize;
+        if !is_jump[i] {
+            is_jump[i] = true;
+            placed += 1;
+        }
+    }
+    let mut stride = rng.range_inclusive(1, SEG_STRIDE_MAX);
+    let mut k = rng.below(1 << 32);
+    let mut v = Vec::with_capacity(n);
+    v.push(k);
+    for &jump in &is_jump {
+        if jump {
+            k += rng.range_inclusive(SEG_JUMP_MIN, SEG_JUMP_MAX);
+            stride = rng.range_inclusive(1, SEG_STRIDE_MAX);
+        } else {
+            k += stride;
+        }
+        v.push(k);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(d: Dataset, n: u64) -> Vec<u64> {
+        let ks = KeySpace::new(d, n, 16, 77).unwrap();
+        (0..n).map(|i| ks.int_key(i)).collect()
+    }
+
+    fn assert_sorted_unique(v: &[u64]) {
+        assert!(v.windows(2).all(|w| w[0] < w[1]), "not strictly increasing");
+    }
+
+    #[test]
+    fn every_dataset_is_sorted_unique_and_sized() {
+        for d in [
+            Dataset::Sequential,
+            Dataset::Uniform,
+            Dataset::Linear,
+            Dataset::Normal,
+            Dataset::Seg1,
+            Dataset::Seg10,
+        ] {
+            let v = keys(d, 20_000);
+            assert_eq!(v.len(), 20_000, "{d:?}");
+            assert_sorted_unique(&v);
+        }
+    }
+
+    #[test]
+    fn linear_is_evenly_spaced() {
+        let v = keys(Dataset::Linear, 10_000);
+        let g = v[1] - v[0];
+        assert!(g >= 2);
+        assert!(v.windows(2).all(|w| w[1] - w[0] == g));
+    }
+
+    #[test]
+    fn seg_jump_fraction_matches_name() {
+        for (d, pct) in [(Dataset::Seg1, 0.01), (Dataset::Seg10, 0.10)] {
+            let v = keys(d, 100_000);
+            let jumps = v.windows(2).filter(|w| w[1] - w[0] >= SEG_JUMP_MIN).count();
+            let frac = jumps as f64 / (v.len() - 1) as f64;
+            assert!((frac - pct).abs() < pct * 0.05, "{d:?}: {frac}");
+        }
+    }
+
+    #[test]
+    fn normal_is_bell_shaped() {
+        let v = keys(Dataset::Normal, 50_000);
+        let mean = (1u64 << 40) as f64;
+        let sd = (1u64 << 36) as f64;
+        let within1 = v
+            .iter()
+            .filter(|&&k| ((k as f64) - mean).abs() < sd)
+            .count() as f64
+            / v.len() as f64;
+        assert!((within1 - 0.6827).abs() < 0.02, "{within1}");
+    }
+
+    #[test]
+    fn encoding_preserves_order_and_inserts_extend_past_the_end() {
+        let ks = KeySpace::new(Dataset::Uniform, 1000, 16, 1).unwrap();
+        let a = ks.key(10);
+        let b = ks.key(11);
+        assert_eq!(a.len(), 16);
+        assert!(a < b);
+        assert!(ks.key(999) < ks.key(1000) && ks.key(1000) < ks.key(1001));
+        assert!(KeySpace::new(Dataset::Uniform, 10, 4, 1).is_err());
+    }
+}

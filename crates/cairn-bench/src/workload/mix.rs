@@ -1,0 +1,268 @@
+//! Operation mixes (`read=0.5,scan=0.1,...`) and request distributions (which key an op hits).
+
+use super::zipf::{Latest, ScrambledZipfian, ZIPFIAN_CONSTANT};
+use crate::rng::Rng;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Operation types; also the keys of per-op latency histograms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpKind {
+    Read,
+    Scan,
+    Update,
+    Insert,
+    Rmw,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 5] = [
+        OpKind::Read,
+        OpKind::Scan,
+        OpKind::Update,
+        OpKind::Insert,
+        OpKind::Rmw,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Read => "read",
+            OpKind::Scan => "scan",
+            OpKind::Update => "update",
+            OpKind::Insert => "insert",
+            OpKind::Rmw => "rmw",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<OpKind> {
+        Ok(match s.trim() {
+            "read" | "get" | "lookup" => OpKind::Read,
+            "scan" => OpKind::Scan,
+            "update" | "write" | "put" => OpKind::Update,
+            "insert" => OpKind::Insert,
+            "rmw" | "readmodifywrite" => OpKind::Rmw,
+            other => bail!("unknown op `{other}` (expected read, scan, update, insert, rmw)"),
+        })
+    }
+
+    pub fn writes(self) -> bool {
+        matches!(self, OpKind::Update | OpKind::Insert | OpKind::Rmw)
+    }
+}
+
+/// Proportions of each op kind; they sum to 1.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mix {
+    /// (kind, proportion) with proportion > 0, in OpKind order.
+    pub parts: Vec<(OpKind, f64)>,
+}
+
+impl Mix {
+    pub fn new(parts: &[(OpKind, f64)]) -> Result<Mix> {
+        let mut v: Vec<(OpKind, f64)> = Vec::new();
+        for &(k, p) in parts {
+            if !(0.0..=1.0).contains(&p) || p.is_nan() {
+                bail!("proportion for {} must be within [0, 1], got {p}", k.name());
+            }
+            if v.iter().any(|(x, _)| *x == k) {
+                bail!("op {} given twice", k.name());
+            }
+            if p > 0.0 {
+                v.push((k, p));
+            }
+        }
+        let sum: f64 = v.iter().map(|(_, p)| p).sum();
+        if (sum - 1.0).abs() > 1e-6 {
+            bail!("mix proportions must sum to 1, got {sum}");
+        }
+        v.sort_by_key(|(k, _)| *k);
+        Ok(Mix { parts: v })
+    }
+
+    /// Parses `read=0.5,scan=0.1,update=0.3,insert=0.1,rmw=0`.
+    pub fn parse(s: &str) -> Result<Mix> {
+        let mut parts = Vec::new();
+        for item in s.split(',').filter(|x| !x.trim().is_empty()) {
+            let (k, v) = item
+                .split_once('=')
+                .with_context(|| format!("mix item `{item}` is not op=proportion"))?;
+            let p: f64 = v
+                .trim()
+                .parse()
+                .with_context(|| format!("bad proportion in `{item}`"))?;
+            parts.push((OpKind::parse(k)?, p));
+        }
+        Mix::new(&parts).with_context(|| format!("in mix `{s}`"))
+    }
+
+    pub fn pick(&self, rng: &mut Rng) -> OpKind {
+        let mut u = rng.next_f64();
+        for &(k, p) in &self.parts {
+            if u < p {
+                return k;
+            }
+            u -= p;
+        }
+        self.parts.last().expect("mix is never empty").0
+    }
+
+    pub fn proportion(&self, k: OpKind) -> f64 {
+        self.parts
+            .iter()
+            .find(|(x, _)| *x == k)
+            .map_or(0.0, |(_, p)| *p)
+    }
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s: Vec<String> = self
+            .parts
+            .iter()
+            .map(|(k, p)| format!("{}={p}", k.name()))
+            .collect();
+        write!(f, "{}", s.join(","))
+    }
+}
+
+/// Request distribution over the existing keys (YCSB `requestdistribution`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    /// Every existing key equally likely.
+    Uniform,
+    /// YCSB's scrambled zipfian (constant --zipf, default 0.99; hot keys spread by FNV hash).
+    Zipfian,
+    /// YCSB's skewed-latest: the most recently inserted keys are the hottest.
+    Latest,
+    /// Walks the keys in order, wrapping around.
+    Sequential,
+    /// YCSB hotspot: 80% of ops on 20% of the keys.
+    Hotspot,
+    /// YCSB exponential: 95% of ops on the newest 85.7% of keys, skewed toward the newest.
+    Exponential,
+}
+
+/// YCSB hotspot defaults: 80% of ops on 20% of keys.
+const HOTSPOT_SET_FRACTION: f64 = 0.2;
+const HOTSPOT_OP_FRACTION: f64 = 0.8;
+/// YCSB exponential defaults: 95% of ops within the newest 85.7% of keys.
+const EXP_PERCENTILE: f64 = 95.0;
+const EXP_FRACTION: f64 = 0.857_142_857_1;
+
+/// Picks key indices in [0, current key count) for reads/updates/scans.
+#[derive(Clone, Debug)]
+pub enum KeyChooser {
+    Uniform,
+    /// Scrambled over records + expected inserts; draws beyond the current count are
+    /// redrawn, as YCSB's CoreWorkload does.
+    Zipfian(ScrambledZipfian),
+    Latest(Latest),
+    Sequential {
+        next: u64,
+    },
+    Hotspot,
+    Exponential {
+        gamma: f64,
+    },
+}
+
+impl KeyChooser {
+    pub fn new(dist: Distribution, theta: f64, records: u64, expected_inserts: u64) -> Self {
+        let records = records.max(1);
+        match dist {
+            Distribution::Uniform => KeyChooser::Uniform,
+            Distribution::Zipfian => {
+                KeyChooser::Zipfian(ScrambledZipfian::new(records + expected_inserts, theta))
+            }
+            Distribution::Latest => KeyChooser::Latest(Latest::new(records, theta)),
+            Distribution::Sequential => KeyChooser::Sequential { next: 0 },
+            Distribution::Hotspot => KeyChooser::Hotspot,
+            Distribution::Exponential => KeyChooser::Exponential {
+                gamma: -(1.0 - EXP_PERCENTILE / 100.0).ln() / (records as f64 * EXP_FRACTION),
+            },
+        }
+    }
+
+    pub fn next(&mut self, rng: &mut Rng, count: u64) -> u64 {
+        let count = count.max(1);
+        match self {
+            KeyChooser::Uniform => rng.below(count),
+            KeyChooser::Zipfian(z) => loop {
+                let v = z.next(rng);
+                if v < count {
+                    return v;
+                }
+            },
+            KeyChooser::Latest(l) => l.next(rng, count),
+            KeyChooser::Sequential { next } => {
+                let v = *next % count;
+                *next = v + 1;
+                v
+            }
+            KeyChooser::Hotspot => {
+                let hot = ((count as f64 * HOTSPOT_SET_FRACTION) as u64).max(1);
+                if rng.next_f64() < HOTSPOT_OP_FRACTION || hot == count {
+                    rng.below(hot)
+                } else {
+                    hot + rng.below(count - hot)
+                }
+            }
+            KeyChooser::Exponential { gamma } => loop {
+                let back = (-(1.0 - rng.next_f64()).ln() / *gamma) as u64;
+                if back < count {
+                    return count - 1 - back;
+                }
+            },
+        }
+    }
+}
+
+pub fn default_theta() -> f64 {
+    ZIPFIAN_CONSTANT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_mix_and_reject_bad_sums() {
+        let m = Mix::parse("read=0.5,scan=0.1,update=0.3,insert=0.1,rmw=0").unwrap();
+        assert_eq!(m.parts.len(), 4);
+        assert_eq!(m.proportion(OpKind::Scan), 0.1);
+        assert!(Mix::parse("read=0.5,update=0.4").is_err());
+        assert!(Mix::parse("read=0.5,frobnicate=0.5").is_err());
+        assert!(Mix::parse("read=1.5,update=-0.5").is_err());
+    }
+
+    #[test]
+    fn hotspot_puts_80_percent_on_20_percent() {
+        let mut c = KeyChooser::new(Distribution::Hotspot, 0.99, 1000, 0);
+        let mut rng = Rng::new(5);
+        let hot = (0..100_000)
+            .filter(|_| c.next(&mut rng, 1000) < 200)
+            .count();
+        assert!((hot as f64 / 100_000.0 - 0.8).abs() < 0.01);
+    }
+
+    #[test]
+    fn every_chooser_stays_in_range() {
+        for d in [
+            Distribution::Uniform,
+            Distribution::Zipfian,
+            Distribution::Latest,
+            Distribution::Sequential,
+            Distribution::Hotspot,
+            Distribution::Exponential,
+        ] {
+            let mut c = KeyChooser::new(d, 0.99, 500, 100);
+            let mut rng = Rng::new(11);
+            for i in 0..5000u64 {
+                let count = 500 + i / 50;
+                assert!(c.next(&mut rng, count) < count, "{d:?}");
+            }
+        }
+    }
+}

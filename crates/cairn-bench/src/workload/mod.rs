@@ -1,0 +1,572 @@
+//! What to run: workload names, the seeded op stream, key and value shapes.
+
+pub mod dataset;
+pub mod mix;
+pub mod phases;
+pub mod ycsb;
+pub mod zipf;
+
+use crate::rng::Rng;
+use anyhow::{bail, Context, Result};
+use dataset::Dataset;
+use mix::{Distribution, KeyChooser, Mix, OpKind};
+use phases::Phase;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+pub enum WorkloadName {
+    /// Load --records keys in key order (the fill is the measured phase).
+    #[value(name = "fillseq")]
+    #[serde(rename = "fillseq")]
+    FillSeq,
+    /// Load --records keys in random order (the fill is the measured phase).
+    #[value(name = "fillrandom")]
+    #[serde(rename = "fillrandom")]
+    FillRandom,
+    /// Overwrite uniformly random existing keys.
+    #[value(name = "overwrite")]
+    #[serde(rename = "overwrite")]
+    Overwrite,
+    /// Point lookups of uniformly random existing keys.
+    #[value(name = "readrandom")]
+    #[serde(rename = "readrandom")]
+    ReadRandom,
+    /// Sequential scans of --scan-length entries walking the key space in order.
+    #[value(name = "readseq")]
+    #[serde(rename = "readseq")]
+    ReadSeq,
+    /// Seek to a uniformly random key and read --scan-length entries.
+    #[value(name = "seekrandom")]
+    #[serde(rename = "seekrandom")]
+    SeekRandom,
+    /// --threads readers of random keys while one background thread overwrites.
+    #[value(name = "readwhilewriting")]
+    #[serde(rename = "readwhilewriting")]
+    ReadWhileWriting,
+    /// YCSB A: 50% reads, 50% updates, zipfian.
+    #[value(name = "ycsb-a")]
+    #[serde(rename = "ycsb-a")]
+    YcsbA,
+    /// YCSB B: 95% reads, 5% updates, zipfian.
+    #[value(name = "ycsb-b")]
+    #[serde(rename = "ycsb-b")]
+    YcsbB,
+    /// YCSB C: 100% reads, zipfian.
+    #[value(name = "ycsb-c")]
+    #[serde(rename = "ycsb-c")]
+    YcsbC,
+    /// YCSB D: 95% reads, 5% inserts, latest.
+    #[value(name = "ycsb-d")]
+    #[serde(rename = "ycsb-d")]
+    YcsbD,
+    /// YCSB E: 95% scans (length uniform 1..=100), 5% inserts, zipfian.
+    #[value(name = "ycsb-e")]
+    #[serde(rename = "ycsb-e")]
+    YcsbE,
+    /// YCSB F: 50% reads, 50% read-modify-writes, zipfian.
+    #[value(name = "ycsb-f")]
+    #[serde(rename = "ycsb-f")]
+    YcsbF,
+    /// The mix given by --mix, with --distribution/--zipf.
+    #[value(name = "mix")]
+    #[serde(rename = "mix")]
+    Mix,
+    /// The phases given by --phases.
+    #[value(name = "phased")]
+    #[serde(rename = "phased")]
+    Phased,
+    /// RusKey sessions: lookup/update 90/10, 50/50, 10/90, 30/70, 70/30, --ops split evenly.
+    #[value(name = "ruskey-sessions")]
+    #[serde(rename = "ruskey-sessions")]
+    RuskeySessions,
+    /// AC-Key two phases: scans, then point lookups, --ops split evenly.
+    #[value(name = "ac-key-two-phase")]
+    #[serde(rename = "ac-key-two-phase")]
+    AcKeyTwoPhase,
+}
+
+impl WorkloadName {
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .expect("no skipped variants")
+            .get_name()
+            .to_string()
+    }
+
+    pub fn all() -> &'static [WorkloadName] {
+        clap::ValueEnum::value_variants()
+    }
+
+    pub fn is_fill(self) -> bool {
+        matches!(self, WorkloadName::FillSeq | WorkloadName::FillRandom)
+    }
+}
+
+/// How many entries a scan reads.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ScanLen {
+    Fixed(usize),
+    /// Uniform in 1..=max.
+    Uniform(usize),
+}
+
+impl ScanLen {
+    fn draw(self, rng: &mut Rng) -> usize {
+        match self {
+            ScanLen::Fixed(n) => n,
+            ScanLen::Uniform(max) => rng.range_inclusive(1, max.max(1) as u64) as usize,
+        }
+    }
+}
+
+/// Value length distribution: `N` or `uniform:MIN:MAX`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ValueSize {
+    Fixed(usize),
+    Uniform(usize, usize),
+}
+
+impl ValueSize {
+    pub fn parse(s: &str) -> Result<ValueSize> {
+        if let Some(rest) = s.strip_prefix("uniform:") {
+            let (a, b) = rest.split_once(':').context("expected uniform:MIN:MAX")?;
+            let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
+            if a > b {
+                bail!("uniform:MIN:MAX needs MIN <= MAX");
+            }
+            Ok(ValueSize::Uniform(a, b))
+        } else {
+            Ok(ValueSize::Fixed(
+                s.parse().context("value size is N or uniform:MIN:MAX")?,
+            ))
+        }
+    }
+
+    pub fn max(self) -> usize {
+        match self {
+            ValueSize::Fixed(n) => n,
+            ValueSize::Uniform(_, b) => b,
+        }
+    }
+
+    pub fn draw(self, rng: &mut Rng) -> usize {
+        match self {
+            ValueSize::Fixed(n) => n,
+            ValueSize::Uniform(a, b) => rng.range_inclusive(a as u64, b as u64) as usize,
+        }
+    }
+}
+
+/// Everything that defines the op stream; serialized to hand it to a child process and
+/// into the result JSON so a run can be reproduced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    pub workload: WorkloadName,
+    pub records: u64,
+    pub ops: u64,
+    pub seed: u64,
+    pub key_size: usize,
+    pub value_size: ValueSize,
+    pub dataset: Dataset,
+    /// Overrides the workload's own request distribution.
+    pub distribution: Option<Distribution>,
+    pub zipf_theta: f64,
+    pub mix: Option<String>,
+    pub phases: Option<String>,
+    pub scan_length: usize,
+    pub threads: usize,
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec {
+            workload: WorkloadName::ReadRandom,
+            records: 100_000,
+            ops: 100_000,
+            seed: 42,
+            key_size: 16,
+            value_size: ValueSize::Fixed(100),
+            dataset: Dataset::Sequential,
+            distribution: None,
+            zipf_theta: mix::default_theta(),
+            mix: None,
+            phases: None,
+            scan_length: 100,
+            threads: 1,
+        }
+    }
+}
+
+/// The resolved stream definition for the measured phase.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub phases: Vec<Phase>,
+    pub distribution: Distribution,
+    pub theta: f64,
+    pub scan: ScanLen,
+    /// Start of a sequential chooser advances by this much (readseq walks by scan length).
+    pub seq_step: u64,
+    pub records: u64,
+}
+
+impl Plan {
+    pub fn build(spec: &WorkloadSpec) -> Result<Plan> {
+        use WorkloadName as W;
+        let one = |k: OpKind| Mix::new(&[(k, 1.0)]).expect("sums to 1");
+        let ops = spec.ops;
+        let fixed = ScanLen::Fixed(spec.scan_length.max(1));
+        let mut seq_step = 1;
+        let (phases, dist, scan) = match spec.workload {
+            W::FillSeq | W::FillRandom => {
+                // The fill is driven by the runner's load loop, not by the op stream.
+                (Vec::new(), Distribution::Sequential, fixed)
+            }
+            W::Overwrite => (
+                vec![Phase {
+                    mix: one(OpKind::Update),
+                    ops,
+                }],
+                Distribution::Uniform,
+                fixed,
+            ),
+            W::ReadRandom | W::ReadWhileWriting => (
+                vec![Phase {
+                    mix: one(OpKind::Read),
+                    ops,
+                }],
+                Distribution::Uniform,
+                fixed,
+            ),
+            W::ReadSeq => {
+                seq_step = spec.scan_length.max(1) as u64;
+                (
+                    vec![Phase {
+                        mix: one(OpKind::Scan),
+                        ops,
+                    }],
+                    Distribution::Sequential,
+                    fixed,
+                )
+            }
+            W::SeekRandom => (
+                vec![Phase {
+                    mix: one(OpKind::Scan),
+                    ops,
+                }],
+                Distribution::Uniform,
+                fixed,
+            ),
+            W::YcsbA | W::YcsbB | W::YcsbC | W::YcsbD | W::YcsbE | W::YcsbF => {
+                let letter = spec.workload.name().chars().last().expect("ycsb-x");
+                let p = ycsb::preset(letter);
+                (vec![Phase { mix: p.mix, ops }], p.distribution, p.scan)
+            }
+            W::Mix => {
+                let m = spec.mix.as_deref().context("workload `mix` needs --mix")?;
+                (
+                    vec![Phase {
+                        mix: Mix::parse(m)?,
+                        ops,
+                    }],
+                    Distribution::Zipfian,
+                    fixed,
+                )
+            }
+            W::Phased => {
+                let p = spec
+                    .phases
+                    .as_deref()
+                    .context("workload `phased` needs --phases")?;
+                (phases::parse(p)?, Distribution::Zipfian, fixed)
+            }
+            W::RuskeySessions => (phases::ruskey_sessions(ops), Distribution::Zipfian, fixed),
+            W::AcKeyTwoPhase => (phases::ac_key_two_phase(ops), Distribution::Zipfian, fixed),
+        };
+        if spec.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        Ok(Plan {
+            phases,
+            distribution: spec.distribution.unwrap_or(dist),
+            theta: spec.zipf_theta,
+            scan,
+            seq_step,
+            records: spec.records,
+        })
+    }
+
+    pub fn total_ops(&self) -> u64 {
+        self.phases.iter().map(|p| p.ops).sum()
+    }
+
+    /// YCSB sizes its zipfian key space for records + 2x the expected inserts.
+    fn expected_inserts(&self) -> u64 {
+        self.phases
+            .iter()
+            .map(|p| (p.ops as f64 * p.mix.proportion(OpKind::Insert) * 2.0) as u64)
+            .sum()
+    }
+
+    /// The op stream of worker `thread` out of `threads`, sharing the key counter.
+    pub fn stream<'a>(
+        &'a self,
+        seed: u64,
+        thread: usize,
+        threads: usize,
+        value_size: ValueSize,
+        keys: &'a KeyCounter,
+    ) -> OpGen<'a> {
+        let threads = threads.max(1) as u64;
+        let t = thread as u64;
+        // Each worker runs its share of every phase, so phases stay aligned in time.
+        let budgets = self
+            .phases
+            .iter()
+            .map(|p| p.ops / threads + u64::from(t < p.ops % threads))
+            .collect();
+        let mut chooser = KeyChooser::new(
+            self.distribution,
+            self.theta,
+            self.records,
+            self.expected_inserts(),
+        );
+        if let KeyChooser::Sequential { next } = &mut chooser {
+            // Threads walk disjoint stretches of the key space.
+            *next = self.records / threads * t;
+        }
+        OpGen {
+            plan: self,
+            rng: Rng::derive(seed, 1 + t),
+            chooser,
+            budgets,
+            phase: 0,
+            value_size,
+            keys,
+        }
+    }
+}
+
+/// Number of keys that exist (loaded + inserted); inserts claim the next index.
+#[derive(Debug)]
+pub struct KeyCounter(AtomicU64);
+
+impl KeyCounter {
+    pub fn new(n: u64) -> Self {
+        KeyCounter(AtomicU64::new(n))
+    }
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn claim(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// One operation on key index `key`; `len` is a value length or a scan length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Op {
+    pub kind: OpKind,
+    pub key: u64,
+    pub len: usize,
+    pub phase: usize,
+}
+
+pub struct OpGen<'a> {
+    plan: &'a Plan,
+    rng: Rng,
+    chooser: KeyChooser,
+    budgets: Vec<u64>,
+    phase: usize,
+    value_size: ValueSize,
+    keys: &'a KeyCounter,
+}
+
+impl Iterator for OpGen<'_> {
+    type Item = Op;
+
+    fn next(&mut self) -> Option<Op> {
+        while self.phase < self.budgets.len() && self.budgets[self.phase] == 0 {
+            self.phase += 1;
+        }
+        let phase = self.phase;
+        let budget = self.budgets.get_mut(phase)?;
+        *budget -= 1;
+        let kind = self.plan.phases[phase].mix.pick(&mut self.rng);
+        let (key, len) = match kind {
+            OpKind::Insert => (self.keys.claim(), self.value_size.draw(&mut self.rng)),
+            OpKind::Scan => {
+                let k = self.choose();
+                (k, self.plan.scan.draw(&mut self.rng))
+            }
+            OpKind::Read => (self.choose(), 0),
+            OpKind::Update | OpKind::Rmw => {
+                let k = self.choose();
+                (k, self.value_size.draw(&mut self.rng))
+            }
+        };
+        Some(Op {
+            kind,
+            key,
+            len,
+            phase,
+        })
+    }
+}
+
+impl OpGen<'_> {
+    fn choose(&mut self) -> u64 {
+        let count = self.keys.get();
+        let k = self.chooser.next(&mut self.rng, count);
+        if let KeyChooser::Sequential { next } = &mut self.chooser {
+            *next = k + self.plan.seq_step;
+        }
+        k
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops_of(spec: &WorkloadSpec) -> Vec<Op> {
+        let plan = Plan::build(spec).unwrap();
+        let keys = KeyCounter::new(spec.records);
+        plan.stream(spec.seed, 0, 1, spec.value_size, &keys)
+            .collect()
+    }
+
+    fn spec(w: WorkloadName) -> WorkloadSpec {
+        WorkloadSpec {
+            workload: w,
+            records: 10_000,
+            ops: 100_000,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ycsb_proportions_within_tolerance() {
+        use OpKind::*;
+        let expect: [(WorkloadName, &[(OpKind, f64)]); 6] = [
+            (WorkloadName::YcsbA, &[(Read, 0.5), (Update, 0.5)]),
+            (WorkloadName::YcsbB, &[(Read, 0.95), (Update, 0.05)]),
+            (WorkloadName::YcsbC, &[(Read, 1.0)]),
+            (WorkloadName::YcsbD, &[(Read, 0.95), (Insert, 0.05)]),
+            (WorkloadName::YcsbE, &[(Scan, 0.95), (Insert, 0.05)]),
+            (WorkloadName::YcsbF, &[(Read, 0.5), (Rmw, 0.5)]),
+        ];
+        for (w, parts) in expect {
+            let ops = ops_of(&spec(w));
+            assert_eq!(ops.len(), 100_000);
+            for k in OpKind::ALL {
+                let want = parts.iter().find(|(x, _)| *x == k).map_or(0.0, |p| p.1);
+                let got = ops.iter().filter(|o| o.kind == k).count() as f64 / ops.len() as f64;
+                // 5 sigma of a binomial proportion at n = 100k is < 0.008.
+                assert!((got - want).abs() < 0.008, "{w:?} {k:?}: {got} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn ycsb_e_scan_lengths_are_uniform_1_to_100() {
+        let ops = ops_of(&spec(WorkloadName::YcsbE));
+        let lens: Vec<usize> = ops
+            .iter()
+            .filter(|o| o.kind == OpKind::Scan)
+            .map(|o| o.len)
+            .collect();
+        assert_eq!(*lens.iter().min().unwrap(), 1);
+        assert_eq!(*lens.iter().max().unwrap(), 100);
+        let mean = lens.iter().sum::<usize>() as f64 / lens.len() as f64;
+        assert!((mean - 50.5).abs() < 1.0, "{mean}");
+    }
+
+    #[test]
+    fn ycsb_d_reads_favor_recent_inserts() {
+        let ops = ops_of(&spec(WorkloadName::YcsbD));
+        let inserts: Vec<u64> = ops
+            .iter()
+            .filter(|o| o.kind == OpKind::Insert)
+            .map(|o| o.key)
+            .collect();
+        // Inserts claim consecutive new indices.
+        assert!(inserts.windows(2).all(|w| w[1] == w[0] + 1));
+        assert_eq!(inserts[0], 10_000);
+        let reads_of_new = ops
+            .iter()
+            .filter(|o| o.kind == OpKind::Read && o.key >= 10_000)
+            .count();
+        assert!(
+            reads_of_new > ops.len() / 4,
+            "latest should hit inserted keys: {reads_of_new}"
+        );
+    }
+
+    #[test]
+    fn same_seed_same_stream_different_seed_different() {
+        for w in WorkloadName::all().iter().copied().filter(|w| !w.is_fill()) {
+            let mut s = spec(w);
+            s.ops = 2000;
+            s.mix = Some("read=0.5,scan=0.1,update=0.3,insert=0.1".into());
+            s.phases = Some("read=0.9,update=0.1:1000;scan=0.5,rmw=0.5:1000".into());
+            let a = ops_of(&s);
+            let b = ops_of(&s);
+            assert_eq!(a, b, "{w:?}");
+            s.seed += 1;
+            let c = ops_of(&s);
+            if w != WorkloadName::ReadSeq {
+                assert_ne!(a, c, "{w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn phases_run_in_order_with_their_counts() {
+        let mut s = spec(WorkloadName::Phased);
+        s.phases = Some("read=1:300;update=1:200;scan=1:100".into());
+        let ops = ops_of(&s);
+        assert_eq!(ops.len(), 600);
+        assert!(ops[..300]
+            .iter()
+            .all(|o| o.kind == OpKind::Read && o.phase == 0));
+        assert!(ops[300..500]
+            .iter()
+            .all(|o| o.kind == OpKind::Update && o.phase == 1));
+        assert!(ops[500..]
+            .iter()
+            .all(|o| o.kind == OpKind::Scan && o.phase == 2));
+    }
+
+    #[test]
+    fn readseq_walks_in_scan_length_steps() {
+        let mut s = spec(WorkloadName::ReadSeq);
+        s.scan_length = 10;
+        s.records = 35;
+        let ops = ops_of(&s);
+        let starts: Vec<u64> = ops.iter().take(5).map(|o| o.key).collect();
+        assert_eq!(starts, vec![0, 10, 20, 30, 5]);
+    }
+
+    #[test]
+    fn threads_split_ops_exactly() {
+        let s = spec(WorkloadName::YcsbA);
+        let plan = Plan::build(&s).unwrap();
+        let keys = KeyCounter::new(s.records);
+        let total: usize = (0..3)
+            .map(|t| plan.stream(1, t, 3, s.value_size, &keys).count())
+            .sum();
+        assert_eq!(total as u64, s.ops);
+    }
+
+    #[test]
+    fn value_size_parsing() {
+        assert_eq!(ValueSize::parse("100").unwrap(), ValueSize::Fixed(100));
+        assert_eq!(
+            ValueSize::parse("uniform:10:20").unwrap(),
+            ValueSize::Uniform(10, 20)
+        );
+        assert!(ValueSize::parse("uniform:20:10").is_err());
+        assert!(ValueSize::parse("big").is_err());
+    }
+}

@@ -1,0 +1,233 @@
+//! End-to-end: the real binary runs every workload on a tiny data set and writes JSON,
+//! the timeline CSV, report.md and PNG plots.
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_cairn-bench");
+
+const WORKLOADS: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "readseq",
+    "seekrandom",
+    "readwhilewriting",
+    "ycsb-a",
+    "ycsb-b",
+    "ycsb-c",
+    "ycsb-d",
+    "ycsb-e",
+    "ycsb-f",
+    "mix",
+    "phased",
+    "ruskey-sessions",
+    "ac-key-two-phase",
+];
+
+fn engines() -> Vec<&'static str> {
+    let mut e = vec!["btree", "cairn"];
+    if cfg!(feature = "rocksdb") {
+        e.push("rocksdb");
+    }
+    e
+}
+
+fn assert_png(p: &Path) {
+    let b = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    assert!(
+        b.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} is not a PNG",
+        p.display()
+    );
+    assert!(b.len() > 5000, "{} is suspiciously small", p.display());
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn every_workload_runs_end_to_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    for engine in engines() {
+        for w in WORKLOADS {
+            let out = tmp.path().join(format!("{engine}-{w}"));
+            let j = tmp.path().join(format!("{engine}-{w}.json"));
+            let status = Command::new(BIN)
+                .args(["run", "--engine", engine, "--workload", w])
+                .args(["--records", "2000", "--ops", "3000", "--timeline-ms", "20"])
+                .args(["--write-buffer-size", "64K", "--cache-bytes", "256K"])
+                .args(["--mix", "read=0.4,scan=0.1,update=0.3,insert=0.1,rmw=0.1"])
+                .args([
+                    "--phases",
+                    "read=0.9,update=0.1:1000;scan=0.5,insert=0.5:500",
+                ])
+                .arg("--db-dir")
+                .arg(tmp.path())
+                .arg("--json")
+                .arg(&j)
+                .arg("--out")
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(
+                status.status.success(),
+                "{engine} {w}: {}",
+                String::from_utf8_lossy(&status.stderr)
+            );
+            let v = json(&j);
+            assert_eq!(v["engine"], engine);
+            assert_eq!(v["workload"], *w);
+            let ops = v["ops"].as_u64().unwrap();
+            let want = match *w {
+                "fillseq" | "fillrandom" => 2000,
+                "phased" => 1500,
+                _ => 3000,
+            };
+            assert_eq!(ops, want, "{engine} {w}");
+            assert!(v["ops_per_sec"].as_f64().unwrap() > 0.0);
+            for k in ["p50", "p95", "p99", "p999"] {
+                assert!(
+                    v["latency_us"][k].as_f64().unwrap() > 0.0,
+                    "{engine} {w} {k}"
+                );
+            }
+            let phase_ops: Vec<u64> = v["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["ops"].as_u64().unwrap())
+                .collect();
+            let want_phases: Vec<u64> = match *w {
+                "phased" => vec![1000, 500],
+                "ruskey-sessions" => vec![600; 5],
+                "ac-key-two-phase" => vec![1500, 1500],
+                _ => vec![want],
+            };
+            assert_eq!(phase_ops, want_phases, "{engine} {w}");
+            // Single-threaded, every chosen key exists (loaded or already inserted).
+            assert_eq!(v["reads_missing"], 0, "{engine} {w}");
+            let csv = std::fs::read_to_string(j.with_extension("timeline.csv")).unwrap();
+            assert!(csv.starts_with("second,ops,qps,p95_us"), "{csv}");
+            assert!(csv.lines().count() >= 2, "{engine} {w}: empty timeline");
+            let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+            assert!(report.contains(&format!("| {engine} |")));
+            for png in ["throughput.png", "latency_cdf.png", "timeline.png"] {
+                assert_png(&out.join(png));
+            }
+            assert!(out.join(format!("{engine}.json")).exists());
+        }
+    }
+    // Engine data directories are removed unless --keep-db.
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("cairn-bench-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn compare_runs_children_and_reports_ratios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut list = engines();
+    list.push("btree"); // a repeat: run-to-run noise, gets its own files
+    let out = Command::new(BIN)
+        .args([
+            "compare",
+            "--engines",
+            &list.join(","),
+            "--workload",
+            "ycsb-b",
+        ])
+        .args(["--records", "3000", "--ops", "3000", "--timeline-ms", "20"])
+        .arg("--out")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("| engine | ops/s | vs first |"), "{table}");
+    assert!(table.contains("| 1.00x |"), "{table}");
+    assert_eq!(table.lines().count(), 2 + list.len());
+    assert!(tmp.path().join("btree.json").exists());
+    assert!(tmp.path().join("btree-2.json").exists());
+    assert!(tmp.path().join("btree-2.timeline.csv").exists());
+    let report = std::fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    assert!(report.contains("Ratios to the first engine"));
+    assert!(report.contains("![throughput.png](throughput.png)"));
+    // Identical op stream: every engine found the same reads.
+    let found: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .map(|e| json(&e.path())["reads_found"].as_u64().unwrap())
+        .collect();
+    assert_eq!(found.len(), list.len());
+    assert!(found.windows(2).all(|w| w[0] == w[1]), "{found:?}");
+}
+
+#[test]
+fn unavailable_engines_fail_clearly_before_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "compare",
+            "--engines",
+            "btree,cairn:nosuchpreset",
+            "--workload",
+            "readrandom",
+        ])
+        .args(["--records", "10", "--ops", "10"])
+        .arg("--out")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no preset"), "{err}");
+    assert!(
+        !tmp.path().join("btree.json").exists(),
+        "ran btree before failing"
+    );
+    let out = Command::new(BIN)
+        .args(["run", "--engine", "nosuch", "--workload", "ycsb-a"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn help_documents_the_flags() {
+    for sub in ["run", "compare"] {
+        let out = Command::new(BIN).args([sub, "--help"]).output().unwrap();
+        let h = String::from_utf8(out.stdout).unwrap();
+        for flag in [
+            "--workload",
+            "--records",
+            "--ops",
+            "--seed",
+            "--mix",
+            "--zipf",
+            "--distribution",
+            "--dataset",
+            "--phases",
+            "--value-size-dist",
+            "--scan-length",
+            "--write-buffer-size",
+            "--cache-bytes",
+            "--bloom-bits",
+            "--direct-io",
+            "--sync",
+            "--out",
+        ] {
+            assert!(h.contains(flag), "{sub} --help lacks {flag}");
+        }
+    }
+}
