@@ -435,9 +435,20 @@ fn manifest_and_current_corruption_never_give_wrong_answers() {
         copy_dir(&base, &dir);
         flip(&dir.join(&mname), pos, 1 << (pos % 8));
         let what = format!("{mname} byte {pos} of {} flipped", mdata.len());
+        if let Err(e) = Db::open(&dir, opts()) {
+            assert!(
+                e.is_corruption(),
+                "{what}: open failed with {e}, not corruption"
+            );
+        }
         errors += check(&dir, &model, opts(), &what) as usize;
     }
-    assert!(errors > 0);
+    // A flipped bit in a checksummed record is always noticed (none falls into padding).
+    assert_eq!(
+        errors,
+        positions.len(),
+        "manifest flips that went unnoticed"
+    );
     // CURRENT: every byte flipped, every truncation, a missing manifest.
     let cur = std::fs::read(base.join("CURRENT")).unwrap();
     for pos in 0..cur.len() {
