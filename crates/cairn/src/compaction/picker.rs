@@ -265,6 +265,15 @@ fn key_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
     (lo.to_vec(), hi.to_vec())
 }
 
+/// The user-key range a merge rewrites: its inputs and the destination files they
+/// overlap. Whether tombstones may be dropped must be judged over all of it: a destination
+/// file can reach beyond the inputs' range, and its tombstones there still shadow older
+/// data in deeper levels (judging over the inputs' range alone resurrected deleted keys).
+fn merged_range(inputs: &[Arc<FileMeta>], dest_inputs: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
+    let all: Vec<Arc<FileMeta>> = inputs.iter().chain(dest_inputs).cloned().collect();
+    key_range(&all)
+}
+
 fn dest_overlap(
     v: &CfVersion,
     to: usize,
@@ -285,28 +294,6 @@ fn is_bottommost(v: &CfVersion, to: usize, dest_run: Option<u64>, lo: &[u8], hi:
             .iter()
             .all(|r| (i == 0 && Some(r.id) == dest_run) || r.overlapping(lo, hi).is_empty())
     })
-}
-
-/// Whether a merge of a unit spanning [lo, hi] with `dest_inputs` may drop tombstones.
-/// The destination files can reach past the unit's range, and the merge rewrites (and would
-/// drop tombstones from) all of them, so the check covers the union of both ranges: checking
-/// only the unit's range let tombstones of destination keys outside it go while older
-/// versions of those keys still lay in deeper levels, which brought deleted keys back.
-fn is_bottommost_merge(
-    v: &CfVersion,
-    to: usize,
-    dest_run: Option<u64>,
-    lo: &[u8],
-    hi: &[u8],
-    dest_inputs: &[Arc<FileMeta>],
-) -> bool {
-    let (dlo, dhi) = key_range(dest_inputs);
-    let (lo, hi) = if dest_inputs.is_empty() {
-        (lo, hi)
-    } else {
-        (lo.min(dlo.as_slice()), hi.max(dhi.as_slice()))
-    };
-    is_bottommost(v, to, dest_run, lo, hi)
 }
 
 fn level0_task(
@@ -331,7 +318,8 @@ fn level0_task(
             reason: "level0-runs",
         };
     }
-    let bottommost = is_bottommost_merge(v, 1, dest_run, &lo, &hi, &dest_inputs);
+    let (lo, hi) = merged_range(&inputs, &dest_inputs);
+    let bottommost = is_bottommost(v, 1, dest_run, &lo, &hi);
     Task::Merge {
         from: 0,
         to: 1,
@@ -409,7 +397,8 @@ fn unit_task(
             reason,
         };
     }
-    let bottommost = is_bottommost_merge(v, to, dest_run, &lo, &hi, &dest_inputs);
+    let (mlo, mhi) = merged_range(&inputs, &dest_inputs);
+    let bottommost = is_bottommost(v, to, dest_run, &mlo, &mhi);
     Task::Merge {
         from,
         to,

@@ -132,13 +132,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             )
         })
         .collect();
-    // The number of the last WAL is not in the manifest (a WAL is created after the
-    // manifest's last edit, and `next_file_no` is only recorded by the next edit), so the
-    // recovered `next_file_no` can name a WAL that still holds acknowledged writes. The new
-    // WAL must be numbered past every WAL present, or it would skip and overwrite one.
-    if let Some(max_wal) = wal_numbers(path)?.into_iter().max() {
-        vs.next_file_no = vs.next_file_no.max(max_wal + 1);
-    }
+    // The manifest records the next file number only when an edit is logged, but a WAL
+    // rotation (and a flush or compaction cut short) takes numbers without logging one. A
+    // crash can thus leave a WAL numbered at or above the recovered counter; reusing its
+    // number for the new WAL would skip it at replay and truncate it, losing acknowledged
+    // writes. Never hand out a number already present on disk.
+    vs.next_file_no = vs.next_file_no.max(max_file_no_on_disk(&env)? + 1);
     let first_wal = vs.new_file_no();
     let inner = DbInner {
         path: path.to_path_buf(),
@@ -240,6 +239,22 @@ impl DbInner {
                     max_seq = max_seq.max(seq - 1);
                 }
             }
+            // A write cut short can only be at the end of the newest WAL, or of an older
+            // one abandoned after a failed write (then the write was not acknowledged).
+            // A record written whole and damaged at the end of an older WAL is mid-log
+            // corruption: newer WALs follow, and dropping it silently would leave a hole
+            // (later writes present, an acknowledged earlier one gone).
+            if no != *wals.last().expect("in the list") && !reader.tail_is_torn_write() {
+                if !skip {
+                    return Err(Error::corruption(
+                        name,
+                        "damaged last record, and a newer write-ahead log follows",
+                    ));
+                }
+                self.stats
+                    .wal_skipped_records
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             if let TailState::Truncated { dropped_bytes, .. } = reader.tail() {
                 self.stats
                     .wal_truncated_bytes
@@ -332,6 +347,28 @@ impl DbInner {
             }
         }
     }
+}
+
+/// The largest number of a WAL or table file in the database's directories (0 if none).
+fn max_file_no_on_disk(env: &StorageEnv) -> Result<u64> {
+    let mut max = 0;
+    let mut dirs = vec![env.root().to_path_buf()];
+    dirs.extend((0..env.num_tiers()).map(|t| env.tier_dir(t).to_path_buf()));
+    for dir in dirs {
+        let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(no) = name
+                .strip_suffix(".log")
+                .or_else(|| name.strip_suffix(".sst"))
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                max = max.max(no);
+            }
+        }
+    }
+    Ok(max)
 }
 
 fn rename(e: Error, file: &str) -> Error {

@@ -12,6 +12,8 @@
 mod reader;
 mod writer;
 
+#[cfg(test)]
+pub(crate) use reader::is_torn_write;
 pub use reader::{LogReader, SkipStats, TailState};
 pub use writer::LogWriter;
 

@@ -128,6 +128,17 @@ impl LogReader {
         self.tail
     }
 
+    /// False if the log ended in a truncated tail that cannot be a write cut short by a
+    /// crash (see [`is_torn_write`]): a damaged record that was written whole.
+    pub(crate) fn tail_is_torn_write(&self) -> bool {
+        match self.tail {
+            TailState::Clean => true,
+            TailState::Truncated { valid_up_to, .. } => {
+                is_torn_write(&self.data, valid_up_to as usize)
+            }
+        }
+    }
+
     /// What was skipped so far (only with `skip_corrupt`).
     pub fn skipped(&self) -> SkipStats {
         self.skipped
@@ -200,6 +211,38 @@ fn parse_fragment(data: &[u8], pos: usize) -> Result<(u8, Range<usize>), &'stati
         return Err("fragment checksum mismatch");
     }
     Ok((ty, payload))
+}
+
+/// True if the bytes from `start` (where a reader found a torn tail) to the end of `data`
+/// can be a write cut short by a crash: valid fragments, then either zeros or one fragment
+/// cut off by the end of the file whose checksum does not match the bytes present. A
+/// complete fragment with a bad checksum, or a "cut off" one whose payload still matches
+/// its checksum (a damaged length field), is damage rather than a torn write.
+pub(crate) fn is_torn_write(data: &[u8], start: usize) -> bool {
+    let mut pos = start;
+    loop {
+        pos = skip_trailer(pos, data.len());
+        if data[pos.min(data.len())..].iter().all(|&b| b == 0) {
+            return true;
+        }
+        let Some(header) = data.get(pos..pos + HEADER_LEN) else {
+            return true; // header cut off
+        };
+        let ty = header[6];
+        let len = u16::from_le_bytes([header[4], header[5]]) as usize;
+        if !(FULL..=LAST).contains(&ty) || pos % BLOCK_SIZE + HEADER_LEN + len > BLOCK_SIZE {
+            return false;
+        }
+        let crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+        let end = pos + HEADER_LEN + len;
+        if end > data.len() {
+            return crc != fragment_crc(ty, &data[pos + HEADER_LEN..]);
+        }
+        if crc != fragment_crc(ty, &data[pos + HEADER_LEN..end]) {
+            return false;
+        }
+        pos = end;
+    }
 }
 
 /// The first offset >= `from` where a complete, valid record (a FULL fragment, or FIRST,

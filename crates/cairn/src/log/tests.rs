@@ -294,3 +294,45 @@ fn garbage_never_panics_and_only_yields_written_records() {
         }
     }
 }
+
+#[test]
+fn torn_write_is_told_from_a_damaged_last_record() {
+    // The last record spans two fragments (it crosses a block boundary).
+    let records = vec![vec![7u8; 100], vec![9u8; BLOCK_SIZE - 200], vec![3u8; 500]];
+    let (data, spans) = write_log(&records);
+    let (start, end) = *spans.last().unwrap();
+    for cut in start..end {
+        let (res, tail, _) = read_all(data[..cut].to_vec(), false);
+        assert_eq!(res.unwrap().len(), 2);
+        let TailState::Truncated { valid_up_to, .. } = tail else {
+            assert_eq!(cut, start, "cut at {cut}");
+            continue;
+        };
+        assert!(
+            is_torn_write(&data[..cut], valid_up_to as usize),
+            "cut at {cut}"
+        );
+    }
+    let mut zeroed = data.clone();
+    zeroed[start..].fill(0);
+    let (_, tail, _) = read_all(zeroed.clone(), false);
+    let TailState::Truncated { valid_up_to, .. } = tail else {
+        panic!("zeroed tail not truncated")
+    };
+    assert!(is_torn_write(&zeroed, valid_up_to as usize));
+    for pos in start..end {
+        for bit in [0, 3, 7] {
+            let mut d = data.clone();
+            d[pos] ^= 1 << bit;
+            let (res, tail, _) = read_all(d.clone(), false);
+            assert_eq!(res.unwrap().len(), 2, "byte {pos}");
+            let TailState::Truncated { valid_up_to, .. } = tail else {
+                panic!("byte {pos} bit {bit}: damage not noticed")
+            };
+            assert!(
+                !is_torn_write(&d, valid_up_to as usize),
+                "byte {pos} bit {bit}: damage taken for a torn write"
+            );
+        }
+    }
+}

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{CfVersion, FileDesc, FileMeta, PolicyState, VersionEdit};
-use crate::log::{LogReader, LogWriter};
+use crate::log::{LogReader, LogWriter, TailState};
 use crate::storage::{FileKind, StorageEnv};
 use crate::{Error, Result};
 
@@ -144,9 +144,30 @@ impl VersionSet {
             .map_err(|e| rename_corruption(e, name))?
         {
             let edit = VersionEdit::decode(&rec).map_err(|e| rename_corruption(e, name))?;
+            // Records are checksummed, so a level beyond `num_levels` means the database
+            // was created with more levels, not damage: say so instead of reporting
+            // corruption.
+            if let Some(level) = edit_max_level(&edit).filter(|&l| l >= num_levels) {
+                return Err(Error::InvalidArgument(format!(
+                    "the database has at least {} levels but num_levels is {num_levels}",
+                    level + 1
+                )));
+            }
             vs.saw_format |= edit.format_version.is_some();
             vs.apply_in_memory(&edit)?;
             any = true;
+        }
+        // An edit is synced before its effects (deleting WALs and tables) happen, so only an
+        // edit whose write was cut short may be dropped. A damaged last record that was
+        // written whole is corruption: dropping it would silently roll the database back
+        // (to tables that are gone, or past writes whose WAL was deleted).
+        if let TailState::Truncated { valid_up_to, .. } = reader.tail() {
+            if !reader.tail_is_torn_write() {
+                return Err(Error::corruption(
+                    name,
+                    format!("damaged last record at offset {valid_up_to} (not a torn write)"),
+                ));
+            }
         }
         if !any || !vs.cfs.contains_key(&0) || !vs.saw_format {
             return Err(Error::corruption(name, "manifest holds no database state"));
@@ -355,6 +376,19 @@ impl VersionSet {
             draining: false,
         }
     }
+}
+
+/// The deepest level an edit refers to.
+fn edit_max_level(e: &VersionEdit) -> Option<usize> {
+    e.deleted
+        .iter()
+        .map(|d| d.1)
+        .chain(e.added.iter().map(|a| a.1))
+        .chain(e.sealed.iter().map(|s| s.1))
+        .chain(e.policies.iter().map(|p| p.1))
+        .chain(e.compact_pointers.iter().map(|p| p.1))
+        .max()
+        .map(|l| l as usize)
 }
 
 fn rename_corruption(e: Error, file: &str) -> Error {
