@@ -78,8 +78,8 @@ impl Engine for CairnEngine {
             user_bytes_written: s.user_bytes_written,
             flush_bytes_written: s.flush_bytes_written,
             compaction_bytes_written: s.compaction_bytes_written,
-            flushes_running: s.flushes_running as u64,
-            compactions_running: s.compactions_running as u64,
+            flushes_running: s.flushes_running,
+            compactions_running: s.compactions_running,
         }
     }
 
