@@ -6,6 +6,7 @@
 //! `[kind: u8][cf: varint][key len: varint][key][value len: varint][value]`.
 //! Operation `i` gets sequence number `first_seq + i`.
 
+use crate::coding::put_varint;
 use crate::types::{check_key, check_value, SeqNo, MAX_KEY_SIZE, MAX_SEQ, MAX_VALUE_SIZE};
 use crate::{Error, Result};
 
@@ -287,34 +288,13 @@ fn get_slice<'a>(buf: &mut &'a [u8], limit: usize, what: &str) -> Result<&'a [u8
     Ok(s)
 }
 
-/// LEB128.
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Reads a canonical LEB128 varint (no overlong forms, so a decoded batch re-encodes to
-/// the same bytes).
+/// Reads a canonical varint (so a decoded batch re-encodes to the same bytes).
 fn get_varint(buf: &mut &[u8]) -> Result<u64, String> {
-    let mut v: u64 = 0;
-    for (i, &b) in buf.iter().enumerate().take(10) {
-        let bits = (b & 0x7f) as u64;
-        if i == 9 && b > 1 {
-            break;
-        }
-        v |= bits << (7 * i);
-        if b & 0x80 == 0 {
-            if b == 0 && i > 0 {
-                return Err("overlong varint".into());
-            }
-            *buf = &buf[i + 1..];
-            return Ok(v);
-        }
-    }
-    Err("bad or truncated varint".into())
+    let mut pos = 0;
+    let v = crate::coding::get_varint(buf, &mut pos)
+        .ok_or_else(|| "bad, overlong or truncated varint".to_string())?;
+    *buf = &buf[pos..];
+    Ok(v)
 }
 
 #[cfg(test)]

@@ -10,6 +10,28 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Decodes a canonical LEB128 varint at `*pos`, advancing it. `None` if truncated, over
+/// 64 bits, or overlong (a zero final byte after the first): every value has exactly one
+/// encoding, so a decoded structure re-encodes to the same bytes.
+pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v: u64 = 0;
+    for i in 0..10 {
+        let b = *buf.get(pos.checked_add(i)?)?;
+        if i == 9 && b > 1 {
+            return None; // would overflow 64 bits
+        }
+        v |= ((b & 0x7f) as u64) << (7 * i);
+        if b & 0x80 == 0 {
+            if b == 0 && i > 0 {
+                return None;
+            }
+            *pos += i + 1;
+            return Some(v);
+        }
+    }
+    None
+}
+
 /// Appends a varint length followed by the bytes.
 pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
@@ -37,20 +59,9 @@ impl<'a> Reader<'a> {
         self.pos += 1;
         Some(b)
     }
-    /// Reads a varint (at most 10 bytes).
+    /// Reads a varint.
     pub fn varint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..70).step_by(7) {
-            let b = self.u8()?;
-            if shift == 63 && b > 1 {
-                return None;
-            }
-            v |= ((b & 0x7f) as u64) << shift;
-            if b < 0x80 {
-                return Some(v);
-            }
-        }
-        None
+        get_varint(self.buf, &mut self.pos)
     }
     /// Reads a varint that must fit in `u32`.
     pub fn varint32(&mut self) -> Option<u32> {
@@ -88,5 +99,7 @@ mod tests {
             while r.varint().is_some() {}
         }
         assert_eq!(Reader::new(&[0xff; 11]).varint(), None);
+        assert_eq!(Reader::new(&[0x80, 0x00]).varint(), None, "overlong");
+        assert_eq!(get_varint(&[0x81, 0x01], &mut 0), Some(129));
     }
 }

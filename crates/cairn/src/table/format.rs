@@ -23,32 +23,7 @@ pub(crate) enum BlockType {
     Properties = 3,
 }
 
-/// Appends `v` as a LEB128 varint.
-pub(crate) fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
-}
-
-/// Decodes a LEB128 varint at `*pos`, advancing it; `None` if truncated or over 64 bits.
-pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut v: u64 = 0;
-    for i in 0..10 {
-        let b = *buf.get(*pos + i)?;
-        let bits = (b & 0x7f) as u64;
-        if i == 9 && b > 1 {
-            return None; // would overflow 64 bits
-        }
-        v |= bits << (7 * i);
-        if b & 0x80 == 0 {
-            *pos += i + 1;
-            return Some(v);
-        }
-    }
-    None
-}
+pub(crate) use crate::coding::{get_varint, put_varint};
 
 /// A varint that must fit in `usize` and in what is left of `buf` after `*pos`: used for
 /// lengths, so a corrupt length can never drive an allocation or a slice past the end.
