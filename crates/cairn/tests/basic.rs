@@ -116,3 +116,133 @@ fn set_policy_validates_and_persists() {
     let db = Db::open(dir.path(), Options::small()).unwrap();
     assert_eq!(db.level_info(&db.default_cf()).unwrap()[2].k, 4);
 }
+
+#[derive(Default)]
+struct Recorder {
+    flushes: std::sync::atomic::AtomicUsize,
+    compactions: std::sync::atomic::AtomicUsize,
+    blocks: std::sync::atomic::AtomicUsize,
+    begins: std::sync::atomic::AtomicUsize,
+}
+
+impl cairn::EventListener for Recorder {
+    fn on_flush_begin(&self, _: &cairn::FlushInfo) {
+        self.begins
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn on_flush_end(&self, info: &cairn::FlushInfo) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.flushes.fetch_add(1, Relaxed);
+        for o in &info.outputs {
+            assert!(o.smallest <= o.largest);
+            assert!(!o.blocks.is_empty());
+            for b in &o.blocks {
+                assert!(b.first_key <= b.last_key);
+                assert!(o.smallest <= b.first_key && b.last_key <= o.largest);
+            }
+            self.blocks.fetch_add(o.blocks.len(), Relaxed);
+        }
+    }
+    fn on_compaction_end(&self, info: &cairn::CompactionInfo) {
+        self.compactions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(!info.inputs.is_empty());
+        assert!(info.trivial_move || info.output_level >= info.input_level);
+    }
+}
+
+#[test]
+fn listeners_see_flushes_and_compactions_with_block_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = std::sync::Arc::new(Recorder::default());
+    let opts = Options {
+        listeners: vec![rec.clone()],
+        ..Options::small()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..30_000u32 {
+        db.put(&wo, &key(i), &[7u8; 64]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    use std::sync::atomic::Ordering::Relaxed;
+    assert!(rec.flushes.load(Relaxed) > 0);
+    assert_eq!(rec.flushes.load(Relaxed), rec.begins.load(Relaxed));
+    assert!(rec.compactions.load(Relaxed) > 0);
+    assert!(rec.blocks.load(Relaxed) > 10);
+}
+
+#[test]
+fn tiers_place_levels_in_their_directories_and_count_io_per_tier() {
+    use cairn::{DeviceProfile, TierConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        tiers: vec![
+            TierConfig {
+                dir: "hot".into(),
+                first_level: 0,
+                profile: DeviceProfile::None,
+            },
+            TierConfig {
+                dir: "cold".into(),
+                first_level: 2,
+                profile: DeviceProfile::Ssd,
+            },
+        ],
+        latency_scale: 0.01,
+        level1_bytes: 64 << 10,
+        ..Options::small()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..20_000u32 {
+        db.put(&wo, &key(i), &[1u8; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let ssts = |d: &str| {
+        std::fs::read_dir(dir.path().join(d))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "sst")
+            })
+            .count()
+    };
+    assert!(ssts("cold") > 0, "the last level lives in the cold tier");
+    let before = db.stats().io.tier(1).read_ops;
+    for i in (0..20_000u32).step_by(97) {
+        assert!(db.get(&key(i)).unwrap().is_some());
+    }
+    assert!(
+        db.stats().io.tier(1).read_ops > before,
+        "cold reads are counted"
+    );
+    let s = db.stats();
+    assert!(s.levels.iter().map(|l| l.gets_served).sum::<u64>() > 0);
+    drop(db);
+    // Reopen finds every file in its tier.
+    let db = Db::open(
+        dir.path(),
+        Options {
+            tiers: vec![
+                TierConfig {
+                    dir: "hot".into(),
+                    first_level: 0,
+                    profile: DeviceProfile::None,
+                },
+                TierConfig {
+                    dir: "cold".into(),
+                    first_level: 2,
+                    profile: DeviceProfile::None,
+                },
+            ],
+            level1_bytes: 64 << 10,
+            ..Options::small()
+        },
+    )
+    .unwrap();
+    assert_eq!(db.get(&key(12_345)).unwrap(), Some(vec![1u8; 100]));
+}
