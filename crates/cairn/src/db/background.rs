@@ -328,15 +328,7 @@ impl DbInner {
 
     fn install_edit(&self, cf: &CfState, edit: VersionEdit) -> Result<()> {
         let mut vs = self.versions.lock();
-        vs.log_and_apply(edit)?;
-        if let Some(version) = vs.version(cf.id) {
-            self.install_sv(cf, |sv| SuperVersion {
-                mem: sv.mem.clone(),
-                mem_wal: sv.mem_wal,
-                imms: sv.imms.clone(),
-                version,
-            });
-        }
+        self.log_and_install(&mut vs, cf, edit)?;
         drop(vs);
         self.queue_cv.notify_all();
         self.bg_cv.notify_all();
@@ -365,15 +357,7 @@ impl DbInner {
         if !picker::pick(&current, &self.shape, &same_tier).is_some_and(|t| same(&t)) {
             return Ok(());
         }
-        vs.log_and_apply(edit)?;
-        if let Some(version) = vs.version(cf.id) {
-            self.install_sv(cf, |sv| SuperVersion {
-                mem: sv.mem.clone(),
-                mem_wal: sv.mem_wal,
-                imms: sv.imms.clone(),
-                version,
-            });
-        }
+        self.log_and_install(&mut vs, cf, edit)?;
         drop(vs);
         self.queue_cv.notify_all();
         self.bg_cv.notify_all();

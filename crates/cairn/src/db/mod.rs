@@ -674,6 +674,26 @@ impl DbInner {
         self.bg_cv.notify_all();
     }
 
+    /// Logs `edit` and publishes the column family's new version to readers (the caller
+    /// holds the versions lock, `vs`).
+    pub(crate) fn log_and_install(
+        &self,
+        vs: &mut VersionSet,
+        cf: &CfState,
+        edit: crate::version::VersionEdit,
+    ) -> Result<()> {
+        vs.log_and_apply(edit)?;
+        if let Some(version) = vs.version(cf.id) {
+            self.install_sv(cf, |sv| SuperVersion {
+                mem: sv.mem.clone(),
+                mem_wal: sv.mem_wal,
+                imms: sv.imms.clone(),
+                version,
+            });
+        }
+        Ok(())
+    }
+
     /// Replaces a column family's super version (callers hold the versions lock, which
     /// serializes every change of super versions).
     pub(crate) fn install_sv(&self, cf: &CfState, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
@@ -721,14 +741,7 @@ impl DbInner {
             }
         }
         edit.policies.push((cf, level as u32, p));
-        vs.log_and_apply(edit)?;
-        let nv = vs.version(cf).expect("exists");
-        self.install_sv(&state, |sv| SuperVersion {
-            mem: sv.mem.clone(),
-            mem_wal: sv.mem_wal,
-            imms: sv.imms.clone(),
-            version: nv,
-        });
+        self.log_and_install(&mut vs, &state, edit)?;
         drop(vs);
         self.request_compaction();
         Ok(())
