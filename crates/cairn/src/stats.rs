@@ -43,6 +43,18 @@ impl LevelCounters {
         add(&self.storage_reads, t.storage_reads);
     }
 
+    /// Block reads of an iterator over a table (no probe: iterators read blocks in order).
+    pub(crate) fn record_scan(&self, t: &ReadTrace) {
+        let add = |c: &AtomicU64, n: u32| {
+            if n > 0 {
+                c.fetch_add(n as u64, Relaxed);
+            }
+        };
+        add(&self.data_hits, t.data_hits);
+        add(&self.data_misses, t.data_misses);
+        add(&self.storage_reads, t.storage_reads);
+    }
+
     fn snapshot(&self) -> LevelStats {
         LevelStats {
             gets_served: self.gets_served.load(Relaxed),
@@ -146,9 +158,9 @@ pub struct LevelStats {
     pub tables_probed: u64,
     /// Probes stopped by a bloom filter.
     pub bloom_negatives: u64,
-    /// Data-block cache hits.
+    /// Data-block cache hits (point reads and iterators).
     pub data_block_hits: u64,
-    /// Data-block cache misses.
+    /// Data-block cache misses (point reads and iterators).
     pub data_block_misses: u64,
     /// Index-block cache hits.
     pub index_block_hits: u64,
@@ -158,7 +170,7 @@ pub struct LevelStats {
     pub filter_block_hits: u64,
     /// Filter-block cache misses.
     pub filter_block_misses: u64,
-    /// Storage reads made by point reads.
+    /// Storage reads made by point reads and iterators (not by compactions).
     pub storage_reads: u64,
     /// Runs in the level now (default column family).
     pub runs: usize,

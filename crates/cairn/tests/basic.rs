@@ -25,8 +25,19 @@ fn put_get_flush_compact_reopen() {
             assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
         }
         db.compact_range(None, None).unwrap();
+        let blocks = |s: &cairn::DbStats| {
+            s.levels
+                .iter()
+                .map(|l| l.data_block_hits + l.data_block_misses)
+                .sum::<u64>()
+        };
+        let before = blocks(&db.stats());
         let n = db.scan(key(100)..key(200)).unwrap().count();
         assert_eq!(n, 67);
+        assert!(
+            blocks(&db.stats()) > before,
+            "scans count their block reads"
+        );
         let s = db.stats();
         assert!(s.flushes > 0);
         db.close().unwrap();

@@ -21,26 +21,40 @@ pub(crate) struct RunIterator {
     files: Vec<Arc<FileMeta>>,
     level: usize,
     tables: Arc<TableCache>,
+    stats: Arc<StatsInner>,
     index: usize,
     cur: Option<TableIterator>,
     err: Option<Error>,
 }
 
 impl RunIterator {
-    pub(crate) fn new(run: &Run, level: usize, tables: Arc<TableCache>) -> Self {
+    pub(crate) fn new(
+        run: &Run,
+        level: usize,
+        tables: Arc<TableCache>,
+        stats: Arc<StatsInner>,
+    ) -> Self {
         RunIterator {
             files: run.files.clone(),
             level,
             tables,
+            stats,
             index: 0,
             cur: None,
             err: None,
         }
     }
 
+    /// Adds the block reads of the table iterator being left to the level's counters.
+    fn retire(&mut self) {
+        if let Some(c) = self.cur.take() {
+            self.stats.level(self.level).record_scan(c.trace());
+        }
+    }
+
     fn open(&mut self, i: usize) -> bool {
         self.index = i;
-        self.cur = None;
+        self.retire();
         if i >= self.files.len() {
             return false;
         }
@@ -85,6 +99,12 @@ impl RunIterator {
                 c.seek_to_last();
             }
         }
+    }
+}
+
+impl Drop for RunIterator {
+    fn drop(&mut self) {
+        self.retire();
     }
 }
 
@@ -154,7 +174,11 @@ impl InternalIterator for RunIterator {
 }
 
 /// Builds the merged internal iterator over everything a super version holds.
-pub(crate) fn merged_iter(sv: &SuperVersion, tables: &Arc<TableCache>) -> MergingIterator {
+pub(crate) fn merged_iter(
+    sv: &SuperVersion,
+    tables: &Arc<TableCache>,
+    stats: &Arc<StatsInner>,
+) -> MergingIterator {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     children.push(Box::new(sv.mem.iter()));
     for (m, _) in &sv.imms {
@@ -162,7 +186,12 @@ pub(crate) fn merged_iter(sv: &SuperVersion, tables: &Arc<TableCache>) -> Mergin
     }
     for (level, l) in sv.version.levels.iter().enumerate() {
         for run in &l.runs {
-            children.push(Box::new(RunIterator::new(run, level, tables.clone())));
+            children.push(Box::new(RunIterator::new(
+                run,
+                level,
+                tables.clone(),
+                stats.clone(),
+            )));
         }
     }
     MergingIterator::new(children)
@@ -201,7 +230,7 @@ impl DbIterator {
         snapshot: Option<super::Snapshot>,
     ) -> Self {
         DbIterator {
-            inner: merged_iter(&sv, tables),
+            inner: merged_iter(&sv, tables, &stats),
             seq,
             lower,
             upper,
