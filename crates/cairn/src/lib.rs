@@ -26,6 +26,7 @@ pub mod db;
 pub mod error;
 pub mod events;
 pub mod iter;
+pub mod learned;
 pub mod log;
 pub mod memtable;
 pub mod merging;
