@@ -61,6 +61,20 @@ pub struct Plr {
 }
 
 impl Plr {
+    /// A model from given parts (segments sorted by start, domain ending at `last_x`);
+    /// nothing checks that it fits any data, so it is for tests and for models loaded
+    /// from elsewhere. Lookups through a [`LearnedIndex`](crate::table::LearnedIndex) stay
+    /// correct whatever the model predicts.
+    pub fn from_parts(mut segments: Vec<Segment>, delta: u32, last_x: u64) -> Plr {
+        segments.sort_by_key(|s| s.start);
+        segments.dedup_by_key(|s| s.start);
+        Plr {
+            segments,
+            delta,
+            last_x,
+        }
+    }
+
     /// The segments, sorted by start.
     pub fn segments(&self) -> &[Segment] {
         &self.segments

@@ -1,0 +1,185 @@
+//! Bourbon's learned index of one table: a [`Plr`] model from key numbers to table
+//! positions (ordinals), used by [`Table::get`](super::Table::get) in place of the fence
+//! pointers when [`IndexPolicy::Learned`](crate::options::IndexPolicy) is set.
+//!
+//! Lookup of an internal key `k` (user key `u`):
+//! 1. `x = key_to_u64(u)`; outside the trained domain → fall back.
+//! 2. predict position `p`; the window is `[p - delta, p + delta]` clamped to `[0, n)`.
+//! 3. read the data block(s) holding the window's ordinals
+//!    ([`FenceIndex::block_for_ordinal`]) and check that the answer (the first entry with
+//!    internal key >= `k`) must lie inside: the window's first key is < `k` (or the window
+//!    starts at 0) and its last key is >= `k` (or the window ends the table). If not (the
+//!    prediction cannot be trusted, e.g. user keys colliding in their first 8 bytes, or a
+//!    run of equal keys longer than `2 * delta + 1`) → fall back.
+//! 4. binary search the window.
+//!
+//! A fallback is the baseline fence-pointer path, so the learned path never answers
+//! differently from the baseline; only the blocks it reads can differ.
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use super::block::Block;
+use super::index::{FenceIndex, TableIndex};
+use crate::learned::{key_to_u64, Plr, PlrBuilder};
+use crate::types::{cmp_internal, user_key};
+use crate::Result;
+
+/// What a learned lookup found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LearnedLookup {
+    /// The answer: the first entry with internal key >= the lookup key as (internal key,
+    /// value), `None` if every entry is smaller. (The caller checks the user key, as on the
+    /// baseline path.)
+    Found(Option<(Vec<u8>, Vec<u8>)>),
+    /// The model cannot answer; use the fence pointers.
+    Fallback,
+}
+
+/// A trained model of one table plus its counters.
+#[derive(Debug)]
+pub struct LearnedIndex {
+    plr: Plr,
+    num_entries: u64,
+    lookups: AtomicU64,
+    fallbacks: AtomicU64,
+}
+
+impl LearnedIndex {
+    /// Trains on the user keys of a table's entries in order (entry `i` at position `i`).
+    pub fn train<'a>(user_keys: impl IntoIterator<Item = &'a [u8]>, delta: u32) -> Self {
+        let mut b = PlrBuilder::new(delta);
+        let mut n = 0u64;
+        for k in user_keys {
+            b.add(key_to_u64(k), n);
+            n += 1;
+        }
+        Self::from_plr(b.finish(), n)
+    }
+
+    /// An index from a given model of a table of `num_entries` entries.
+    pub fn from_plr(plr: Plr, num_entries: u64) -> Self {
+        LearnedIndex {
+            plr,
+            num_entries,
+            lookups: AtomicU64::new(0),
+            fallbacks: AtomicU64::new(0),
+        }
+    }
+
+    /// The model.
+    pub fn plr(&self) -> &Plr {
+        &self.plr
+    }
+
+    /// Number of segments of the model.
+    pub fn num_segments(&self) -> usize {
+        self.plr.segments().len()
+    }
+
+    /// Entries the model was trained on.
+    pub fn num_entries(&self) -> u64 {
+        self.num_entries
+    }
+
+    /// Lookups answered by the model (fallbacks not counted).
+    pub fn lookups(&self) -> u64 {
+        self.lookups.load(Relaxed)
+    }
+
+    /// Lookups that fell back to the fence pointers.
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks.load(Relaxed)
+    }
+
+    /// Bytes held in memory.
+    pub fn memory(&self) -> usize {
+        self.plr.memory() + std::mem::size_of::<Self>()
+    }
+
+    /// The ordinal window `[lo, hi]` predicted for `lookup_ikey`, or `None` outside the
+    /// trained domain.
+    pub fn window(&self, lookup_ikey: &[u8]) -> Option<(u64, u64)> {
+        if self.num_entries == 0 {
+            return None;
+        }
+        let p = self.plr.predict(key_to_u64(user_key(lookup_ikey)))?;
+        let d = self.plr.delta() as u64;
+        let last = self.num_entries - 1;
+        let lo = p.saturating_sub(d).min(last);
+        let hi = p.saturating_add(d).min(last);
+        Some((lo, hi))
+    }
+
+    /// Finds the first entry >= `lookup_ikey` through the model, reading data blocks with
+    /// `read` (block number -> block). Counts the lookup or the fallback.
+    pub fn lookup(
+        &self,
+        fence: &FenceIndex,
+        lookup_ikey: &[u8],
+        mut read: impl FnMut(usize) -> Result<Arc<Block>>,
+    ) -> Result<LearnedLookup> {
+        let r = self.lookup_inner(fence, lookup_ikey, &mut read)?;
+        match r {
+            LearnedLookup::Found(_) => self.lookups.fetch_add(1, Relaxed),
+            LearnedLookup::Fallback => self.fallbacks.fetch_add(1, Relaxed),
+        };
+        Ok(r)
+    }
+
+    fn lookup_inner(
+        &self,
+        fence: &FenceIndex,
+        lookup_ikey: &[u8],
+        read: &mut impl FnMut(usize) -> Result<Arc<Block>>,
+    ) -> Result<LearnedLookup> {
+        let Some((lo, hi)) = self.window(lookup_ikey) else {
+            return Ok(LearnedLookup::Fallback);
+        };
+        let (Some(b_lo), Some(b_hi)) = (fence.block_for_ordinal(lo), fence.block_for_ordinal(hi))
+        else {
+            return Ok(LearnedLookup::Fallback);
+        };
+        // The window as (block, first index, end index) pieces.
+        let mut pieces: Vec<(usize, Arc<Block>, usize, usize)> = Vec::with_capacity(2);
+        for b in b_lo..=b_hi {
+            let block = read(b)?;
+            let first = fence.block(b).first_ordinal;
+            let from = lo.saturating_sub(first) as usize;
+            let to = ((hi + 1 - first) as usize).min(block.entry_count());
+            if from >= to {
+                // The block does not hold the ordinals the fence index says: leave it to
+                // the baseline path, which reports such corruption.
+                return Ok(LearnedLookup::Fallback);
+            }
+            pieces.push((b, block, from, to));
+        }
+        let below = |k: &[u8]| cmp_internal(k, lookup_ikey) == Ordering::Less;
+        let (_, first_block, from, _) = &pieces[0];
+        if lo > 0 && !below(first_block.key(*from)) {
+            return Ok(LearnedLookup::Fallback); // the answer may lie before the window
+        }
+        for (_, block, from, to) in &pieces {
+            // First index in [from, to) whose key is >= lookup_ikey.
+            let (mut l, mut h) = (*from, *to);
+            while l < h {
+                let mid = l + (h - l) / 2;
+                if below(block.key(mid)) {
+                    l = mid + 1;
+                } else {
+                    h = mid;
+                }
+            }
+            if l < *to {
+                let (k, v) = block.entry(l);
+                return Ok(LearnedLookup::Found(Some((k.to_vec(), v.to_vec()))));
+            }
+        }
+        if hi + 1 == self.num_entries {
+            Ok(LearnedLookup::Found(None)) // every entry is smaller
+        } else {
+            Ok(LearnedLookup::Fallback) // the answer may lie after the window
+        }
+    }
+}
