@@ -11,6 +11,7 @@ use super::iter::TableIterator;
 use super::learned_index::{LearnedIndex, LearnedLookup};
 use super::properties::TableProperties;
 use crate::cache::{BlockCache, BlockKey, BlockKind};
+use crate::learned::{key_to_u64, PlrBuilder};
 use crate::options::IndexPolicy;
 use crate::storage::RandomAccessFile;
 use crate::types::user_key;
@@ -170,18 +171,28 @@ impl Table {
         Ok(table)
     }
 
-    /// Reads every data block (not through the cache) and trains a learned index on the
-    /// user keys in table order.
+    /// Reads every data block in turn (not through the cache, one block in memory at a
+    /// time) and trains a learned index on the user keys in table order. Keys out of order
+    /// (a forged table with valid checksums) are a corruption error.
     fn train(&self, delta: u32) -> Result<LearnedIndex> {
-        let mut blocks = Vec::with_capacity(self.index.num_blocks());
+        let mut plr = PlrBuilder::new(delta);
         let mut trace = ReadTrace::default();
+        let (mut n, mut prev) = (0u64, 0u64);
         for i in 0..self.index.num_blocks() {
-            blocks.push(self.load_block(i, &mut trace)?);
+            let block = self.load_block(i, &mut trace)?;
+            for j in 0..block.entry_count() {
+                let x = key_to_u64(user_key(block.key(j)));
+                if x < prev {
+                    return Err(Error::corruption(
+                        &self.name,
+                        format!("keys out of order at entry {n} (block {i})"),
+                    ));
+                }
+                plr.add(x, n);
+                (n, prev) = (n + 1, x);
+            }
         }
-        let keys = blocks
-            .iter()
-            .flat_map(|b| (0..b.entry_count()).map(move |j| user_key(b.key(j))));
-        Ok(LearnedIndex::train(keys, delta))
+        Ok(LearnedIndex::from_plr(plr.finish(), n))
     }
 
     /// The first entry with internal key >= `lookup_ikey`, if it has the same user key:
