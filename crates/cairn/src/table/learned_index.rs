@@ -141,10 +141,10 @@ impl LearnedIndex {
         else {
             return Ok(LearnedLookup::Fallback);
         };
-        // The window as (block, first index, end index) pieces.
-        let mut pieces: Vec<(usize, Arc<Block>, usize, usize)> = Vec::with_capacity(2);
+        let below = |k: &[u8]| cmp_internal(k, lookup_ikey) == Ordering::Less;
         for b in b_lo..=b_hi {
             let block = read(b)?;
+            // The window's part of block `b`: entries [from, to).
             let first = fence.block(b).first_ordinal;
             let from = lo.saturating_sub(first) as usize;
             let to = ((hi + 1 - first) as usize).min(block.entry_count());
@@ -153,16 +153,11 @@ impl LearnedIndex {
                 // the baseline path, which reports such corruption.
                 return Ok(LearnedLookup::Fallback);
             }
-            pieces.push((b, block, from, to));
-        }
-        let below = |k: &[u8]| cmp_internal(k, lookup_ikey) == Ordering::Less;
-        let (_, first_block, from, _) = &pieces[0];
-        if lo > 0 && !below(first_block.key(*from)) {
-            return Ok(LearnedLookup::Fallback); // the answer may lie before the window
-        }
-        for (_, block, from, to) in &pieces {
+            if b == b_lo && lo > 0 && !below(block.key(from)) {
+                return Ok(LearnedLookup::Fallback); // the answer may lie before the window
+            }
             // First index in [from, to) whose key is >= lookup_ikey.
-            let (mut l, mut h) = (*from, *to);
+            let (mut l, mut h) = (from, to);
             while l < h {
                 let mid = l + (h - l) / 2;
                 if below(block.key(mid)) {
@@ -171,7 +166,7 @@ impl LearnedIndex {
                     h = mid;
                 }
             }
-            if l < *to {
+            if l < to {
                 let (k, v) = block.entry(l);
                 return Ok(LearnedLookup::Found(Some((k.to_vec(), v.to_vec()))));
             }
