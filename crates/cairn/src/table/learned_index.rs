@@ -37,6 +37,18 @@ pub enum LearnedLookup {
     Fallback,
 }
 
+/// One data block's part of a lookup window.
+struct Piece {
+    block: Arc<Block>,
+    /// The window's entries in the block: `[from, to)`.
+    from: usize,
+    to: usize,
+    /// The first of them whose key is >= the lookup key (`to` if none).
+    l: usize,
+    /// `from` is the window's first entry.
+    starts_window: bool,
+}
+
 /// A trained model of one table plus its counters.
 #[derive(Debug)]
 pub struct LearnedIndex {
@@ -134,29 +146,21 @@ impl LearnedIndex {
         lookup_ikey: &[u8],
         read: &mut impl FnMut(usize) -> Result<Arc<Block>>,
     ) -> Result<LearnedLookup> {
-        let Some((lo, hi)) = self.window(lookup_ikey) else {
-            return Ok(LearnedLookup::Fallback);
-        };
-        let (Some(b_lo), Some(b_hi)) = (fence.block_for_ordinal(lo), fence.block_for_ordinal(hi))
-        else {
+        let Some((lo, p, hi)) = self.predict(lookup_ikey) else {
             return Ok(LearnedLookup::Fallback);
         };
         let below = |k: &[u8]| cmp_internal(k, lookup_ikey) == Ordering::Less;
-        for b in b_lo..=b_hi {
+        // Block `b`'s part of the window, entries [from, to), and the first of them whose
+        // key is >= lookup_ikey (`to` if none); `None` if the block does not hold the
+        // ordinals the fence index says (the baseline path reports such corruption).
+        let mut piece = |b: usize| -> Result<Option<Piece>> {
             let block = read(b)?;
-            // The window's part of block `b`: entries [from, to).
             let first = fence.block(b).first_ordinal;
             let from = lo.saturating_sub(first) as usize;
-            let to = ((hi + 1 - first) as usize).min(block.entry_count());
+            let to = (hi.saturating_add(1).saturating_sub(first) as usize).min(block.entry_count());
             if from >= to {
-                // The block does not hold the ordinals the fence index says: leave it to
-                // the baseline path, which reports such corruption.
-                return Ok(LearnedLookup::Fallback);
+                return Ok(None);
             }
-            if b == b_lo && lo > 0 && !below(block.key(from)) {
-                return Ok(LearnedLookup::Fallback); // the answer may lie before the window
-            }
-            // First index in [from, to) whose key is >= lookup_ikey.
             let (mut l, mut h) = (from, to);
             while l < h {
                 let mid = l + (h - l) / 2;
@@ -166,15 +170,92 @@ impl LearnedIndex {
                     h = mid;
                 }
             }
+            let starts_window = first + from as u64 == lo;
+            Ok(Some(Piece {
+                block,
+                from,
+                to,
+                l,
+                starts_window,
+            }))
+        };
+        let found = |block: &Block, i: usize| {
+            let (k, v) = block.entry(i);
+            Ok(LearnedLookup::Found(Some((k.to_vec(), v.to_vec()))))
+        };
+        // Start with the block of the predicted position: usually the only one read.
+        let (Some(b_lo), Some(b_p), Some(b_hi)) = (
+            fence.block_for_ordinal(lo),
+            fence.block_for_ordinal(p),
+            fence.block_for_ordinal(hi),
+        ) else {
+            return Ok(LearnedLookup::Fallback);
+        };
+        let Some(Piece {
+            block,
+            from,
+            to,
+            l,
+            starts_window,
+        }) = piece(b_p)?
+        else {
+            return Ok(LearnedLookup::Fallback);
+        };
+        if l == from && starts_window && lo > 0 {
+            return Ok(LearnedLookup::Fallback); // the answer may lie before the window
+        }
+        if l > from || starts_window {
             if l < to {
-                let (k, v) = block.entry(l);
-                return Ok(LearnedLookup::Found(Some((k.to_vec(), v.to_vec()))));
+                return found(&block, l);
             }
+            // Every key up to here is smaller: go right within the window.
+            for b in b_p + 1..=b_hi {
+                let Some(Piece { block, to, l, .. }) = piece(b)? else {
+                    return Ok(LearnedLookup::Fallback);
+                };
+                if l < to {
+                    return found(&block, l);
+                }
+            }
+            return Ok(if hi + 1 == self.num_entries {
+                LearnedLookup::Found(None) // every entry is smaller
+            } else {
+                LearnedLookup::Fallback // the answer may lie after the window
+            });
         }
-        if hi + 1 == self.num_entries {
-            Ok(LearnedLookup::Found(None)) // every entry is smaller
-        } else {
-            Ok(LearnedLookup::Fallback) // the answer may lie after the window
+        // This block's part starts at or after the lookup key and the window goes on to
+        // the left: the answer is its first entry unless an earlier one is >= lookup_ikey.
+        let mut cand = (block, from);
+        for b in (b_lo..b_p).rev() {
+            let Some(Piece {
+                block,
+                from,
+                to,
+                l,
+                starts_window,
+            }) = piece(b)?
+            else {
+                return Ok(LearnedLookup::Fallback);
+            };
+            if l == to {
+                break; // every key of this part is smaller: the candidate is the answer
+            }
+            if l > from {
+                return found(&block, l);
+            }
+            if starts_window && lo > 0 {
+                return Ok(LearnedLookup::Fallback); // the answer may lie before the window
+            }
+            cand = (block, from);
         }
+        found(&cand.0, cand.1)
+    }
+
+    /// The ordinal window `[lo, hi]` and the predicted position `p` (in it) for
+    /// `lookup_ikey`, or `None` outside the trained domain.
+    fn predict(&self, lookup_ikey: &[u8]) -> Option<(u64, u64, u64)> {
+        let (lo, hi) = self.window(lookup_ikey)?;
+        let p = self.plr.predict(key_to_u64(user_key(lookup_ikey)))?;
+        Some((lo, p.clamp(lo, hi), hi))
     }
 }

@@ -270,6 +270,14 @@ fn smooth_data_never_falls_back_for_present_keys() {
         assert_eq!(li.lookups(), keys.len() as u64, "{name}");
         assert_eq!(trace.learned_lookups as usize, keys.len());
         assert_eq!(trace.learned_fallbacks, 0);
+        // The block of the predicted position is read first; a neighbour only when the
+        // answer may lie in it (the key opens its block and the window reaches back).
+        let reads = (trace.data_hits + trace.data_misses) as f64;
+        assert!(
+            reads <= 1.1 * keys.len() as f64,
+            "{name}: {reads} block reads for {} lookups",
+            keys.len()
+        );
     }
 }
 
