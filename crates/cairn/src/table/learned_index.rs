@@ -5,13 +5,14 @@
 //! Lookup of an internal key `k` (user key `u`):
 //! 1. `x = key_to_u64(u)`; outside the trained domain → fall back.
 //! 2. predict position `p`; the window is `[p - delta, p + delta]` clamped to `[0, n)`.
-//! 3. read the data block(s) holding the window's ordinals
-//!    ([`FenceIndex::block_for_ordinal`]) and check that the answer (the first entry with
-//!    internal key >= `k`) must lie inside: the window's first key is < `k` (or the window
-//!    starts at 0) and its last key is >= `k` (or the window ends the table). If not (the
-//!    prediction cannot be trusted, e.g. user keys colliding in their first 8 bytes, or a
-//!    run of equal keys longer than `2 * delta + 1`) → fall back.
-//! 4. binary search the window.
+//! 3. read the data block holding `p` ([`FenceIndex::block_for_ordinal`]) and binary
+//!    search the window's part of it; read a neighbouring block of the window only when the
+//!    answer (the first entry with internal key >= `k`) may lie there (to the left, only if
+//!    the fence pointers' last key of that block is >= `k`).
+//! 4. check that the answer lies inside the window: the entry before the window is < `k`
+//!    (or the window starts at 0), and some window entry is >= `k` (or the window ends the
+//!    table). If not (the prediction cannot be trusted, e.g. user keys colliding in their
+//!    first 8 bytes, or a run of equal keys longer than `2 * delta + 1`) → fall back.
 //!
 //! A fallback is the baseline fence-pointer path, so the learned path never answers
 //! differently from the baseline; only the blocks it reads can differ.
@@ -183,6 +184,15 @@ impl LearnedIndex {
             let (k, v) = block.entry(i);
             Ok(LearnedLookup::Found(Some((k.to_vec(), v.to_vec()))))
         };
+        // Whether the entry just before entry `from` of block `b` is smaller than the lookup
+        // key (read from the block, or from the fence pointers' last key of block `b - 1`).
+        let prev_below = |b: usize, block: &Block, from: usize| {
+            if from > 0 {
+                below(block.key(from - 1))
+            } else {
+                b == 0 || below(&fence.block(b - 1).last_key)
+            }
+        };
         // Start with the block of the predicted position: usually the only one read.
         let (Some(b_lo), Some(b_p), Some(b_hi)) = (
             fence.block_for_ordinal(lo),
@@ -201,8 +211,8 @@ impl LearnedIndex {
         else {
             return Ok(LearnedLookup::Fallback);
         };
-        if l == from && starts_window && lo > 0 {
-            return Ok(LearnedLookup::Fallback); // the answer may lie before the window
+        if l == from && starts_window && lo > 0 && !prev_below(b_p, &block, from) {
+            return Ok(LearnedLookup::Fallback); // the answer lies before the window
         }
         if l > from || starts_window {
             if l < to {
@@ -227,6 +237,9 @@ impl LearnedIndex {
         // the left: the answer is its first entry unless an earlier one is >= lookup_ikey.
         let mut cand = (block, from);
         for b in (b_lo..b_p).rev() {
+            if below(&fence.block(b).last_key) {
+                break; // block `b` (and all before it) is smaller: no need to read it
+            }
             let Some(Piece {
                 block,
                 from,
@@ -243,8 +256,8 @@ impl LearnedIndex {
             if l > from {
                 return found(&block, l);
             }
-            if starts_window && lo > 0 {
-                return Ok(LearnedLookup::Fallback); // the answer may lie before the window
+            if starts_window && lo > 0 && !prev_below(b, &block, from) {
+                return Ok(LearnedLookup::Fallback); // the answer lies before the window
             }
             cand = (block, from);
         }
