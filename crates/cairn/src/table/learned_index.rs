@@ -5,10 +5,11 @@
 //! Lookup of an internal key `k` (user key `u`):
 //! 1. `x = key_to_u64(u)`; outside the trained domain → fall back.
 //! 2. predict position `p`; the window is `[p - delta, p + delta]` clamped to `[0, n)`.
-//! 3. read the data block holding `p` ([`FenceIndex::block_for_ordinal`]) and binary
-//!    search the window's part of it; read a neighbouring block of the window only when the
-//!    answer (the first entry with internal key >= `k`) may lie there (to the left, only if
-//!    the fence pointers' last key of that block is >= `k`).
+//! 3. map the window to data blocks ([`FenceIndex::block_for_ordinal`]); when it spans
+//!    blocks, pick the one that holds the answer (the first entry with internal key >= `k`)
+//!    by their last keys (in memory), starting from the block of `p`; read that block and
+//!    binary search the window's part of it (neighbours are read only if the block's
+//!    contents contradict the fence keys).
 //! 4. check that the answer lies inside the window: the entry before the window is < `k`
 //!    (or the window starts at 0), and some window entry is >= `k` (or the window ends the
 //!    table). If not (the prediction cannot be trusted, e.g. user keys colliding in their
@@ -201,6 +202,15 @@ impl LearnedIndex {
         ) else {
             return Ok(LearnedLookup::Fallback);
         };
+        // When the window spans blocks, their last keys (in memory) tell which one holds
+        // the answer, so that one block is read, as on the fence path.
+        let mut b_p = b_p;
+        while b_p < b_hi && below(&fence.block(b_p).last_key) {
+            b_p += 1;
+        }
+        while b_p > b_lo && !below(&fence.block(b_p - 1).last_key) {
+            b_p -= 1;
+        }
         let Some(Piece {
             block,
             from,

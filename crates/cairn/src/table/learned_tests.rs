@@ -274,7 +274,7 @@ fn smooth_data_never_falls_back_for_present_keys() {
         // answer may lie in it (the key opens its block and the window reaches back).
         let reads = (trace.data_hits + trace.data_misses) as f64;
         assert!(
-            reads <= 1.02 * keys.len() as f64,
+            reads <= keys.len() as f64,
             "{name}: {reads} block reads for {} lookups",
             keys.len()
         );
