@@ -26,6 +26,7 @@ pub mod db;
 pub mod error;
 pub mod events;
 pub mod iter;
+pub mod learned;
 pub mod log;
 pub mod memtable;
 pub mod merging;
@@ -41,6 +42,8 @@ pub use batch::WriteBatch;
 pub use db::{ColumnFamily, Db, DbIterator, LevelInfo, RunInfo, Scan, Snapshot};
 pub use error::{Error, Result};
 pub use events::{CompactionInfo, EventListener, FlushInfo};
-pub use options::{BloomAllocation, Options, ReadOptions, Transition, WalRecovery, WriteOptions};
+pub use options::{
+    BloomAllocation, IndexPolicy, Options, ReadOptions, Transition, WalRecovery, WriteOptions,
+};
 pub use stats::{DbStats, LevelStats};
 pub use storage::{DeviceProfile, TierConfig};

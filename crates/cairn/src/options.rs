@@ -25,6 +25,28 @@ pub enum WalRecovery {
     SkipCorrupt,
 }
 
+/// How a table finds the data block (and entry) of a key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexPolicy {
+    /// Fence pointers: binary search of the index block (the baseline).
+    #[default]
+    Fence,
+    /// Bourbon's learned index: every table is learned (Greedy-PLR with error bound
+    /// `delta` positions) when it is opened for reads, and point reads predict the entry's
+    /// position, searching only `+-delta` entries around it; whenever the prediction cannot
+    /// be trusted they fall back to the fence pointers, so answers never differ. Learning
+    /// reads the whole table once at open. Bourbon's cost-benefit analyzer (learn a table
+    /// only when the lookups it will serve repay the learning) and background learning are
+    /// a later step. `delta` must be in `1..=65536`.
+    Learned {
+        /// Error bound of the model, in entries.
+        delta: u32,
+    },
+}
+
+/// Largest error bound of [`IndexPolicy::Learned`].
+pub const MAX_LEARNED_DELTA: u32 = 1 << 16;
+
 /// Options of a database.
 #[derive(Clone)]
 pub struct Options {
@@ -77,6 +99,8 @@ pub struct Options {
     /// Start background flush and compaction threads (off only in tests that drive
     /// flushes and compactions by hand).
     pub background_work: bool,
+    /// The index tables use for point reads (fence pointers or Bourbon's learned index).
+    pub index: IndexPolicy,
 }
 
 impl Default for Options {
@@ -106,6 +130,7 @@ impl Default for Options {
             wal_recovery: WalRecovery::Strict,
             listeners: Vec::new(),
             background_work: true,
+            index: IndexPolicy::Fence,
         }
     }
 }
@@ -125,6 +150,7 @@ impl std::fmt::Debug for Options {
             .field("target_file_size", &self.target_file_size)
             .field("use_direct_reads", &self.use_direct_reads)
             .field("tiers", &self.tiers)
+            .field("index", &self.index)
             .finish_non_exhaustive()
     }
 }
@@ -204,6 +230,13 @@ impl Options {
         }
         if self.target_file_size < 4096 {
             return invalid("target_file_size must be at least 4096".into());
+        }
+        if let IndexPolicy::Learned { delta } = self.index {
+            if !(1..=MAX_LEARNED_DELTA).contains(&delta) {
+                return invalid(format!(
+                    "learned index delta {delta} outside 1..={MAX_LEARNED_DELTA}"
+                ));
+            }
         }
         if !(self.latency_scale.is_finite() && self.latency_scale >= 0.0) {
             return invalid("latency_scale must be a finite number >= 0".into());
@@ -336,6 +369,19 @@ mod tests {
             ..Options::default()
         };
         assert!(o.validate().is_err());
+        for (delta, ok) in [
+            (0, false),
+            (1, true),
+            (8, true),
+            (1 << 16, true),
+            ((1 << 16) + 1, false),
+        ] {
+            let o = Options {
+                index: IndexPolicy::Learned { delta },
+                ..Options::default()
+            };
+            assert_eq!(o.validate().is_ok(), ok, "delta {delta}");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Named option presets, used by `cairn-bench` as `cairn:NAME` and handy for users.
 //! Each learned part adds its preset and its baselines' presets here.
 
-use crate::options::{BloomAllocation, Options};
+use crate::options::{BloomAllocation, IndexPolicy, Options};
 
 /// Names of every preset, with a one-line description.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -11,6 +11,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("moderate", "RusKey's 'Moderate' baseline: K=5 at every level"),
     ("lazy-leveling", "Dostoevsky's Lazy-Leveling: K=T at every level but the last, K=1 there; Monkey blooms"),
     ("monkey", "leveling with Monkey bloom-filter allocation"),
+    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8) on every table, learned at open; fence pointers as fallback"),
 ];
 
 /// The options of a preset, or `None` for an unknown name.
@@ -29,6 +30,7 @@ pub fn by_name(name: &str) -> Option<Options> {
             o.bloom_allocation = BloomAllocation::Monkey;
         }
         "monkey" => o.bloom_allocation = BloomAllocation::Monkey,
+        "bourbon" => o.index = IndexPolicy::Learned { delta: 8 },
         _ => return None,
     }
     Some(o)
@@ -45,5 +47,10 @@ mod tests {
             o.validate().unwrap();
         }
         assert!(by_name("nope").is_none());
+        assert_eq!(by_name("baseline").unwrap().index, IndexPolicy::Fence);
+        assert_eq!(
+            by_name("bourbon").unwrap().index,
+            IndexPolicy::Learned { delta: 8 }
+        );
     }
 }

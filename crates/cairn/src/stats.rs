@@ -21,6 +21,8 @@ pub(crate) struct LevelCounters {
     pub filter_hits: AtomicU64,
     pub filter_misses: AtomicU64,
     pub storage_reads: AtomicU64,
+    pub learned_lookups: AtomicU64,
+    pub learned_fallbacks: AtomicU64,
 }
 
 impl LevelCounters {
@@ -41,6 +43,8 @@ impl LevelCounters {
         add(&self.filter_hits, t.filter_hits);
         add(&self.filter_misses, t.filter_misses);
         add(&self.storage_reads, t.storage_reads);
+        add(&self.learned_lookups, t.learned_lookups);
+        add(&self.learned_fallbacks, t.learned_fallbacks);
     }
 
     /// Block reads of an iterator over a table (no probe: iterators read blocks in order).
@@ -67,6 +71,8 @@ impl LevelCounters {
             filter_block_hits: self.filter_hits.load(Relaxed),
             filter_block_misses: self.filter_misses.load(Relaxed),
             storage_reads: self.storage_reads.load(Relaxed),
+            learned_lookups: self.learned_lookups.load(Relaxed),
+            learned_fallbacks: self.learned_fallbacks.load(Relaxed),
             ..Default::default()
         }
     }
@@ -102,6 +108,8 @@ pub(crate) struct StatsInner {
     pub wal_skipped_records: AtomicU64,
     pub wal_truncated_bytes: AtomicU64,
     pub background_errors: AtomicU64,
+    pub learned_tables: AtomicU64,
+    pub learned_segments: AtomicU64,
     hist: [Mutex<Histogram<u64>>; 3],
 }
 
@@ -132,6 +140,8 @@ impl Default for StatsInner {
             wal_skipped_records: AtomicU64::new(0),
             wal_truncated_bytes: AtomicU64::new(0),
             background_errors: AtomicU64::new(0),
+            learned_tables: AtomicU64::new(0),
+            learned_segments: AtomicU64::new(0),
             hist: [hist(), hist(), hist()],
         }
     }
@@ -172,6 +182,10 @@ pub struct LevelStats {
     pub filter_block_misses: u64,
     /// Storage reads made by point reads and iterators (not by compactions).
     pub storage_reads: u64,
+    /// Table lookups answered by a learned index.
+    pub learned_lookups: u64,
+    /// Table lookups a learned index handed to the fence pointers.
+    pub learned_fallbacks: u64,
     /// Runs in the level now (default column family).
     pub runs: usize,
     /// Files in the level now (default column family).
@@ -258,6 +272,14 @@ pub struct DbStats {
     pub wal_truncated_bytes: u64,
     /// Background errors met (flush or compaction failures, retried or fatal).
     pub background_errors: u64,
+    /// Table lookups answered by a learned index (all levels).
+    pub learned_lookups: u64,
+    /// Table lookups a learned index handed to the fence pointers (all levels).
+    pub learned_fallbacks: u64,
+    /// Tables learned (each time a table is opened for reads with `IndexPolicy::Learned`).
+    pub learned_tables: u64,
+    /// PLR segments built over those tables.
+    pub learned_segments: u64,
     /// Get latency.
     pub get_latency: Latency,
     /// Write latency.
@@ -286,7 +308,6 @@ impl DbStats {
         let hits = levels.iter().map(|l| l.data_block_hits).sum();
         let misses = levels.iter().map(|l| l.data_block_misses).sum();
         DbStats {
-            levels,
             gets: s.gets.load(Relaxed),
             memtable_hits: s.memtable_hits.load(Relaxed),
             block_cache_hits: hits,
@@ -306,9 +327,14 @@ impl DbStats {
             wal_skipped_records: s.wal_skipped_records.load(Relaxed),
             wal_truncated_bytes: s.wal_truncated_bytes.load(Relaxed),
             background_errors: s.background_errors.load(Relaxed),
+            learned_lookups: levels.iter().map(|l| l.learned_lookups).sum(),
+            learned_fallbacks: levels.iter().map(|l| l.learned_fallbacks).sum(),
+            learned_tables: s.learned_tables.load(Relaxed),
+            learned_segments: s.learned_segments.load(Relaxed),
             get_latency: Latency::from_hist(&s.latency(OpKind::Get)),
             write_latency: Latency::from_hist(&s.latency(OpKind::Write)),
             scan_latency: Latency::from_hist(&s.latency(OpKind::Scan)),
+            levels,
             ..Default::default()
         }
     }

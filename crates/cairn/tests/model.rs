@@ -14,8 +14,8 @@ use std::ops::Bound;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use cairn::{
-    ColumnFamily, Db, DbIterator, Options, ReadOptions, Snapshot, Transition, WriteBatch,
-    WriteOptions,
+    ColumnFamily, Db, DbIterator, IndexPolicy, Options, ReadOptions, Snapshot, Transition,
+    WriteBatch, WriteOptions,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -93,6 +93,8 @@ struct Harness {
     snaps: Vec<SnapState>,
     op: usize,
     trace: bool,
+    /// Prepended to every random key (to make keys share prefixes).
+    key_prefix: Vec<u8>,
 }
 
 impl Harness {
@@ -135,7 +137,8 @@ impl Harness {
     fn rand_key(&mut self) -> Vec<u8> {
         // Keys cluster so that ranges overlap often; some keys sit between the numbered ones.
         let i = self.rng.random_range(0..KEY_SPACE);
-        let mut k = key(i);
+        let mut k = self.key_prefix.clone();
+        k.extend(key(i));
         if self.rng.random_ratio(1, 10) {
             k.push(b'x');
         }
@@ -646,8 +649,21 @@ fn compare_lists(got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)], what: 
 }
 
 fn run_seed(seed: u64, background: bool, ops: usize) {
+    run_seed_with(seed, background, ops, b"", |_| {});
+}
+
+/// Runs one seed with the options adjusted by `tweak` and random keys prefixed by
+/// `key_prefix`; returns the statistics taken just before the final reopen.
+fn run_seed_with(
+    seed: u64,
+    background: bool,
+    ops: usize,
+    key_prefix: &[u8],
+    tweak: impl Fn(&mut Options),
+) -> cairn::DbStats {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut opts = options(&mut rng, background);
+    tweak(&mut opts);
     if std::env::var("CAIRN_MODEL_TRACE").is_ok() {
         opts.listeners.push(std::sync::Arc::new(TraceListener));
     }
@@ -666,6 +682,7 @@ fn run_seed(seed: u64, background: bool, ops: usize) {
         snaps: Vec::new(),
         op: 0,
         trace: std::env::var("CAIRN_MODEL_TRACE").is_ok(),
+        key_prefix: key_prefix.to_vec(),
     };
     let paranoid = std::env::var("CAIRN_MODEL_PARANOID").is_ok();
     for op in 0..ops {
@@ -679,8 +696,10 @@ fn run_seed(seed: u64, background: bool, ops: usize) {
     h.check_all();
     h.db().compact_range(None, None).unwrap();
     h.check_all();
+    let stats = h.db().stats();
     h.reopen();
     h.check_all();
+    stats
 }
 
 fn run_seeds(background: bool, base: u64) {
@@ -711,6 +730,47 @@ fn model_manual_background_work() {
 #[test]
 fn model_background_threads() {
     run_seeds(true, 2000);
+}
+
+/// Bourbon's learned index on every table (small deltas too): the model must never change
+/// an answer. Prefixes make keys collide in the 8 bytes the model sees: "tenant:" leaves
+/// only `k` of the key number (every key collides), "t/" the digits (`k00012x` collides
+/// with `k00012`).
+#[test]
+fn model_learned_index() {
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    for (seed, delta, background, prefix) in [
+        (3000, 8, false, &b""[..]),
+        (3001, 1, false, b""),
+        (3002, 2, true, b"t/"),
+        (3003, 8, true, b""),
+        (3004, 64, false, b"t/"),
+        (3005, 8, false, b"tenant:"),
+        (3006, 1, false, b"t/"),
+    ] {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, prefix, |o| {
+                o.index = IndexPolicy::Learned { delta }
+            })
+        }));
+        match r {
+            Ok(stats) => {
+                assert!(stats.learned_tables > 0, "seed {seed}: no table learned");
+                assert!(stats.learned_segments >= stats.learned_tables);
+                assert!(
+                    stats.learned_lookups + stats.learned_fallbacks > 0,
+                    "seed {seed}: the learned index was never consulted ({stats:?})"
+                );
+                if prefix != b"tenant:" {
+                    assert!(stats.learned_lookups > 0, "seed {seed}: no learned answer");
+                }
+            }
+            Err(e) => {
+                eprintln!("learned-index model test failed: seed {seed}, delta {delta}");
+                resume_unwind(e);
+            }
+        }
+    }
 }
 
 /// Regression: a WAL started after the manifest's last edit (a memtable switch with no

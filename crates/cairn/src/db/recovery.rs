@@ -112,6 +112,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         env.clone(),
         Some(block_cache.clone()),
         opts.use_direct_reads,
+        opts.index,
+        stats.clone(),
     ));
     let cfs: BTreeMap<u32, Arc<CfState>> = vs
         .cfs

@@ -2,11 +2,14 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
 use crate::cache::BlockCache;
+use crate::options::IndexPolicy;
+use crate::stats::StatsInner;
 use crate::storage::{FileKind, StorageEnv};
 use crate::table::Table;
 use crate::version::FileMeta;
@@ -23,15 +26,25 @@ pub(crate) struct TableCache {
     env: StorageEnv,
     cache: Option<Arc<dyn BlockCache>>,
     direct: bool,
+    policy: IndexPolicy,
+    stats: Arc<StatsInner>,
     shards: Vec<RwLock<HashMap<u64, Arc<Table>>>>,
 }
 
 impl TableCache {
-    pub(crate) fn new(env: StorageEnv, cache: Option<Arc<dyn BlockCache>>, direct: bool) -> Self {
+    pub(crate) fn new(
+        env: StorageEnv,
+        cache: Option<Arc<dyn BlockCache>>,
+        direct: bool,
+        policy: IndexPolicy,
+        stats: Arc<StatsInner>,
+    ) -> Self {
         TableCache {
             env,
             cache,
             direct,
+            policy,
+            stats,
             shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
         }
     }
@@ -40,7 +53,8 @@ impl TableCache {
         &self.shards[(file_no as usize) % SHARDS]
     }
 
-    /// The open table of `f` (opened on first use), counted against `level`.
+    /// The open table of `f` (opened on first use, and then learned if the index policy
+    /// says so), counted against `level`.
     pub(crate) fn get(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
         let no = f.file_no();
         if let Some(t) = self.shard(no).read().get(&no) {
@@ -51,11 +65,23 @@ impl TableCache {
         let file = self
             .env
             .open_read(&path, FileKind::Table, tier, Some(level), self.direct)?;
-        let t = Arc::new(Table::open(file, no, self.cache.clone())?);
-        Ok(self.shard(no).write().entry(no).or_insert(t).clone())
+        let t = Arc::new(Table::open_with(file, no, self.cache.clone(), self.policy)?);
+        let mut shard = self.shard(no).write();
+        if let Some(t) = shard.get(&no) {
+            return Ok(t.clone()); // opened meanwhile by another reader
+        }
+        if let Some(l) = t.learned_index() {
+            self.stats.learned_tables.fetch_add(1, Relaxed);
+            self.stats
+                .learned_segments
+                .fetch_add(l.num_segments() as u64, Relaxed);
+        }
+        shard.insert(no, t.clone());
+        Ok(t)
     }
 
-    /// Opens a table outside the cache (compaction inputs: no block-cache pollution).
+    /// Opens a table outside the cache (compaction inputs: no block-cache pollution), with
+    /// fence pointers only (compactions iterate, they do not look keys up).
     pub(crate) fn open_uncached(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
         let tier = f.desc.tier as usize;
         let path = table_path(&self.env, tier, f.file_no());

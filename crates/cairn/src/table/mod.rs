@@ -37,9 +37,12 @@ mod builder;
 pub mod format;
 pub mod index;
 mod iter;
+pub mod learned_index;
 pub mod properties;
 mod reader;
 
+#[cfg(test)]
+mod learned_tests;
 #[cfg(test)]
 mod tests;
 
@@ -49,6 +52,7 @@ pub use builder::{BlockRange, TableBuildOptions, TableBuilder, TableSummary, DEF
 pub use format::{BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
 pub use index::{FenceIndex, IndexEntry, TableIndex};
 pub use iter::TableIterator;
+pub use learned_index::{LearnedIndex, LearnedLookup};
 pub use properties::TableProperties;
 pub use reader::{ReadTrace, Table};
 

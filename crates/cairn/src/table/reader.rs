@@ -8,8 +8,11 @@ use super::bloom::BloomFilter;
 use super::format::{verify_block, BlockHandle, BlockType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::index::{FenceIndex, TableIndex};
 use super::iter::TableIterator;
+use super::learned_index::{LearnedIndex, LearnedLookup};
 use super::properties::TableProperties;
 use crate::cache::{BlockCache, BlockKey, BlockKind};
+use crate::learned::{key_to_u64, PlrBuilder};
+use crate::options::IndexPolicy;
 use crate::storage::RandomAccessFile;
 use crate::types::user_key;
 use crate::{Error, Result};
@@ -37,6 +40,10 @@ pub struct ReadTrace {
     pub storage_reads: u32,
     /// Bytes read from storage.
     pub storage_bytes: u64,
+    /// Lookups answered by the table's learned index.
+    pub learned_lookups: u32,
+    /// Lookups the learned index handed to the fence pointers.
+    pub learned_fallbacks: u32,
 }
 
 /// An open table, shared as `Arc<Table>`.
@@ -46,6 +53,7 @@ pub struct Table {
     file_no: u64,
     cache: Option<Arc<dyn BlockCache>>,
     index: FenceIndex,
+    learned: Option<LearnedIndex>,
     filter: Option<BloomFilter>,
     props: TableProperties,
 }
@@ -83,11 +91,23 @@ fn meta_block(
 
 impl Table {
     /// Opens a table: reads the footer, then the filter, index and properties blocks in one
-    /// read. `file_no` keys the table's blocks in `cache`.
+    /// read. `file_no` keys the table's blocks in `cache`. Uses fence pointers only.
     pub fn open(
         file: RandomAccessFile,
         file_no: u64,
         cache: Option<Arc<dyn BlockCache>>,
+    ) -> Result<Table> {
+        Self::open_with(file, file_no, cache, IndexPolicy::Fence)
+    }
+
+    /// As [`open`](Self::open), with an index policy: [`IndexPolicy::Learned`] also reads
+    /// every data block once (bypassing the cache) and trains a [`LearnedIndex`], which
+    /// [`get`](Self::get) then uses.
+    pub fn open_with(
+        file: RandomAccessFile,
+        file_no: u64,
+        cache: Option<Arc<dyn BlockCache>>,
+        policy: IndexPolicy,
     ) -> Result<Table> {
         let name = file.path().display().to_string();
         let size = file.size();
@@ -135,15 +155,44 @@ impl Table {
         } else {
             None
         };
-        Ok(Table {
+        let mut table = Table {
             file,
             name,
             file_no,
             cache,
             index,
+            learned: None,
             filter,
             props,
-        })
+        };
+        if let IndexPolicy::Learned { delta } = policy {
+            table.learned = Some(table.train(delta)?);
+        }
+        Ok(table)
+    }
+
+    /// Reads every data block in turn (not through the cache, one block in memory at a
+    /// time) and trains a learned index on the user keys in table order. Keys out of order
+    /// (a forged table with valid checksums) are a corruption error.
+    fn train(&self, delta: u32) -> Result<LearnedIndex> {
+        let mut plr = PlrBuilder::new(delta);
+        let mut trace = ReadTrace::default();
+        let (mut n, mut prev) = (0u64, 0u64);
+        for i in 0..self.index.num_blocks() {
+            let block = self.load_block(i, &mut trace)?;
+            for j in 0..block.entry_count() {
+                let x = key_to_u64(user_key(block.key(j)));
+                if x < prev {
+                    return Err(Error::corruption(
+                        &self.name,
+                        format!("keys out of order at entry {n} (block {i})"),
+                    ));
+                }
+                plr.add(x, n);
+                (n, prev) = (n + 1, x);
+            }
+        }
+        Ok(LearnedIndex::from_plr(plr.finish(), n))
     }
 
     /// The first entry with internal key >= `lookup_ikey`, if it has the same user key:
@@ -164,6 +213,15 @@ impl Table {
             }
         }
         trace.index_hits += 1;
+        if let Some(learned) = &self.learned {
+            match learned.lookup(&self.index, lookup_ikey, |b| self.read_block(b, trace))? {
+                LearnedLookup::Found(e) => {
+                    trace.learned_lookups += 1;
+                    return Ok(e.filter(|(k, _)| user_key(k) == ukey));
+                }
+                LearnedLookup::Fallback => trace.learned_fallbacks += 1,
+            }
+        }
         let Some(mut i) = self.index.locate(lookup_ikey) else {
             return Ok(None);
         };
@@ -199,6 +257,16 @@ impl Table {
                 return Ok(b);
             }
         }
+        let block = Arc::new(self.load_block(i, trace)?);
+        if let Some(cache) = &self.cache {
+            cache.insert(key, BlockKind::Data, block.clone(), block.charge());
+        }
+        Ok(block)
+    }
+
+    /// Reads, checksums and decodes data block `i` from storage.
+    fn load_block(&self, i: usize, trace: &mut ReadTrace) -> Result<Block> {
+        let handle = self.index.block(i).handle;
         let len = usize::try_from(handle.size)
             .ok()
             .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
@@ -219,10 +287,6 @@ impl Table {
                     self.index.block_entries(i)
                 ),
             ));
-        }
-        let block = Arc::new(block);
-        if let Some(cache) = &self.cache {
-            cache.insert(key, BlockKind::Data, block.clone(), block.charge());
         }
         Ok(block)
     }
@@ -257,6 +321,17 @@ impl Table {
         &self.index
     }
 
+    /// Replaces the learned index (tests: a wrong model must not change answers).
+    #[cfg(test)]
+    pub(crate) fn set_learned_index(&mut self, l: Option<LearnedIndex>) {
+        self.learned = l;
+    }
+
+    /// The learned index, if the table was opened with [`IndexPolicy::Learned`].
+    pub fn learned_index(&self) -> Option<&LearnedIndex> {
+        self.learned.as_ref()
+    }
+
     /// The file's path, as used in error messages.
     pub fn name(&self) -> &str {
         &self.name
@@ -264,6 +339,8 @@ impl Table {
 
     /// Bytes of index and filter held in memory.
     pub fn pinned_memory(&self) -> usize {
-        self.index.memory() + self.filter.as_ref().map_or(0, |f| f.size())
+        self.index.memory()
+            + self.filter.as_ref().map_or(0, |f| f.size())
+            + self.learned.as_ref().map_or(0, |l| l.memory())
     }
 }

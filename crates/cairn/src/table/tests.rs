@@ -12,6 +12,7 @@ use super::format::{block_trailer, BlockType};
 use super::*;
 use crate::cache::{BlockCache, LruBlockCache};
 use crate::iter::InternalIterator;
+use crate::options::IndexPolicy;
 use crate::storage::{FileKind, StorageEnv};
 use crate::types::{
     cmp_internal, make_internal_key, make_lookup_key, user_key, ValueKind, MAX_SEQ,
@@ -58,10 +59,19 @@ impl Fixture {
     }
 
     fn open(&self, path: &Path, cache: Option<Arc<dyn BlockCache>>) -> crate::Result<Arc<Table>> {
+        self.open_with(path, cache, IndexPolicy::Fence)
+    }
+
+    fn open_with(
+        &self,
+        path: &Path,
+        cache: Option<Arc<dyn BlockCache>>,
+        policy: IndexPolicy,
+    ) -> crate::Result<Arc<Table>> {
         let f = self
             .env
             .open_read(path, FileKind::Table, 0, Some(0), false)?;
-        Table::open(f, 1, cache).map(Arc::new)
+        Table::open_with(f, 1, cache, policy).map(Arc::new)
     }
 }
 
@@ -448,9 +458,20 @@ fn unsupported_version_and_bad_magic() {
 /// Opens a (possibly damaged) table and reads everything; each call must fail or return
 /// exactly the model's answer.
 fn check_damaged(fx: &Fixture, path: &Path, model: &[Entry], absent: &[Vec<u8>], cached: bool) {
+    check_damaged_with(fx, path, model, absent, cached, IndexPolicy::Fence);
+}
+
+fn check_damaged_with(
+    fx: &Fixture,
+    path: &Path,
+    model: &[Entry],
+    absent: &[Vec<u8>],
+    cached: bool,
+    policy: IndexPolicy,
+) {
     let cache: Option<Arc<dyn BlockCache>> =
         cached.then(|| Arc::new(LruBlockCache::new(1 << 20, 2)) as Arc<dyn BlockCache>);
-    let t = match fx.open(path, cache) {
+    let t = match fx.open_with(path, cache, policy) {
         Ok(t) => t,
         Err(e) => {
             assert!(e.is_corruption(), "unexpected error {e}");
@@ -539,6 +560,10 @@ fn every_byte_flip_is_caught_or_harmless() {
             opened += 1;
         }
         check_damaged(&fx, &bad_path, &model, &absent, i % 2 == 0);
+        if i % 3 == 0 {
+            let learned = IndexPolicy::Learned { delta: 2 };
+            check_damaged_with(&fx, &bad_path, &model, &absent, i % 2 == 0, learned);
+        }
     }
     // Flips inside data blocks are only seen when the block is read.
     assert!(opened > 0);
@@ -590,6 +615,16 @@ fn forged_checksums_never_panic() {
         let trailer = block_trailer(&bad[s..e], ty);
         bad[e..e + BLOCK_TRAILER_LEN].copy_from_slice(&trailer);
         std::fs::write(&bad_path, &bad).unwrap();
+        // The learned index trains on every key at open: forged keys must give errors.
+        if let Ok(t) = fx.open_with(&bad_path, None, IndexPolicy::Learned { delta: 1 }) {
+            let mut tr = ReadTrace::default();
+            for i in 0..60u32 {
+                let _ = t.get(
+                    &make_lookup_key(format!("key{i:03}").as_bytes(), MAX_SEQ),
+                    &mut tr,
+                );
+            }
+        }
         let Ok(t) = fx.open(&bad_path, None) else {
             continue;
         };

@@ -1,0 +1,409 @@
+//! Greedy piecewise linear regression (Greedy-PLR, after Xie et al., "Maximum
+//! error-bounded piecewise linear representation for online stream approximation", VLDB J.
+//! 2014), as Bourbon uses it to map keys to positions.
+//!
+//! Points `(x, y)` arrive sorted by `x` (a key number, see [`key_to_u64`]) with rising `y`
+//! (a position). The builder keeps one segment open as a *cone*: the segment is anchored at
+//! its first key `start` with value `intercept`, and the range of slopes that keep every
+//! point seen since within `delta` of the line shrinks with each point. When a point would
+//! empty the range, the segment is closed (slope = middle of the range) and a new one starts
+//! at that point. This is the one-pass, O(n) "shrinking cone" form of greedy PLR; it can use
+//! up to about twice the segments of Xie et al.'s optimal (convex-hull) variant, but it is
+//! simple and its bound is exact: every training point's prediction, rounded to the nearest
+//! integer, is within `delta` of its position.
+//!
+//! **Equal keys.** Several points may share `x` (versions of one user key, or user keys
+//! whose first 8 bytes collide). A run of positions `a..=b` at one `x` becomes one
+//! constraint: the line at `x` must lie in `[b - delta, a + delta]`, which keeps all of them
+//! within `delta`. When the run is longer than `2 * delta + 1` that is impossible; the
+//! constraint becomes `[a - delta, a + delta]` (the run's first position is within `delta`,
+//! the rest are not) and lookups detect the miss and fall back to fence pointers.
+
+/// Maps a user key to the number the model is trained on: its first 8 bytes as a
+/// big-endian integer, zero-padded on the right when the key is shorter.
+///
+/// The mapping is monotone (non-decreasing) in the bytewise key order, so sorted keys give
+/// non-decreasing numbers; keys that share their first 8 bytes (or differ only by trailing
+/// zero bytes within them) map to the same number and are told apart only by the search
+/// within the predicted window.
+pub fn key_to_u64(user_key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = user_key.len().min(8);
+    b[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// One linear piece: predicts `intercept + slope * (x - start)` for `x >= start` (up to
+/// the next segment's start).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Segment {
+    /// Smallest key number the segment covers.
+    pub start: u64,
+    /// Positions per key number.
+    pub slope: f64,
+    /// Predicted position at `start`.
+    pub intercept: f64,
+}
+
+impl Segment {
+    /// The predicted (fractional) position of `x` (`x >= start`).
+    pub fn predict(&self, x: u64) -> f64 {
+        self.intercept + self.slope * (x.saturating_sub(self.start)) as f64
+    }
+}
+
+/// A trained model: segments sorted by `start`.
+#[derive(Clone, Debug, Default)]
+pub struct Plr {
+    segments: Vec<Segment>,
+    delta: u32,
+    last_x: u64,
+}
+
+impl Plr {
+    /// A model from given parts (segments sorted by start, domain ending at `last_x`);
+    /// nothing checks that it fits any data, so it is for tests and for models loaded
+    /// from elsewhere. Lookups through a [`LearnedIndex`](crate::table::LearnedIndex) stay
+    /// correct whatever the model predicts.
+    pub fn from_parts(mut segments: Vec<Segment>, delta: u32, last_x: u64) -> Plr {
+        segments.sort_by_key(|s| s.start);
+        segments.dedup_by_key(|s| s.start);
+        Plr {
+            segments,
+            delta,
+            last_x,
+        }
+    }
+
+    /// The segments, sorted by start.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// The error bound the model was trained with.
+    pub fn delta(&self) -> u32 {
+        self.delta
+    }
+
+    /// The largest key number trained on (the domain is `segments[0].start..=last_x`).
+    pub fn last_x(&self) -> u64 {
+        self.last_x
+    }
+
+    /// The index of the segment covering `x`, or `None` outside the trained domain.
+    pub fn segment_for(&self, x: u64) -> Option<usize> {
+        if self.segments.is_empty() || x > self.last_x {
+            return None;
+        }
+        self.segments
+            .partition_point(|s| s.start <= x)
+            .checked_sub(1)
+    }
+
+    /// The predicted position of `x` (rounded to the nearest integer, at least 0), or
+    /// `None` outside the trained domain.
+    pub fn predict(&self, x: u64) -> Option<u64> {
+        let s = self.segments[self.segment_for(x)?];
+        let p = s.predict(x).round();
+        Some(if p.is_nan() || p <= 0.0 { 0 } else { p as u64 })
+    }
+
+    /// Bytes held in memory.
+    pub fn memory(&self) -> usize {
+        self.segments.capacity() * std::mem::size_of::<Segment>() + std::mem::size_of::<Self>()
+    }
+}
+
+/// The open segment.
+struct Cone {
+    start: u64,
+    intercept: f64,
+    slope_lo: f64,
+    slope_hi: f64,
+}
+
+impl Cone {
+    fn close(&self) -> Segment {
+        let slope = if self.slope_lo.is_finite() && self.slope_hi.is_finite() {
+            self.slope_lo + (self.slope_hi - self.slope_lo) / 2.0
+        } else {
+            0.0
+        };
+        Segment {
+            start: self.start,
+            slope,
+            intercept: self.intercept,
+        }
+    }
+}
+
+/// Trains a [`Plr`] in one pass over points sorted by `x`.
+pub struct PlrBuilder {
+    delta: u32,
+    segments: Vec<Segment>,
+    cone: Option<Cone>,
+    /// The run of points at the latest `x`: `(x, first y, last y)`.
+    run: Option<(u64, u64, u64)>,
+}
+
+impl PlrBuilder {
+    /// A builder with error bound `delta` (positions).
+    pub fn new(delta: u32) -> Self {
+        PlrBuilder {
+            delta,
+            segments: Vec::new(),
+            cone: None,
+            run: None,
+        }
+    }
+
+    /// Adds a point. `x` must not decrease and `y` must rise from call to call.
+    ///
+    /// # Panics
+    /// If `x` decreases or `y` does not rise.
+    pub fn add(&mut self, x: u64, y: u64) {
+        match &mut self.run {
+            Some((rx, _, b)) if *rx == x => {
+                assert!(y > *b, "PLR positions must rise ({y} after {b})");
+                *b = y;
+            }
+            Some((rx, _, b)) => {
+                assert!(x > *rx && y > *b, "PLR points must be sorted");
+                self.flush_run();
+                self.run = Some((x, y, y));
+            }
+            None => self.run = Some((x, y, y)),
+        }
+    }
+
+    /// Feeds the pending run of equal `x` to the cone.
+    fn flush_run(&mut self) {
+        let Some((x, a, b)) = self.run.take() else {
+            return;
+        };
+        let d = self.delta as f64;
+        let (a, b) = (a as f64, b as f64);
+        let (mut lo, mut hi) = (b - d, a + d);
+        if lo > hi {
+            // Too many equal keys for one line: cover the run's first position only.
+            (lo, hi) = (a - d, a + d);
+        }
+        if let Some(c) = &mut self.cone {
+            let dx = (x - c.start) as f64;
+            let s_lo = c.slope_lo.max((lo - c.intercept) / dx);
+            let s_hi = c.slope_hi.min((hi - c.intercept) / dx);
+            if s_lo <= s_hi {
+                c.slope_lo = s_lo;
+                c.slope_hi = s_hi;
+                return;
+            }
+            self.segments.push(c.close());
+        }
+        self.cone = Some(Cone {
+            start: x,
+            intercept: lo + (hi - lo) / 2.0,
+            slope_lo: f64::NEG_INFINITY,
+            slope_hi: f64::INFINITY,
+        });
+    }
+
+    /// Segments closed so far (the open one not counted).
+    pub fn closed_segments(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Closes the open segment and returns the model.
+    pub fn finish(mut self) -> Plr {
+        let last_x = self.run.map_or(0, |r| r.0);
+        self.flush_run();
+        if let Some(c) = self.cone.take() {
+            self.segments.push(c.close());
+        }
+        Plr {
+            segments: self.segments,
+            delta: self.delta,
+            last_x,
+        }
+    }
+}
+
+/// Trains on `points` (sorted by `x`, `y` rising).
+pub fn train(points: impl IntoIterator<Item = (u64, u64)>, delta: u32) -> Plr {
+    let mut b = PlrBuilder::new(delta);
+    for (x, y) in points {
+        b.add(x, y);
+    }
+    b.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Positions are 0..n in order; `xs` sorted.
+    fn points(xs: &[u64]) -> Vec<(u64, u64)> {
+        xs.iter().enumerate().map(|(i, &x)| (x, i as u64)).collect()
+    }
+
+    /// Every point within delta, except points of an equal-x run longer than 2 delta + 1,
+    /// of which the first must be within delta. Returns the model.
+    fn check_bound(xs: &[u64], delta: u32) -> Plr {
+        let plr = train(points(xs), delta);
+        assert!(plr.segments().windows(2).all(|w| w[0].start < w[1].start));
+        let mut i = 0;
+        while i < xs.len() {
+            let mut j = i;
+            while j + 1 < xs.len() && xs[j + 1] == xs[i] {
+                j += 1;
+            }
+            let p = plr.predict(xs[i]).expect("trained key in domain") as i64;
+            let check = |y: usize| {
+                let err = (p - y as i64).unsigned_abs();
+                assert!(
+                    err <= delta as u64,
+                    "x {} pos {y}: predicted {p}, error {err} > delta {delta}",
+                    xs[i]
+                );
+            };
+            if j - i <= 2 * delta as usize {
+                (i..=j).for_each(check);
+            } else {
+                check(i);
+            }
+            i = j + 1;
+        }
+        plr
+    }
+
+    fn datasets(seed: u64) -> Vec<(&'static str, Vec<u64>)> {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let n = 20_000;
+        let mut random: Vec<u64> = (0..n).map(|_| rng.random()).collect();
+        let unsorted_then_sorted = random.clone();
+        random.sort_unstable();
+        let mut small: Vec<u64> = (0..n).map(|_| rng.random_range(0..5000)).collect();
+        small.sort_unstable();
+        let steps: Vec<u64> = (0..n as u64)
+            .map(|i| (i / 100) * 1_000_000 + i % 100)
+            .collect();
+        let exp: Vec<u64> = (0..64).map(|i| 1u64 << i).chain([u64::MAX]).collect();
+        let mut expgaps = Vec::new();
+        let mut x = 0u64;
+        for _ in 0..n {
+            expgaps.push(x);
+            let g = 1u64 << rng.random_range(0..40);
+            x = x.saturating_add(g);
+        }
+        expgaps.dedup();
+        let mut dups = Vec::new();
+        for k in 0..500u64 {
+            let c = match rng.random_range(0..4) {
+                0 => 1,
+                1 => rng.random_range(2..10),
+                2 => rng.random_range(10..40),
+                _ => rng.random_range(40..200),
+            };
+            dups.extend(std::iter::repeat_n(k * 1000 + rng.random_range(0..999), c));
+        }
+        dups.sort_unstable();
+        let all_same = vec![42u64; 1000];
+        let extremes = vec![0, 0, 1, u64::MAX - 1, u64::MAX, u64::MAX];
+        let mut sorted_random = unsorted_then_sorted;
+        sorted_random.sort_unstable();
+        vec![
+            ("random", random),
+            ("sorted-random-small-range", small),
+            ("steps", steps),
+            ("exponential", exp),
+            ("exponential-gaps", expgaps),
+            ("duplicates", dups),
+            ("all-same", all_same),
+            ("extremes", extremes),
+            ("sorted-random", sorted_random),
+        ]
+    }
+
+    #[test]
+    fn every_point_within_delta() {
+        for seed in 0..3 {
+            for (name, xs) in datasets(seed) {
+                for delta in [1, 2, 8, 64] {
+                    let plr = check_bound(&xs, delta);
+                    assert!(
+                        !plr.segments().is_empty(),
+                        "{name}: trained model has no segment"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn linear_data_gives_one_segment() {
+        for (start, stride) in [(0u64, 1u64), (1000, 7), (1 << 40, 12345), (5, 1 << 30)] {
+            let xs: Vec<u64> = (0..100_000).map(|i| start + i * stride).collect();
+            for delta in [1, 8] {
+                let plr = check_bound(&xs, delta);
+                assert_eq!(plr.segments().len(), 1, "stride {stride}, delta {delta}");
+            }
+        }
+        // Two points of one key each, and a single point.
+        assert_eq!(train([(3, 0), (9, 1)], 1).segments().len(), 1);
+        assert_eq!(train([(3, 0)], 1).segments().len(), 1);
+        assert!(train([], 8).segments().is_empty());
+        assert_eq!(train([], 8).predict(0), None);
+    }
+
+    #[test]
+    fn segments_decrease_as_delta_grows() {
+        for (name, xs) in datasets(7) {
+            if xs.len() < 1000 {
+                continue;
+            }
+            let counts: Vec<usize> = [1, 4, 16, 64, 256]
+                .iter()
+                .map(|&d| check_bound(&xs, d).segments().len())
+                .collect();
+            assert!(
+                counts.windows(2).all(|w| w[1] <= w[0]),
+                "{name}: segment counts {counts:?} rise with delta"
+            );
+            if name != "all-same" {
+                assert!(counts[4] < counts[0], "{name}: {counts:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn domain_and_key_numbers() {
+        let plr = train(points(&[10, 20, 30]), 1);
+        assert_eq!(plr.predict(9), None);
+        assert_eq!(plr.predict(31), None);
+        assert_eq!(plr.predict(10), Some(0));
+        assert_eq!(plr.last_x(), 30);
+        assert_eq!(key_to_u64(b""), 0);
+        assert_eq!(key_to_u64(b"\x01"), 1 << 56);
+        assert_eq!(key_to_u64(b"abcdefgh"), u64::from_be_bytes(*b"abcdefgh"));
+        assert_eq!(key_to_u64(b"abcdefghXYZ"), key_to_u64(b"abcdefgh"));
+        // Monotone in bytewise order.
+        let mut rng = SmallRng::seed_from_u64(3);
+        let mut keys: Vec<Vec<u8>> = (0..5000)
+            .map(|_| {
+                let n = rng.random_range(0..12);
+                (0..n).map(|_| rng.random_range(0..4u8)).collect()
+            })
+            .collect();
+        keys.sort();
+        assert!(keys
+            .windows(2)
+            .all(|w| key_to_u64(&w[0]) <= key_to_u64(&w[1])));
+    }
+
+    #[test]
+    #[should_panic(expected = "sorted")]
+    fn unsorted_points_panic() {
+        train([(5, 0), (4, 1)], 8);
+    }
+}

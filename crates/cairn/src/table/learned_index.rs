@@ -1,0 +1,284 @@
+//! Bourbon's learned index of one table: a [`Plr`] model from key numbers to table
+//! positions (ordinals), used by [`Table::get`](super::Table::get) in place of the fence
+//! pointers when [`IndexPolicy::Learned`](crate::options::IndexPolicy) is set.
+//!
+//! Lookup of an internal key `k` (user key `u`):
+//! 1. `x = key_to_u64(u)`; outside the trained domain → fall back.
+//! 2. predict position `p`; the window is `[p - delta, p + delta]` clamped to `[0, n)`.
+//! 3. map the window to data blocks ([`FenceIndex::block_for_ordinal`]); when it spans
+//!    blocks, pick the one that holds the answer (the first entry with internal key >= `k`)
+//!    by their last keys (in memory), starting from the block of `p`; read that block and
+//!    binary search the window's part of it (neighbours are read only if the block's
+//!    contents contradict the fence keys).
+//! 4. check that the answer lies inside the window: the entry before the window is < `k`
+//!    (or the window starts at 0), and some window entry is >= `k` (or the window ends the
+//!    table). If not (the prediction cannot be trusted, e.g. user keys colliding in their
+//!    first 8 bytes, or a run of equal keys longer than `2 * delta + 1`) → fall back.
+//!
+//! A fallback is the baseline fence-pointer path, so the learned path never answers
+//! differently from the baseline; only the blocks it reads can differ.
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use super::block::Block;
+use super::index::{FenceIndex, TableIndex};
+use crate::learned::{key_to_u64, Plr, PlrBuilder};
+use crate::types::{cmp_internal, user_key};
+use crate::Result;
+
+/// What a learned lookup found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LearnedLookup {
+    /// The answer: the first entry with internal key >= the lookup key as (internal key,
+    /// value), `None` if every entry is smaller. (The caller checks the user key, as on the
+    /// baseline path.)
+    Found(Option<(Vec<u8>, Vec<u8>)>),
+    /// The model cannot answer; use the fence pointers.
+    Fallback,
+}
+
+/// One data block's part of a lookup window.
+struct Piece {
+    block: Arc<Block>,
+    /// The window's entries in the block: `[from, to)`.
+    from: usize,
+    to: usize,
+    /// The first of them whose key is >= the lookup key (`to` if none).
+    l: usize,
+    /// `from` is the window's first entry.
+    starts_window: bool,
+}
+
+/// A trained model of one table plus its counters.
+#[derive(Debug)]
+pub struct LearnedIndex {
+    plr: Plr,
+    num_entries: u64,
+    lookups: AtomicU64,
+    fallbacks: AtomicU64,
+}
+
+impl LearnedIndex {
+    /// Trains on the user keys of a table's entries in order (entry `i` at position `i`).
+    pub fn train<'a>(user_keys: impl IntoIterator<Item = &'a [u8]>, delta: u32) -> Self {
+        let mut b = PlrBuilder::new(delta);
+        let mut n = 0u64;
+        for k in user_keys {
+            b.add(key_to_u64(k), n);
+            n += 1;
+        }
+        Self::from_plr(b.finish(), n)
+    }
+
+    /// An index from a given model of a table of `num_entries` entries.
+    pub fn from_plr(plr: Plr, num_entries: u64) -> Self {
+        LearnedIndex {
+            plr,
+            num_entries,
+            lookups: AtomicU64::new(0),
+            fallbacks: AtomicU64::new(0),
+        }
+    }
+
+    /// The model.
+    pub fn plr(&self) -> &Plr {
+        &self.plr
+    }
+
+    /// Number of segments of the model.
+    pub fn num_segments(&self) -> usize {
+        self.plr.segments().len()
+    }
+
+    /// Entries the model was trained on.
+    pub fn num_entries(&self) -> u64 {
+        self.num_entries
+    }
+
+    /// Lookups answered by the model (fallbacks not counted).
+    pub fn lookups(&self) -> u64 {
+        self.lookups.load(Relaxed)
+    }
+
+    /// Lookups that fell back to the fence pointers.
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks.load(Relaxed)
+    }
+
+    /// Bytes held in memory.
+    pub fn memory(&self) -> usize {
+        self.plr.memory() + std::mem::size_of::<Self>()
+    }
+
+    /// The ordinal window `[lo, hi]` predicted for `lookup_ikey`, or `None` outside the
+    /// trained domain.
+    pub fn window(&self, lookup_ikey: &[u8]) -> Option<(u64, u64)> {
+        if self.num_entries == 0 {
+            return None;
+        }
+        let p = self.plr.predict(key_to_u64(user_key(lookup_ikey)))?;
+        let d = self.plr.delta() as u64;
+        let last = self.num_entries - 1;
+        let lo = p.saturating_sub(d).min(last);
+        let hi = p.saturating_add(d).min(last);
+        Some((lo, hi))
+    }
+
+    /// Finds the first entry >= `lookup_ikey` through the model, reading data blocks with
+    /// `read` (block number -> block). Counts the lookup or the fallback.
+    pub fn lookup(
+        &self,
+        fence: &FenceIndex,
+        lookup_ikey: &[u8],
+        mut read: impl FnMut(usize) -> Result<Arc<Block>>,
+    ) -> Result<LearnedLookup> {
+        let r = self.lookup_inner(fence, lookup_ikey, &mut read)?;
+        match r {
+            LearnedLookup::Found(_) => self.lookups.fetch_add(1, Relaxed),
+            LearnedLookup::Fallback => self.fallbacks.fetch_add(1, Relaxed),
+        };
+        Ok(r)
+    }
+
+    fn lookup_inner(
+        &self,
+        fence: &FenceIndex,
+        lookup_ikey: &[u8],
+        read: &mut impl FnMut(usize) -> Result<Arc<Block>>,
+    ) -> Result<LearnedLookup> {
+        let Some((lo, p, hi)) = self.predict(lookup_ikey) else {
+            return Ok(LearnedLookup::Fallback);
+        };
+        let below = |k: &[u8]| cmp_internal(k, lookup_ikey) == Ordering::Less;
+        // Block `b`'s part of the window, entries [from, to), and the first of them whose
+        // key is >= lookup_ikey (`to` if none); `None` if the block does not hold the
+        // ordinals the fence index says (the baseline path reports such corruption).
+        let mut piece = |b: usize| -> Result<Option<Piece>> {
+            let block = read(b)?;
+            let first = fence.block(b).first_ordinal;
+            let from = lo.saturating_sub(first) as usize;
+            let to = (hi.saturating_add(1).saturating_sub(first) as usize).min(block.entry_count());
+            if from >= to {
+                return Ok(None);
+            }
+            let (mut l, mut h) = (from, to);
+            while l < h {
+                let mid = l + (h - l) / 2;
+                if below(block.key(mid)) {
+                    l = mid + 1;
+                } else {
+                    h = mid;
+                }
+            }
+            let starts_window = first + from as u64 == lo;
+            Ok(Some(Piece {
+                block,
+                from,
+                to,
+                l,
+                starts_window,
+            }))
+        };
+        let found = |block: &Block, i: usize| {
+            let (k, v) = block.entry(i);
+            Ok(LearnedLookup::Found(Some((k.to_vec(), v.to_vec()))))
+        };
+        // Whether the entry just before entry `from` of block `b` is smaller than the lookup
+        // key (read from the block, or from the fence pointers' last key of block `b - 1`).
+        let prev_below = |b: usize, block: &Block, from: usize| {
+            if from > 0 {
+                below(block.key(from - 1))
+            } else {
+                b == 0 || below(&fence.block(b - 1).last_key)
+            }
+        };
+        // Start with the block of the predicted position: usually the only one read.
+        let (Some(b_lo), Some(b_p), Some(b_hi)) = (
+            fence.block_for_ordinal(lo),
+            fence.block_for_ordinal(p),
+            fence.block_for_ordinal(hi),
+        ) else {
+            return Ok(LearnedLookup::Fallback);
+        };
+        // When the window spans blocks, their last keys (in memory) tell which one holds
+        // the answer, so that one block is read, as on the fence path.
+        let mut b_p = b_p;
+        while b_p < b_hi && below(&fence.block(b_p).last_key) {
+            b_p += 1;
+        }
+        while b_p > b_lo && !below(&fence.block(b_p - 1).last_key) {
+            b_p -= 1;
+        }
+        let Some(Piece {
+            block,
+            from,
+            to,
+            l,
+            starts_window,
+        }) = piece(b_p)?
+        else {
+            return Ok(LearnedLookup::Fallback);
+        };
+        if l == from && starts_window && lo > 0 && !prev_below(b_p, &block, from) {
+            return Ok(LearnedLookup::Fallback); // the answer lies before the window
+        }
+        if l > from || starts_window {
+            if l < to {
+                return found(&block, l);
+            }
+            // Every key up to here is smaller: go right within the window.
+            for b in b_p + 1..=b_hi {
+                let Some(Piece { block, to, l, .. }) = piece(b)? else {
+                    return Ok(LearnedLookup::Fallback);
+                };
+                if l < to {
+                    return found(&block, l);
+                }
+            }
+            return Ok(if hi + 1 == self.num_entries {
+                LearnedLookup::Found(None) // every entry is smaller
+            } else {
+                LearnedLookup::Fallback // the answer may lie after the window
+            });
+        }
+        // This block's part starts at or after the lookup key and the window goes on to
+        // the left: the answer is its first entry unless an earlier one is >= lookup_ikey.
+        let mut cand = (block, from);
+        for b in (b_lo..b_p).rev() {
+            if below(&fence.block(b).last_key) {
+                break; // block `b` (and all before it) is smaller: no need to read it
+            }
+            let Some(Piece {
+                block,
+                from,
+                to,
+                l,
+                starts_window,
+            }) = piece(b)?
+            else {
+                return Ok(LearnedLookup::Fallback);
+            };
+            if l == to {
+                break; // every key of this part is smaller: the candidate is the answer
+            }
+            if l > from {
+                return found(&block, l);
+            }
+            if starts_window && lo > 0 && !prev_below(b, &block, from) {
+                return Ok(LearnedLookup::Fallback); // the answer lies before the window
+            }
+            cand = (block, from);
+        }
+        found(&cand.0, cand.1)
+    }
+
+    /// The ordinal window `[lo, hi]` and the predicted position `p` (in it) for
+    /// `lookup_ikey`, or `None` outside the trained domain.
+    fn predict(&self, lookup_ikey: &[u8]) -> Option<(u64, u64, u64)> {
+        let (lo, hi) = self.window(lookup_ikey)?;
+        let p = self.plr.predict(key_to_u64(user_key(lookup_ikey)))?;
+        Some((lo, p.clamp(lo, hi), hi))
+    }
+}
