@@ -45,5 +45,5 @@ pub use events::{CompactionInfo, EventListener, FlushInfo};
 pub use options::{
     BloomAllocation, IndexPolicy, Options, ReadOptions, Transition, WalRecovery, WriteOptions,
 };
-pub use stats::{DbStats, LevelStats};
+pub use stats::{DbStats, LevelStats, ReadCacheStats};
 pub use storage::{DeviceProfile, TierConfig};

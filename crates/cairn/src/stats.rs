@@ -288,6 +288,45 @@ pub struct DbStats {
     pub scan_latency: Latency,
     /// Bytes held by the block cache.
     pub block_cache_usage: usize,
+    /// The read cache's components (AC-Key's KV, KP and block caches; only `block_*` is
+    /// non-zero for a plain block cache).
+    pub read_cache: ReadCacheStats,
+}
+
+/// Sizes and hits of the read cache's components. For AC-Key (paper section 4) the three
+/// components and their ghosts share one byte budget, `capacity`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReadCacheStats {
+    /// The cache policy's name (`block`, `pure-kv`, `pure-kp`, `fixed-3-2-5`, `ac-key`).
+    pub policy: String,
+    /// The shared byte budget.
+    pub capacity: u64,
+    /// Bytes held by the KV cache (key and value entries).
+    pub kv_bytes: u64,
+    /// Bytes held by the KP cache (key and pointer entries).
+    pub kp_bytes: u64,
+    /// Bytes held by the block cache.
+    pub block_bytes: u64,
+    /// Bytes held by ghost caches (charged to the same budget).
+    pub ghost_bytes: u64,
+    /// Entries in the KV cache.
+    pub kv_entries: u64,
+    /// Entries in the KP cache.
+    pub kp_entries: u64,
+    /// Target size of the point (KV + KP) part, in bytes (E-ARC's boundary).
+    pub point_target_bytes: u64,
+    /// Target size of the KV part inside the point part, in bytes.
+    pub kv_target_bytes: u64,
+    /// Point reads answered by the KV cache.
+    pub kv_hits: u64,
+    /// Point reads whose block was found through the KP cache.
+    pub kp_hits: u64,
+    /// Data-block lookups answered by the block cache.
+    pub block_hits: u64,
+    /// Data-block lookups that went to storage.
+    pub block_misses: u64,
+    /// Hits in the ghost caches (each moves an E-ARC boundary).
+    pub ghost_hits: u64,
 }
 
 impl DbStats {

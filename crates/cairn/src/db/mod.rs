@@ -29,7 +29,7 @@ use crate::compaction::LevelShape;
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
 use crate::options::{Options, ReadOptions, Transition, WriteOptions};
-use crate::stats::{DbStats, OpKind, StatsInner};
+use crate::stats::{DbStats, OpKind, ReadCacheStats, StatsInner};
 use crate::storage::StorageEnv;
 use crate::table::ReadTrace;
 use crate::types::{check_key, make_lookup_key, parse_internal_key, SeqNo, ValueKind};
@@ -513,6 +513,14 @@ impl Db {
         let mut s = DbStats::collect(&self.inner.stats);
         s.io = self.inner.env.stats().snapshot();
         s.block_cache_usage = self.inner.block_cache.usage();
+        s.read_cache = ReadCacheStats {
+            policy: "block".into(),
+            capacity: self.inner.block_cache.capacity() as u64,
+            block_bytes: s.block_cache_usage as u64,
+            block_hits: s.block_cache_hits,
+            block_misses: s.block_cache_misses,
+            ..Default::default()
+        };
         if let Ok(sv) = self.inner.super_version(0) {
             for (i, l) in sv.version.levels.iter().enumerate() {
                 if let Some(ls) = s.levels.get_mut(i) {
