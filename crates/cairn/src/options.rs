@@ -44,6 +44,109 @@ pub enum IndexPolicy {
     },
 }
 
+/// How the read cache's byte budget ([`Options::block_cache_bytes`]) is split between a
+/// key-value (KV) cache, a key-pointer (KP) cache and the data-block cache (AC-Key, see
+/// `cache::read_cache`). Index and filter blocks are pinned by their tables in cairn, not
+/// cached, so "block" here means data blocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum ReadCachePolicy {
+    /// All of the budget to one sharded LRU block cache (RocksDB's default; cairn's
+    /// behaviour before AC-Key).
+    #[default]
+    Block,
+    /// All of the budget to a KV cache: point reads that hit return with no table access;
+    /// scans and misses read blocks from storage.
+    PureKv,
+    /// All of the budget to a KP cache: a hit skips the filters and indexes of the runs and
+    /// reads the one data block it points to.
+    PureKp,
+    /// A fixed split in tenths of the budget (`kv + kp + block == 10`), the paper's
+    /// `offline` baseline when swept.
+    Fixed {
+        /// Tenths for the KV cache.
+        kv: u8,
+        /// Tenths for the KP cache.
+        kp: u8,
+        /// Tenths for the block cache.
+        block: u8,
+    },
+    /// AC-Key: the three components adapt their sizes (E-ARC at two levels with ghost
+    /// caches) and evict by caching efficiency (E-LRU).
+    AcKey(AcKeyParams),
+}
+
+/// Parameters of [`ReadCachePolicy::AcKey`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AcKeyParams {
+    /// Learning rate k: a ghost hit on an entry of caching efficiency E (saved I/Os per
+    /// byte) moves a target boundary by `k * E` bytes. The paper's default is 100K; with E
+    /// per byte, one ghost hit on a 116-byte KV entry that saves 7 I/Os moves the boundary
+    /// by ~6 KB and one on a 4 KiB block by ~24 bytes.
+    pub learning_rate: f64,
+    /// Ghost turn-off threshold theta: ghosts are dropped (their bytes given back to the
+    /// real caches) once every component's hit ratio moved by less than this (absolute,
+    /// as a fraction) between two windows, and come back when one moves by more.
+    pub ghost_threshold: f64,
+    /// Lookups per window over which hit ratios are compared.
+    pub ghost_window: u64,
+    /// Cap on E-LRU's `a` (entries examined at the LRU end per eviction).
+    pub max_eviction_candidates: u32,
+}
+
+impl Default for AcKeyParams {
+    fn default() -> Self {
+        AcKeyParams {
+            learning_rate: 100_000.0,
+            ghost_threshold: 0.05,
+            ghost_window: 10_000,
+            max_eviction_candidates: 16,
+        }
+    }
+}
+
+impl ReadCachePolicy {
+    /// The name the bench and stats use (`block`, `pure-kv`, `pure-kp`, `fixed-X-Y-Z`,
+    /// `ac-key`).
+    pub fn name(&self) -> String {
+        match self {
+            ReadCachePolicy::Block => "block".into(),
+            ReadCachePolicy::PureKv => "pure-kv".into(),
+            ReadCachePolicy::PureKp => "pure-kp".into(),
+            ReadCachePolicy::Fixed { kv, kp, block } => format!("fixed-{kv}-{kp}-{block}"),
+            ReadCachePolicy::AcKey(_) => "ac-key".into(),
+        }
+    }
+
+    /// Checks the policy's parameters.
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            ReadCachePolicy::Fixed { kv, kp, block }
+                if u32::from(kv) + u32::from(kp) + u32::from(block) != 10 =>
+            {
+                return invalid(format!(
+                    "fixed read-cache split {kv}+{kp}+{block} does not sum to 10 tenths"
+                ));
+            }
+            ReadCachePolicy::AcKey(p) => {
+                if !(p.learning_rate.is_finite() && p.learning_rate >= 0.0) {
+                    return invalid("AC-Key learning rate must be a finite number >= 0".into());
+                }
+                if !(p.ghost_threshold.is_finite() && (0.0..=1.0).contains(&p.ghost_threshold)) {
+                    return invalid("AC-Key ghost threshold must be in 0..=1".into());
+                }
+                if p.ghost_window == 0 {
+                    return invalid("AC-Key ghost window must be positive".into());
+                }
+                if !(1..=1024).contains(&p.max_eviction_candidates) {
+                    return invalid("AC-Key max_eviction_candidates must be in 1..=1024".into());
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 /// Largest error bound of [`IndexPolicy::Learned`].
 pub const MAX_LEARNED_DELTA: u32 = 1 << 16;
 
@@ -101,6 +204,9 @@ pub struct Options {
     pub background_work: bool,
     /// The index tables use for point reads (fence pointers or Bourbon's learned index).
     pub index: IndexPolicy,
+    /// How the read-cache budget (`block_cache_bytes`) is split between KV, KP and block
+    /// caches (AC-Key). Other than `Block`, `block_cache` must be unset.
+    pub read_cache: ReadCachePolicy,
 }
 
 impl Default for Options {
@@ -131,6 +237,7 @@ impl Default for Options {
             listeners: Vec::new(),
             background_work: true,
             index: IndexPolicy::Fence,
+            read_cache: ReadCachePolicy::Block,
         }
     }
 }
@@ -151,6 +258,7 @@ impl std::fmt::Debug for Options {
             .field("use_direct_reads", &self.use_direct_reads)
             .field("tiers", &self.tiers)
             .field("index", &self.index)
+            .field("read_cache", &self.read_cache)
             .finish_non_exhaustive()
     }
 }
@@ -237,6 +345,10 @@ impl Options {
                     "learned index delta {delta} outside 1..={MAX_LEARNED_DELTA}"
                 ));
             }
+        }
+        self.read_cache.validate()?;
+        if self.read_cache != ReadCachePolicy::Block && self.block_cache.is_some() {
+            return invalid("a custom block_cache needs read_cache = Block".into());
         }
         if !(self.latency_scale.is_finite() && self.latency_scale >= 0.0) {
             return invalid("latency_scale must be a finite number >= 0".into());

@@ -1,7 +1,7 @@
 //! Named option presets, used by `cairn-bench` as `cairn:NAME` and handy for users.
 //! Each learned part adds its preset and its baselines' presets here.
 
-use crate::options::{BloomAllocation, IndexPolicy, Options};
+use crate::options::{BloomAllocation, IndexPolicy, Options, ReadCachePolicy};
 
 /// Names of every preset, with a one-line description.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -12,7 +12,24 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("lazy-leveling", "Dostoevsky's Lazy-Leveling: K=T at every level but the last, K=1 there; Monkey blooms"),
     ("monkey", "leveling with Monkey bloom-filter allocation"),
     ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8) on every table, learned at open; fence pointers as fallback"),
+    ("ac-key", "AC-Key: KV, KP and block caches sharing the cache budget, sized by E-ARC, evicting by E-LRU"),
+    ("block", "AC-Key's baseline (RocksDB's default): the whole cache budget to the block cache"),
+    ("pure-kv", "AC-Key's baseline: the whole cache budget to a key-value cache"),
+    ("pure-kp", "AC-Key's baseline: the whole cache budget to a key-pointer cache"),
+    ("fixed-X-Y-Z", "AC-Key's 'offline' baseline: a fixed split in tenths, X KV + Y KP + Z block = 10 (e.g. fixed-3-2-5)"),
 ];
+
+/// Parses `fixed-X-Y-Z` (tenths summing to 10).
+fn fixed_split(name: &str) -> Option<ReadCachePolicy> {
+    let mut parts = name.strip_prefix("fixed-")?.split('-');
+    let mut next = || parts.next()?.parse::<u8>().ok();
+    let (kv, kp, block) = (next()?, next()?, next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let p = ReadCachePolicy::Fixed { kv, kp, block };
+    p.validate().is_ok().then_some(p)
+}
 
 /// The options of a preset, or `None` for an unknown name.
 pub fn by_name(name: &str) -> Option<Options> {
@@ -31,7 +48,11 @@ pub fn by_name(name: &str) -> Option<Options> {
         }
         "monkey" => o.bloom_allocation = BloomAllocation::Monkey,
         "bourbon" => o.index = IndexPolicy::Learned { delta: 8 },
-        _ => return None,
+        "ac-key" => o.read_cache = ReadCachePolicy::AcKey(Default::default()),
+        "block" => o.read_cache = ReadCachePolicy::Block,
+        "pure-kv" => o.read_cache = ReadCachePolicy::PureKv,
+        "pure-kp" => o.read_cache = ReadCachePolicy::PureKp,
+        _ => o.read_cache = fixed_split(name)?,
     }
     Some(o)
 }
@@ -43,11 +64,29 @@ mod tests {
     #[test]
     fn every_preset_is_valid() {
         for (name, _) in PRESETS {
+            let name = &name.replace("X-Y-Z", "3-2-5");
             let o = by_name(name).unwrap_or_else(|| panic!("{name} missing"));
             o.validate().unwrap();
         }
         assert!(by_name("nope").is_none());
         assert_eq!(by_name("baseline").unwrap().index, IndexPolicy::Fence);
+        assert_eq!(
+            by_name("fixed-0-0-10").unwrap().read_cache,
+            ReadCachePolicy::Fixed {
+                kv: 0,
+                kp: 0,
+                block: 10
+            }
+        );
+        for bad in [
+            "fixed-3-3-3",
+            "fixed-3-2",
+            "fixed-3-2-5-0",
+            "fixed-a-2-8",
+            "fixed-11-0-0",
+        ] {
+            assert!(by_name(bad).is_none(), "{bad}");
+        }
         assert_eq!(
             by_name("bourbon").unwrap().index,
             IndexPolicy::Learned { delta: 8 }

@@ -14,8 +14,8 @@ use std::ops::Bound;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use cairn::{
-    ColumnFamily, Db, DbIterator, IndexPolicy, Options, ReadOptions, Snapshot, Transition,
-    WriteBatch, WriteOptions,
+    AcKeyParams, ColumnFamily, Db, DbIterator, IndexPolicy, Options, ReadCachePolicy, ReadOptions,
+    Snapshot, Transition, WriteBatch, WriteOptions,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -767,6 +767,75 @@ fn model_learned_index() {
             }
             Err(e) => {
                 eprintln!("learned-index model test failed: seed {seed}, delta {delta}");
+                resume_unwind(e);
+            }
+        }
+    }
+}
+
+/// AC-Key's read cache and its baselines on a small budget (entries get evicted, ghosts
+/// fill and turn off and on): overwrites and deletes cross flushes and compactions, reads
+/// run at snapshots; a cached answer must always be the model's.
+#[test]
+fn model_read_cache() {
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    let ac_key = ReadCachePolicy::AcKey(AcKeyParams {
+        ghost_window: 64,
+        ..AcKeyParams::default()
+    });
+    for (seed, policy, background, budget) in [
+        (4000, ac_key, false, 16 << 10),
+        (4001, ac_key, true, 16 << 10),
+        (4002, ac_key, false, 64 << 10),
+        (
+            4003,
+            ReadCachePolicy::AcKey(AcKeyParams::default()),
+            false,
+            8 << 10,
+        ),
+        (4004, ReadCachePolicy::PureKv, false, 8 << 10),
+        (4005, ReadCachePolicy::PureKp, true, 8 << 10),
+        (
+            4006,
+            ReadCachePolicy::Fixed {
+                kv: 3,
+                kp: 2,
+                block: 5,
+            },
+            false,
+            16 << 10,
+        ),
+        (
+            4007,
+            ReadCachePolicy::Fixed {
+                kv: 5,
+                kp: 5,
+                block: 0,
+            },
+            true,
+            16 << 10,
+        ),
+    ] {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, b"", |o| {
+                o.read_cache = policy;
+                o.block_cache_bytes = budget;
+            })
+        }));
+        match r {
+            Ok(stats) => {
+                let rc = &stats.read_cache;
+                assert_eq!(rc.policy, policy.name());
+                assert!(
+                    rc.kv_hits + rc.kp_hits > 0,
+                    "seed {seed}: the point cache never answered ({rc:?})"
+                );
+                let used = rc.kv_bytes + rc.kp_bytes + rc.block_bytes + rc.ghost_bytes;
+                // One entry may overshoot while it is inserted; none stays over.
+                assert!(used <= rc.capacity + (10 << 10), "seed {seed}: {rc:?}");
+            }
+            Err(e) => {
+                eprintln!("read-cache model test failed: seed {seed}, {policy:?}");
                 resume_unwind(e);
             }
         }

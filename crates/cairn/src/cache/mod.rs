@@ -1,12 +1,18 @@
 //! The read-cache seam (DESIGN.md). [`BlockCache`] is what tables read data blocks
 //! through; [`LruBlockCache`] is the baseline (one sharded LRU block cache). Key-value and
-//! key-pointer caches (AC-Key) will be siblings.
+//! key-pointer caches (AC-Key) are siblings in [`ReadCache`], which implements
+//! [`BlockCache`] for its block component and chosen by `Options::read_cache`.
 
+mod component;
+pub mod efficiency;
+pub mod ghost;
 mod lru_cache;
+pub mod read_cache;
 
 use std::sync::Arc;
 
 pub use lru_cache::{LruBlockCache, DEFAULT_SHARDS};
+pub use read_cache::{KpPointer, PointLookup, ReadCache};
 
 use crate::table::Block;
 

@@ -238,6 +238,9 @@ impl DbInner {
         }
         let log_number = vs.log_number;
         drop(vs);
+        if let Some(rc) = &self.read_cache {
+            rc.on_flush(cf.id, mem, &files); // AC-Key: no cached entry outlives this flush
+        }
         self.remove_old_wals(log_number);
         info.outputs = files;
         for l in &self.opts.listeners {
@@ -554,6 +557,14 @@ impl DbInner {
                     .remove(&table_path(&self.env, d.tier as usize, d.file_no));
             }
             return Err(e);
+        }
+        if let Some(rc) = &self.read_cache {
+            let gone: Vec<u64> = inputs
+                .iter()
+                .chain(dest_inputs)
+                .map(|f| f.file_no())
+                .collect();
+            rc.on_compaction(id, &gone, &files); // AC-Key: repoint KP entries
         }
         self.stats
             .compaction_bytes_written

@@ -3,6 +3,7 @@
 
 mod background;
 mod iter;
+mod point_cache;
 mod recovery;
 mod snapshot;
 mod table_cache;
@@ -24,11 +25,11 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::WriteBatch;
-use crate::cache::{BlockCache, LruBlockCache};
+use crate::cache::{BlockCache, LruBlockCache, ReadCache};
 use crate::compaction::LevelShape;
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
-use crate::options::{Options, ReadOptions, Transition, WriteOptions};
+use crate::options::{Options, ReadCachePolicy, ReadOptions, Transition, WriteOptions};
 use crate::stats::{DbStats, OpKind, ReadCacheStats, StatsInner};
 use crate::storage::StorageEnv;
 use crate::table::ReadTrace;
@@ -109,6 +110,8 @@ pub(crate) struct DbInner {
     pub(crate) snapshots: Arc<SnapshotList>,
     pub(crate) tables: Arc<TableCache>,
     pub(crate) block_cache: Arc<dyn BlockCache>,
+    /// AC-Key's KV + KP + block cache (also `block_cache`); `None` under `ReadCachePolicy::Block`.
+    pub(crate) read_cache: Option<Arc<ReadCache>>,
     pub(crate) bg: Mutex<BgState>,
     pub(crate) bg_cv: Condvar,
     pub(crate) compaction_lock: Mutex<()>,
@@ -513,13 +516,16 @@ impl Db {
         let mut s = DbStats::collect(&self.inner.stats);
         s.io = self.inner.env.stats().snapshot();
         s.block_cache_usage = self.inner.block_cache.usage();
-        s.read_cache = ReadCacheStats {
-            policy: "block".into(),
-            capacity: self.inner.block_cache.capacity() as u64,
-            block_bytes: s.block_cache_usage as u64,
-            block_hits: s.block_cache_hits,
-            block_misses: s.block_cache_misses,
-            ..Default::default()
+        s.read_cache = match &self.inner.read_cache {
+            Some(rc) => rc.read_cache_stats(),
+            None => ReadCacheStats {
+                policy: "block".into(),
+                capacity: self.inner.block_cache.capacity() as u64,
+                block_bytes: s.block_cache_usage as u64,
+                block_hits: s.block_cache_hits,
+                block_misses: s.block_cache_misses,
+                ..Default::default()
+            },
         };
         if let Ok(sv) = self.inner.super_version(0) {
             for (i, l) in sv.version.levels.iter().enumerate() {
@@ -608,32 +614,44 @@ impl DbInner {
 
     fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
+        // Before the sequence number: a flush after this point stops the read from caching
+        // what it finds (it may be older than what the flush wrote).
+        let generation = self.read_cache.as_ref().map(|rc| rc.generation());
         // The sequence number first, then the super version: everything at or below the
         // sequence number is in that super version or was flushed into its tables.
         let seq = self.read_seq(ro);
         let sv = self.super_version(cf)?;
         self.stats.gets.fetch_add(1, Ordering::Relaxed);
-        let found = |kind: ValueKind, v: Vec<u8>| match kind {
-            ValueKind::Deletion => None,
-            _ => Some(v),
-        };
         if let Some((kind, v)) = sv.mem.get(key, seq) {
             self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(found(kind, v));
+            return self.resolve_entry(kind, v);
         }
         for (m, _) in &sv.imms {
             if let Some((kind, v)) = m.get(key, seq) {
                 self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(found(kind, v));
+                return self.resolve_entry(kind, v);
+            }
+        }
+        // Memtables, then the point cache (KV, KP), then the levels.
+        let mut admit = None;
+        if let (Some(rc), Some(g)) = (&self.read_cache, generation) {
+            match self.get_cached(rc, g, &sv, cf, key, seq)? {
+                point_cache::Cached::Answer(v) => return Ok(v),
+                point_cache::Cached::Miss { ghost_hit } => {
+                    // Only a read at the latest state finds the newest version.
+                    admit = ro.snapshot.is_none().then_some((rc, g, ghost_hit));
+                }
             }
         }
         let lookup = make_lookup_key(key, seq);
+        let mut probed = 0u32;
         for (level, l) in sv.version.levels.iter().enumerate() {
             for run in &l.runs {
                 let Some(f) = run.file_for(key) else { continue };
                 if f.desc.min_seq > seq {
                     continue; // every entry is newer than the read
                 }
+                probed += 1;
                 let table = self.tables.get(f, level)?;
                 let mut trace = ReadTrace::default();
                 let r = table.get(&lookup, &mut trace);
@@ -641,7 +659,7 @@ impl DbInner {
                 counters.record(&trace);
                 if let Some((ikey, value)) = r? {
                     let p = parse_internal_key(&ikey)
-                        .and_then(|p| p.value_kind().map(|k| (p.user_key == key, k)))
+                        .and_then(|p| p.value_kind().map(|k| (p.user_key == key, k, p.seq)))
                         .ok_or_else(|| {
                             Error::corruption(
                                 format!("table {}", f.file_no()),
@@ -650,12 +668,37 @@ impl DbInner {
                         })?;
                     if p.0 {
                         counters.gets_served.fetch_add(1, Ordering::Relaxed);
-                        return Ok(found(p.1, value));
+                        let found = self.resolve_entry(p.1, value)?;
+                        if let (Some((rc, g, ghost_hit)), Some(v)) = (admit, &found) {
+                            if let Some(block) = table.index().locate(&lookup) {
+                                rc.admit(
+                                    g,
+                                    cf,
+                                    key,
+                                    v,
+                                    p.2,
+                                    probed,
+                                    f.file_no(),
+                                    block as u32,
+                                    ghost_hit,
+                                );
+                            }
+                        }
+                        return Ok(found);
                     }
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The one place a table or memtable entry becomes the user's answer (a value log
+    /// would resolve `ValuePointer` here; the point cache keeps what this returns).
+    pub(crate) fn resolve_entry(&self, kind: ValueKind, v: Vec<u8>) -> Result<Option<Vec<u8>>> {
+        Ok(match kind {
+            ValueKind::Deletion => None,
+            _ => Some(v),
+        })
     }
 
     fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
@@ -755,13 +798,23 @@ impl DbInner {
         Ok(())
     }
 
-    pub(crate) fn new_block_cache(opts: &Options) -> Arc<dyn BlockCache> {
-        match &opts.block_cache {
+    /// The block cache, and AC-Key's read cache (which is then the block cache too).
+    pub(crate) fn new_caches(opts: &Options) -> (Arc<dyn BlockCache>, Option<Arc<ReadCache>>) {
+        if opts.read_cache != ReadCachePolicy::Block {
+            let rc = Arc::new(ReadCache::new(
+                opts.read_cache,
+                opts.block_cache_bytes,
+                opts.block_size,
+            ));
+            return (rc.clone(), Some(rc));
+        }
+        let bc: Arc<dyn BlockCache> = match &opts.block_cache {
             Some(c) => c.clone(),
             None => Arc::new(LruBlockCache::new(
                 opts.block_cache_bytes,
                 opts.block_cache_shards,
             )),
-        }
+        };
+        (bc, None)
     }
 }

@@ -99,7 +99,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             )));
         }
     }
-    let block_cache = DbInner::new_block_cache(&opts);
+    let (block_cache, read_cache) = DbInner::new_caches(&opts);
     let shape = LevelShape {
         level1_bytes: opts.level1_bytes,
         size_ratio: opts.size_ratio,
@@ -159,6 +159,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotList::default()),
         tables,
         block_cache,
+        read_cache,
         bg: Mutex::new(BgState::default()),
         bg_cv: Condvar::new(),
         compaction_lock: Mutex::new(()),

@@ -1,0 +1,863 @@
+//! AC-Key's read cache (paper section 4): a KV cache, a KP cache and a data-block cache
+//! sharing one byte budget, ghosts included, with the paper's baselines (pure KV, pure KP,
+//! a fixed split) behind the same type. The `Block` baseline is [`super::LruBlockCache`].
+//!
+//! * Point reads that miss the memtables ask [`ReadCache::lookup_point`]: a KV hit is the
+//!   answer; a KP hit names the data block holding the key (file number and block number
+//!   in the table), which the caller reads through the block cache and checks; a miss goes
+//!   to the levels and [`ReadCache::admit`] caches what it found, in KP form the first time
+//!   (a "warm" key) and in KV form after a ghost hit; a KP hit promotes the key to the KV
+//!   cache ([`ReadCache::promote`]). Values no longer than a pointer stay in the KP entry.
+//! * Sizes (AcKey): two E-ARC levels (section 4.3). The lower one moves the KV/KP target
+//!   boundary inside the point cache on KV/KP ghost hits; the upper one moves the
+//!   point/block boundary on point/block ghost hits. A hit on a ghost of efficiency E moves
+//!   a boundary by `k * E` bytes. The point cache grows at the block cache's expense only
+//!   once its target exceeds its size by a whole block. Within a component E-LRU picks the
+//!   victim. Ghosts turn off while every hit ratio stays within theta between windows.
+//!   Initial targets: a third of the budget to each component.
+//! * Staleness: an entry stands for the newest version of its key in the tables. Flushes
+//!   bring newer versions: [`ReadCache::on_flush`] rewrites KV values and repoints (or
+//!   drops) KP entries of flushed keys, and bumps a generation number; a reader admits what
+//!   it found only if the generation did not move since before it took its sequence number
+//!   (otherwise a flush may have overtaken it). Compactions move entries without changing
+//!   the newest version: [`ReadCache::on_compaction`] repoints KP entries into the new
+//!   files. Entries carry their sequence number; reads at an older snapshot bypass them.
+//!
+//! One mutex guards the whole cache: the components share a budget, so every insert may
+//! evict from any of them.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::component::Component;
+use super::efficiency::{efficiency, EntryKind};
+use super::ghost::{fingerprint, GhostList, BLOCK_GHOST_BYTES, FINGERPRINT_BYTES};
+use super::{BlockCache, BlockKey, BlockKind, CacheStats};
+use crate::events::OutputFile;
+use crate::iter::InternalIterator;
+use crate::memtable::Memtable;
+use crate::options::{AcKeyParams, ReadCachePolicy};
+use crate::stats::ReadCacheStats;
+use crate::table::Block;
+use crate::types::{make_lookup_key, parse_internal_key, ValueKind, MAX_SEQ};
+
+/// Bytes a KP entry's pointer is charged (the paper's `<SstID|BlockOffset>`, 24 B).
+pub const POINTER_BYTES: usize = 24;
+
+/// Where a KP entry says its key is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KpPointer {
+    /// Table file number.
+    pub file_no: u64,
+    /// Data block number in the table.
+    pub block: u32,
+    /// Sequence number of the entry pointed to.
+    pub seq: u64,
+    /// Runs probed when the entry was found (for E).
+    pub m: u32,
+}
+
+/// What the point cache knows about a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PointLookup {
+    /// The value (KV hit, or a KP entry holding a small value).
+    Value(Vec<u8>),
+    /// A KP hit: read this block.
+    Pointer(KpPointer),
+    /// Not cached (or only newer than the read); `ghost_hit` says a ghost remembered the
+    /// key, so what is found should go to the KV cache.
+    Miss {
+        /// A KV, KP or point ghost held the key.
+        ghost_hit: bool,
+    },
+}
+
+struct KvVal {
+    value: Vec<u8>,
+    seq: u64,
+    m: u32,
+}
+
+struct KpVal {
+    ptr: KpPointer,
+    inline: Option<Vec<u8>>,
+}
+
+/// Component sizes in bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    /// Each component capped at its share (baselines: LRU, no ghosts).
+    Fixed { kv: usize, kp: usize, block: usize },
+    /// AC-Key.
+    Adaptive(AcKeyParams),
+}
+
+#[derive(Default, Clone, Copy)]
+struct Window {
+    point_lookups: u64,
+    kv_hits: u64,
+    kp_hits: u64,
+    block_lookups: u64,
+    block_hits: u64,
+}
+
+impl Window {
+    fn ratios(&self) -> [f64; 3] {
+        let r = |h: u64, n: u64| if n == 0 { 0.0 } else { h as f64 / n as f64 };
+        [
+            r(self.kv_hits, self.point_lookups),
+            r(self.kp_hits, self.point_lookups),
+            r(self.block_hits, self.block_lookups),
+        ]
+    }
+}
+
+struct State {
+    kv: Component<Vec<u8>, KvVal>,
+    kp: Component<Vec<u8>, KpVal>,
+    blocks: Component<BlockKey, (Arc<Block>, BlockKind)>,
+    g_kv: GhostList<u32>,
+    g_kp: GhostList<u32>,
+    g_point: GhostList<u32>,
+    g_block: GhostList<BlockKey>,
+    /// Target bytes of the point (KV + KP) cache, out of the whole budget.
+    point_target: f64,
+    /// Target bytes of the KV cache (<= point_target).
+    kv_target: f64,
+    ghosts_on: bool,
+    window: Window,
+    last_ratios: Option<[f64; 3]>,
+    totals: ReadCacheStats,
+    blocks_stats: CacheStats,
+}
+
+/// The KV + KP + block read cache (every policy but `Block`).
+pub struct ReadCache {
+    name: String,
+    mode: Mode,
+    capacity: usize,
+    /// One block's size: the point cache takes space from blocks only in whole blocks.
+    block_unit: usize,
+    generation: AtomicU64,
+    state: Mutex<State>,
+}
+
+fn point_key(cf: u32, ukey: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + ukey.len());
+    k.extend_from_slice(&cf.to_be_bytes());
+    k.extend_from_slice(ukey);
+    k
+}
+
+fn kv_charge(ukey_len: usize, value: &[u8]) -> usize {
+    ukey_len + value.len()
+}
+
+fn kp_charge(ukey_len: usize) -> usize {
+    ukey_len + POINTER_BYTES
+}
+
+fn kp_efficiency(v: &KpVal, charge: usize) -> f64 {
+    // A KP entry holding its value saves what a KV entry saves.
+    let kind = if v.inline.is_some() {
+        EntryKind::Kv
+    } else {
+        EntryKind::Kp
+    };
+    efficiency(kind, v.ptr.m, charge)
+}
+
+/// The table and block of `ukey` among freshly written tables, from their block ranges.
+fn locate(outputs: &[OutputFile], ukey: &[u8]) -> Option<(u64, u32)> {
+    let f = outputs
+        .iter()
+        .find(|o| o.smallest.as_slice() <= ukey && ukey <= o.largest.as_slice())?;
+    let i = f.blocks.partition_point(|b| b.last_key.as_slice() < ukey);
+    let b = f.blocks.get(i)?;
+    (b.first_key.as_slice() <= ukey).then_some((f.file_no, u32::try_from(i).ok()?))
+}
+
+impl ReadCache {
+    /// A cache of `capacity` bytes for `policy` (not `Block`, which is the LRU block cache;
+    /// given `Block`, this caches blocks only). `block_size` is the tables' block size.
+    pub fn new(policy: ReadCachePolicy, capacity: usize, block_size: usize) -> ReadCache {
+        let tenths = |t: u8| capacity / 10 * usize::from(t);
+        let mode = match policy {
+            ReadCachePolicy::Block => Mode::Fixed {
+                kv: 0,
+                kp: 0,
+                block: capacity,
+            },
+            ReadCachePolicy::PureKv => Mode::Fixed {
+                kv: capacity,
+                kp: 0,
+                block: 0,
+            },
+            ReadCachePolicy::PureKp => Mode::Fixed {
+                kv: 0,
+                kp: capacity,
+                block: 0,
+            },
+            ReadCachePolicy::Fixed { kv, kp, block } => Mode::Fixed {
+                kv: tenths(kv),
+                kp: tenths(kp),
+                block: tenths(block),
+            },
+            ReadCachePolicy::AcKey(p) => Mode::Adaptive(p),
+        };
+        let third = capacity as f64 / 3.0;
+        ReadCache {
+            name: policy.name(),
+            mode,
+            capacity,
+            block_unit: block_size.max(1),
+            generation: AtomicU64::new(0),
+            state: Mutex::new(State {
+                kv: Component::new(),
+                kp: Component::new(),
+                blocks: Component::new(),
+                g_kv: GhostList::new(FINGERPRINT_BYTES),
+                g_kp: GhostList::new(FINGERPRINT_BYTES),
+                g_point: GhostList::new(FINGERPRINT_BYTES),
+                g_block: GhostList::new(BLOCK_GHOST_BYTES),
+                point_target: 2.0 * third,
+                kv_target: third,
+                ghosts_on: matches!(mode, Mode::Adaptive(_)),
+                window: Window::default(),
+                last_ratios: None,
+                totals: ReadCacheStats::default(),
+                blocks_stats: CacheStats::default(),
+            }),
+        }
+    }
+
+    /// Taken by a reader before its sequence number; [`admit`](Self::admit) and
+    /// [`promote`](Self::promote) do nothing if a flush moved it since.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    fn adaptive(&self) -> Option<AcKeyParams> {
+        match self.mode {
+            Mode::Adaptive(p) => Some(p),
+            Mode::Fixed { .. } => None,
+        }
+    }
+
+    fn kv_allowed(&self) -> bool {
+        !matches!(self.mode, Mode::Fixed { kv: 0, .. })
+    }
+
+    fn kp_allowed(&self) -> bool {
+        !matches!(self.mode, Mode::Fixed { kp: 0, .. })
+    }
+
+    /// The point cache's answer for `ukey` read at `seq`.
+    pub fn lookup_point(&self, cf: u32, ukey: &[u8], seq: u64) -> PointLookup {
+        let k = point_key(cf, ukey);
+        let mut st = self.state.lock();
+        st.window.point_lookups += 1;
+        if let Some(s) = st.kv.peek(&k) {
+            if s.value.seq > seq {
+                return PointLookup::Miss { ghost_hit: false }; // newer than the snapshot
+            }
+            let v = st
+                .kv
+                .get(&k)
+                .map(|s| s.value.value.clone())
+                .unwrap_or_default();
+            st.window.kv_hits += 1;
+            st.totals.kv_hits += 1;
+            self.tick(&mut st);
+            return PointLookup::Value(v);
+        }
+        if let Some(s) = st.kp.peek(&k) {
+            if s.value.ptr.seq > seq {
+                return PointLookup::Miss { ghost_hit: false };
+            }
+            let r = st.kp.get(&k).map(|s| match &s.value.inline {
+                Some(v) => PointLookup::Value(v.clone()),
+                None => PointLookup::Pointer(s.value.ptr),
+            });
+            st.window.kp_hits += 1;
+            st.totals.kp_hits += 1;
+            self.tick(&mut st);
+            return r.unwrap_or(PointLookup::Miss { ghost_hit: false });
+        }
+        let ghost_hit = self.point_ghost_hit(&mut st, &k);
+        self.tick(&mut st);
+        PointLookup::Miss { ghost_hit }
+    }
+
+    /// Checks the lower-level ghosts, then the point ghost, moving targets (section 4.3).
+    fn point_ghost_hit(&self, st: &mut State, k: &[u8]) -> bool {
+        let Some(p) = self.adaptive() else {
+            return false;
+        };
+        if !st.ghosts_on {
+            return false;
+        }
+        let fp = fingerprint(k);
+        let mut hit = false;
+        if let Some(e) = st.g_kv.take(&fp) {
+            st.kv_target = (st.kv_target + p.learning_rate * e).min(st.point_target);
+            hit = true;
+        }
+        if let Some(e) = st.g_kp.take(&fp) {
+            st.kv_target = (st.kv_target - p.learning_rate * e).max(0.0);
+            hit = true;
+        }
+        if let Some(e) = st.g_point.take(&fp) {
+            let old = st.point_target;
+            let new = (old + p.learning_rate * e).min(self.capacity as f64);
+            let share = if old > 0.0 { st.kv_target / old } else { 0.5 };
+            st.kv_target = (st.kv_target + (new - old) * share).min(new);
+            st.point_target = new;
+            hit = true;
+        }
+        if hit {
+            st.totals.ghost_hits += 1;
+        }
+        hit
+    }
+
+    /// Caches what a read found in the tables: `value` of the newest version (`seq`) of
+    /// `ukey`, in data block `block` of table `file_no`, after probing `m` runs. In KV form
+    /// after a ghost hit (or when there is no KP cache), in KP form otherwise. Does nothing
+    /// if a flush ran since `generation` was taken.
+    #[allow(clippy::too_many_arguments)]
+    pub fn admit(
+        &self,
+        generation: u64,
+        cf: u32,
+        ukey: &[u8],
+        value: &[u8],
+        seq: u64,
+        m: u32,
+        file_no: u64,
+        block: u32,
+        ghost_hit: bool,
+    ) {
+        let mut st = self.state.lock();
+        if self.generation() != generation {
+            return;
+        }
+        let k = point_key(cf, ukey);
+        if st.kv.contains(&k) || st.kp.contains(&k) {
+            return; // another reader was first
+        }
+        let as_kv = (ghost_hit || !self.kp_allowed()) && self.kv_allowed();
+        if as_kv {
+            self.insert_kv(&mut st, k, ukey.len(), value.to_vec(), seq, m);
+        } else if self.kp_allowed() {
+            let inline = (value.len() <= POINTER_BYTES).then(|| value.to_vec());
+            let ptr = KpPointer {
+                file_no,
+                block,
+                seq,
+                m,
+            };
+            self.insert_kp(&mut st, k, ukey.len(), KpVal { ptr, inline });
+        }
+    }
+
+    /// After a KP hit was confirmed: moves the key to the KV cache with its value (Case
+    /// II of section 4.1.1), unless there is no KV cache or a flush ran since `generation`.
+    pub fn promote(&self, generation: u64, cf: u32, ukey: &[u8], value: &[u8], ptr: KpPointer) {
+        if !self.kv_allowed() {
+            return;
+        }
+        let mut st = self.state.lock();
+        if self.generation() != generation {
+            return;
+        }
+        let k = point_key(cf, ukey);
+        if st.kp.peek(&k).map(|s| s.value.ptr) != Some(ptr) {
+            return;
+        }
+        st.kp.remove(&k);
+        self.insert_kv(&mut st, k, ukey.len(), value.to_vec(), ptr.seq, ptr.m);
+    }
+
+    /// Drops a KP entry whose pointer could not be followed (its table was compacted away
+    /// before the entry was repointed).
+    pub fn forget_pointer(&self, cf: u32, ukey: &[u8], ptr: KpPointer) {
+        let mut st = self.state.lock();
+        let k = point_key(cf, ukey);
+        if st.kp.peek(&k).map(|s| s.value.ptr) == Some(ptr) {
+            st.kp.remove(&k);
+        }
+    }
+
+    fn insert_kv(&self, st: &mut State, k: Vec<u8>, klen: usize, value: Vec<u8>, seq: u64, m: u32) {
+        let charge = kv_charge(klen, &value);
+        let e = efficiency(EntryKind::Kv, m, charge);
+        if self.make_room(st, EntryKind::Kv, charge) {
+            st.kv.insert(k, KvVal { value, seq, m }, charge, e);
+        } else {
+            self.ghost_point(st, EntryKind::Kv, &k, charge, e);
+        }
+    }
+
+    fn insert_kp(&self, st: &mut State, k: Vec<u8>, klen: usize, v: KpVal) {
+        let charge = kp_charge(klen);
+        let e = kp_efficiency(&v, charge);
+        if self.make_room(st, EntryKind::Kp, charge) {
+            st.kp.insert(k, v, charge, e);
+        } else {
+            self.ghost_point(st, EntryKind::Kp, &k, charge, e);
+        }
+    }
+
+    fn avail(&self, st: &State) -> f64 {
+        let ghosts =
+            st.g_kv.charged() + st.g_kp.charged() + st.g_point.charged() + st.g_block.charged();
+        self.capacity.saturating_sub(ghosts) as f64
+    }
+
+    /// (point target, KV target, block target) in bytes now: the targets scaled to the
+    /// budget left after the ghosts' charge.
+    fn targets(&self, st: &State) -> (f64, f64, f64) {
+        let avail = self.avail(st);
+        let scale = if self.capacity == 0 {
+            0.0
+        } else {
+            avail / self.capacity as f64
+        };
+        let point = st.point_target * scale;
+        (point, st.kv_target * scale, avail - point)
+    }
+
+    fn used(st: &State) -> usize {
+        st.kv.bytes() + st.kp.bytes() + st.blocks.bytes()
+    }
+
+    /// Evicts until `charge` more bytes of `kind` fit; false if they cannot (the entry is
+    /// then not cached).
+    fn make_room(&self, st: &mut State, kind: EntryKind, charge: usize) -> bool {
+        if let Mode::Fixed { kv, kp, block } = self.mode {
+            let cap = match kind {
+                EntryKind::Kv => kv,
+                EntryKind::Kp => kp,
+                EntryKind::Block => block,
+            };
+            if charge > cap {
+                return false;
+            }
+            loop {
+                let bytes = match kind {
+                    EntryKind::Kv => st.kv.bytes(),
+                    EntryKind::Kp => st.kp.bytes(),
+                    EntryKind::Block => st.blocks.bytes(),
+                };
+                if bytes + charge <= cap {
+                    return true;
+                }
+                let evicted = match kind {
+                    EntryKind::Kv => st.kv.evict(1).is_some(),
+                    EntryKind::Kp => st.kp.evict(1).is_some(),
+                    EntryKind::Block => st.blocks.evict(1).is_some(),
+                };
+                if !evicted {
+                    return false;
+                }
+                if kind == EntryKind::Block {
+                    st.blocks_stats.evictions += 1;
+                    st.blocks_stats.by_kind[BlockKind::Data.index()].evictions += 1;
+                }
+            }
+        }
+        loop {
+            let avail = self.avail(st);
+            if (charge as f64) > avail {
+                return false;
+            }
+            if (Self::used(st) + charge) as f64 <= avail {
+                return true;
+            }
+            let (point_t, _, block_t) = self.targets(st);
+            let point = (st.kv.bytes() + st.kp.bytes()) as f64;
+            let ok = if kind == EntryKind::Block {
+                if st.blocks.bytes() as f64 + charge as f64 > block_t {
+                    self.evict_block(st) // the block cache does not grow
+                } else {
+                    self.evict_point(st) || self.evict_block(st)
+                }
+            } else if point + charge as f64 > point_t {
+                self.evict_point(st) // the point cache does not grow
+            } else if point_t - point >= self.block_unit as f64 {
+                // The target is a whole block above the point cache: take a block.
+                self.evict_block(st) || self.evict_point(st)
+            } else {
+                self.evict_point(st)
+            };
+            if !ok {
+                return false;
+            }
+        }
+    }
+
+    /// Evicts one KV or KP entry (KV if the KV cache is above its target), into ghosts.
+    fn evict_point(&self, st: &mut State) -> bool {
+        let (_, kv_t, _) = self.targets(st);
+        let from_kv = if st.kv.is_empty() {
+            false
+        } else if st.kp.is_empty() {
+            true
+        } else {
+            st.kv.bytes() as f64 > kv_t
+        };
+        let cap = self.adaptive().map_or(1, |p| p.max_eviction_candidates);
+        if from_kv {
+            let Some((k, s)) = st.kv.evict(cap) else {
+                return false;
+            };
+            self.ghost_point(st, EntryKind::Kv, &k, s.charge, s.e);
+        } else {
+            let Some((k, s)) = st.kp.evict(cap) else {
+                return false;
+            };
+            self.ghost_point(st, EntryKind::Kp, &k, s.charge, s.e);
+        }
+        true
+    }
+
+    fn evict_block(&self, st: &mut State) -> bool {
+        let cap = self.adaptive().map_or(1, |p| p.max_eviction_candidates);
+        let Some((k, s)) = st.blocks.evict(cap) else {
+            return false;
+        };
+        st.blocks_stats.evictions += 1;
+        st.blocks_stats.by_kind[s.value.1.index()].evictions += 1;
+        if self.adaptive().is_some() && st.ghosts_on {
+            st.g_block.add(k, s.charge, s.e);
+            self.trim_ghosts(st);
+        }
+        true
+    }
+
+    /// Records an evicted (or refused) point entry in its component's ghost and the point
+    /// ghost.
+    fn ghost_point(&self, st: &mut State, kind: EntryKind, k: &[u8], charge: usize, e: f64) {
+        if self.adaptive().is_none() || !st.ghosts_on {
+            return;
+        }
+        let fp = fingerprint(k);
+        match kind {
+            EntryKind::Kv => st.g_kv.add(fp, charge, e),
+            _ => st.g_kp.add(fp, charge, e),
+        }
+        st.g_point.add(fp, charge, e);
+        self.trim_ghosts(st);
+    }
+
+    /// Equations 4 and 5: a ghost's virtual size is at most its sibling's real size.
+    fn trim_ghosts(&self, st: &mut State) {
+        let (kv, kp, blocks) = (st.kv.bytes(), st.kp.bytes(), st.blocks.bytes());
+        st.g_kv.trim(kp);
+        st.g_kp.trim(kv);
+        st.g_point.trim(blocks);
+        st.g_block.trim(kv + kp);
+    }
+
+    /// Closes a window of lookups: ghosts go off when no hit ratio moved by theta, and
+    /// come back on when one did (section 4.3.3).
+    fn tick(&self, st: &mut State) {
+        let Some(p) = self.adaptive() else {
+            return;
+        };
+        let w = st.window;
+        if w.point_lookups + w.block_lookups < p.ghost_window {
+            return;
+        }
+        let now = w.ratios();
+        if let Some(last) = st.last_ratios {
+            let moved = now
+                .iter()
+                .zip(last.iter())
+                .any(|(a, b)| (a - b).abs() >= p.ghost_threshold);
+            self.set_ghosts(st, moved);
+        }
+        st.last_ratios = Some(now);
+        st.window = Window::default();
+    }
+
+    fn set_ghosts(&self, st: &mut State, on: bool) {
+        if st.ghosts_on && !on {
+            // Their bytes go back to the real caches (the targets scale up with `avail`).
+            st.g_kv.clear();
+            st.g_kp.clear();
+            st.g_point.clear();
+            st.g_block.clear();
+        }
+        st.ghosts_on = on;
+    }
+
+    /// Brings cached entries up to date with a flushed memtable (section 4.1.2): KV
+    /// entries take the flushed value, KP entries point into the new level-0 tables
+    /// (`outputs`); deleted keys are dropped. Call after the new version is installed.
+    pub fn on_flush(&self, cf: u32, mem: &Arc<Memtable>, outputs: &[OutputFile]) {
+        let mut st = self.state.lock();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let prefix = cf.to_be_bytes();
+        let cached = st.kv.len() + st.kp.len();
+        let mut it = mem.iter();
+        if cached < mem.num_entries() {
+            // Fewer cached keys than flushed ones: look each cached key up.
+            let keys: Vec<Vec<u8>> = st
+                .kv
+                .keys()
+                .into_iter()
+                .chain(st.kp.keys())
+                .filter(|k| k.starts_with(&prefix))
+                .collect();
+            for k in keys {
+                let ukey = &k[4..];
+                it.seek(&make_lookup_key(ukey, MAX_SEQ));
+                if !it.valid() {
+                    continue;
+                }
+                if let Some(p) = parse_internal_key(it.key()).filter(|p| p.user_key == ukey) {
+                    self.apply_flushed(&mut st, &k, p.seq, p.value_kind(), it.value(), outputs);
+                }
+            }
+        } else {
+            it.seek_to_first();
+            let mut last: Option<Vec<u8>> = None;
+            while it.valid() {
+                if let Some(p) = parse_internal_key(it.key()) {
+                    if last.as_deref() != Some(p.user_key) {
+                        let k = point_key(cf, p.user_key);
+                        if st.kv.contains(&k) || st.kp.contains(&k) {
+                            self.apply_flushed(
+                                &mut st,
+                                &k,
+                                p.seq,
+                                p.value_kind(),
+                                it.value(),
+                                outputs,
+                            );
+                        }
+                        last = Some(p.user_key.to_vec());
+                    }
+                }
+                it.next();
+            }
+        }
+        self.shrink(&mut st);
+    }
+
+    fn apply_flushed(
+        &self,
+        st: &mut State,
+        k: &[u8],
+        seq: u64,
+        kind: Option<ValueKind>,
+        value: &[u8],
+        outputs: &[OutputFile],
+    ) {
+        let k = k.to_vec();
+        let klen = k.len() - 4;
+        // The flushed version is found in the newest level-0 run: one run probed.
+        let m = 1;
+        if kind != Some(ValueKind::Value) {
+            st.kv.remove(&k);
+            st.kp.remove(&k);
+            return;
+        }
+        st.kv.update(&k, |v| {
+            v.value = value.to_vec();
+            v.seq = seq;
+            v.m = m;
+            let c = kv_charge(klen, value);
+            (c, efficiency(EntryKind::Kv, m, c))
+        });
+        if st.kp.contains(&k) {
+            match locate(outputs, &k[4..]) {
+                Some((file_no, block)) => st.kp.update(&k, |v| {
+                    v.ptr = KpPointer {
+                        file_no,
+                        block,
+                        seq,
+                        m,
+                    };
+                    v.inline = (value.len() <= POINTER_BYTES).then(|| value.to_vec());
+                    let c = kp_charge(klen);
+                    (c, kp_efficiency(v, c))
+                }),
+                None => drop(st.kp.remove(&k)),
+            }
+        }
+    }
+
+    /// Repoints KP entries into a compaction's output tables (section 4.1.2); entries
+    /// whose key is not found there are dropped. Call after the new version is installed.
+    pub fn on_compaction(&self, cf: u32, inputs: &[u64], outputs: &[OutputFile]) {
+        let inputs: HashSet<u64> = inputs.iter().copied().collect();
+        let prefix = cf.to_be_bytes();
+        let mut st = self.state.lock();
+        let keys: Vec<Vec<u8>> = st
+            .kp
+            .keys()
+            .into_iter()
+            .filter(|k| k.starts_with(&prefix))
+            .filter(|k| {
+                st.kp
+                    .peek(k)
+                    .is_some_and(|s| inputs.contains(&s.value.ptr.file_no))
+            })
+            .collect();
+        for k in keys {
+            match locate(outputs, &k[4..]) {
+                Some((file_no, block)) => st.kp.update(&k, |v| {
+                    v.ptr.file_no = file_no;
+                    v.ptr.block = block;
+                    let c = kp_charge(k.len() - 4);
+                    (c, kp_efficiency(v, c))
+                }),
+                None => drop(st.kp.remove(&k)),
+            }
+        }
+    }
+
+    /// Evicts until the real caches fit their budgets (after values changed size).
+    fn shrink(&self, st: &mut State) {
+        if let Mode::Fixed { kv, kp, .. } = self.mode {
+            while st.kv.bytes() > kv && st.kv.evict(1).is_some() {}
+            while st.kp.bytes() > kp && st.kp.evict(1).is_some() {}
+            return;
+        }
+        while Self::used(st) as f64 > self.avail(st) {
+            let (point_t, _, _) = self.targets(st);
+            let point_first = (st.kv.bytes() + st.kp.bytes()) as f64 > point_t;
+            let ok = [point_first, !point_first].iter().any(|&p| {
+                if p {
+                    self.evict_point(st)
+                } else {
+                    self.evict_block(st)
+                }
+            });
+            if !ok {
+                break;
+            }
+        }
+    }
+
+    /// Sizes, targets and hits (every field filled).
+    pub fn read_cache_stats(&self) -> ReadCacheStats {
+        let st = self.state.lock();
+        let (point_t, kv_t) = match self.mode {
+            Mode::Fixed { kv, kp, .. } => ((kv + kp) as f64, kv as f64),
+            Mode::Adaptive(_) => {
+                let (p, k, _) = self.targets(&st);
+                (p, k)
+            }
+        };
+        ReadCacheStats {
+            policy: self.name.clone(),
+            capacity: self.capacity as u64,
+            kv_bytes: st.kv.bytes() as u64,
+            kp_bytes: st.kp.bytes() as u64,
+            block_bytes: st.blocks.bytes() as u64,
+            ghost_bytes: (st.g_kv.charged()
+                + st.g_kp.charged()
+                + st.g_point.charged()
+                + st.g_block.charged()) as u64,
+            kv_entries: st.kv.len() as u64,
+            kp_entries: st.kp.len() as u64,
+            point_target_bytes: point_t as u64,
+            kv_target_bytes: kv_t as u64,
+            kv_hits: st.totals.kv_hits,
+            kp_hits: st.totals.kp_hits,
+            block_hits: st.blocks_stats.hits,
+            block_misses: st.blocks_stats.misses,
+            ghost_hits: st.totals.ghost_hits,
+        }
+    }
+
+    /// Whether the ghost caches are on now.
+    pub fn ghosts_on(&self) -> bool {
+        self.state.lock().ghosts_on
+    }
+}
+
+impl BlockCache for ReadCache {
+    fn lookup(&self, key: &BlockKey) -> Option<Arc<Block>> {
+        let mut st = self.state.lock();
+        st.window.block_lookups += 1;
+        if let Some(s) = st.blocks.get(key) {
+            let (b, kind) = (s.value.0.clone(), s.value.1);
+            st.window.block_hits += 1;
+            st.blocks_stats.hits += 1;
+            st.blocks_stats.by_kind[kind.index()].hits += 1;
+            self.tick(&mut st);
+            return Some(b);
+        }
+        st.blocks_stats.misses += 1;
+        if let Some(p) = self.adaptive() {
+            if st.ghosts_on {
+                if let Some(e) = st.g_block.take(key) {
+                    // The block cache should have been larger: shrink the point target,
+                    // spreading the change over KV and KP by their target shares.
+                    let old = st.point_target;
+                    let new = (old - p.learning_rate * e).max(0.0);
+                    st.kv_target = if old > 0.0 {
+                        st.kv_target * new / old
+                    } else {
+                        0.0
+                    };
+                    st.point_target = new;
+                    st.totals.ghost_hits += 1;
+                }
+            }
+        }
+        self.tick(&mut st);
+        None
+    }
+
+    fn insert(&self, key: BlockKey, kind: BlockKind, block: Arc<Block>, charge: usize) {
+        let mut st = self.state.lock();
+        st.blocks.remove(&key);
+        let e = efficiency(EntryKind::Block, 0, charge);
+        if self.make_room(&mut st, EntryKind::Block, charge) {
+            st.blocks.insert(key, (block, kind), charge, e);
+            st.blocks_stats.inserts += 1;
+            st.blocks_stats.by_kind[kind.index()].inserts += 1;
+        } else {
+            st.blocks_stats.rejected += 1;
+            if self.adaptive().is_some() && st.ghosts_on {
+                st.g_block.add(key, charge, e);
+                self.trim_ghosts(&mut st);
+            }
+        }
+    }
+
+    fn erase(&self, key: &BlockKey) {
+        self.state.lock().blocks.remove(key);
+    }
+
+    fn erase_file(&self, file_no: u64) {
+        let mut st = self.state.lock();
+        for k in st.blocks.keys() {
+            if k.file_no == file_no {
+                st.blocks.remove(&k);
+            }
+        }
+    }
+
+    fn usage(&self) -> usize {
+        let st = self.state.lock();
+        Self::used(&st)
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn stats(&self) -> CacheStats {
+        self.state.lock().blocks_stats
+    }
+}

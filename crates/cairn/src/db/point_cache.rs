@@ -1,0 +1,92 @@
+//! The get path's use of AC-Key's point cache: a KV hit answers at once; a KP hit reads the
+//! one data block it names, after checking that the table is still in the read's version
+//! and that the entry found there is the one cached, and falls back to the levels
+//! otherwise. A cached answer is thus always the one the levels would give.
+
+use std::sync::atomic::Ordering;
+
+use super::{DbInner, SuperVersion};
+use crate::cache::{KpPointer, PointLookup, ReadCache};
+use crate::table::ReadTrace;
+use crate::types::{make_lookup_key, parse_internal_key, ValueKind};
+use crate::Result;
+
+pub(crate) enum Cached {
+    /// The answer.
+    Answer(Option<Vec<u8>>),
+    /// Read the levels; `ghost_hit` asks for what is found to go to the KV cache.
+    Miss { ghost_hit: bool },
+}
+
+impl DbInner {
+    pub(crate) fn get_cached(
+        &self,
+        rc: &ReadCache,
+        generation: u64,
+        sv: &SuperVersion,
+        cf: u32,
+        key: &[u8],
+        seq: u64,
+    ) -> Result<Cached> {
+        match rc.lookup_point(cf, key, seq) {
+            PointLookup::Value(v) => Ok(Cached::Answer(Some(v))),
+            PointLookup::Miss { ghost_hit } => Ok(Cached::Miss { ghost_hit }),
+            PointLookup::Pointer(ptr) => match self.follow_pointer(sv, key, seq, ptr)? {
+                Some(v) => {
+                    if let Some(v) = &v {
+                        rc.promote(generation, cf, key, v, ptr);
+                    }
+                    Ok(Cached::Answer(v))
+                }
+                None => {
+                    rc.forget_pointer(cf, key, ptr);
+                    Ok(Cached::Miss { ghost_hit: false })
+                }
+            },
+        }
+    }
+
+    /// The entry a KP pointer names, if its table is in `sv` and the entry is the cached
+    /// version of `key`; `None` sends the read to the levels.
+    fn follow_pointer(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: u64,
+        ptr: KpPointer,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        let found = sv.version.levels.iter().enumerate().find_map(|(level, l)| {
+            l.runs
+                .iter()
+                .filter_map(|r| r.file_for(key))
+                .find(|f| f.file_no() == ptr.file_no)
+                .map(|f| (level, f.clone()))
+        });
+        let Some((level, f)) = found else {
+            return Ok(None);
+        };
+        let table = self.tables.get(&f, level)?;
+        if ptr.block as usize >= table.index().num_blocks() {
+            return Ok(None);
+        }
+        let mut trace = ReadTrace::default();
+        let block = table.read_block(ptr.block as usize, &mut trace);
+        let counters = self.stats.level(level);
+        counters.record(&trace);
+        let block = block?;
+        let lookup = make_lookup_key(key, seq);
+        let pos = block.seek(&lookup);
+        if pos >= block.entry_count() {
+            return Ok(None);
+        }
+        let (ikey, value) = block.entry(pos);
+        let Some(p) = parse_internal_key(ikey) else {
+            return Ok(None);
+        };
+        if p.user_key != key || p.seq != ptr.seq || p.value_kind() != Some(ValueKind::Value) {
+            return Ok(None);
+        }
+        counters.gets_served.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(self.resolve_entry(ValueKind::Value, value.to_vec())?))
+    }
+}
