@@ -125,8 +125,14 @@ mod tests {
         // The spread is large (a >= 2): 2 is worth less than 1.
         assert!(c.victim(2).is_some());
         assert_eq!(c.victim(2), Some(2));
-        // With every entry a candidate, the least efficient overall.
-        assert_eq!(c.victim(1024), Some(4));
+        // a = floor(e^v) = 2 here (v = 0.98): a higher cap changes nothing.
+        assert_eq!(c.victim(1024), Some(2));
+        // A wider spread widens the window to the least efficient entry.
+        c.insert(5, (), 10, 0.000_001);
+        c.insert(6, (), 10, 5.0);
+        assert_eq!(c.victim(1024), Some(5));
+        c.remove(&5);
+        c.remove(&6);
         // Touching 4 makes it most recent: then it is out of reach for a small a.
         c.get(&4);
         assert_eq!(c.victim(3), Some(2));
