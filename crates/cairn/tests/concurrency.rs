@@ -15,7 +15,9 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cairn::{Db, Options, ReadOptions, Transition, WriteBatch, WriteOptions};
+use cairn::{
+    AcKeyParams, Db, Options, ReadCachePolicy, ReadOptions, Transition, WriteBatch, WriteOptions,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -390,12 +392,30 @@ fn check_final(db: &Db, acked: &[Acked], what: &str) {
 
 #[test]
 fn writers_readers_snapshots_and_compactions() {
+    run_all(options());
+}
+
+/// The same with AC-Key's read cache on a small budget: KV and KP entries cross flushes
+/// and compactions while readers hit them.
+#[test]
+fn writers_readers_snapshots_and_compactions_with_ac_key() {
+    run_all(Options {
+        read_cache: ReadCachePolicy::AcKey(AcKeyParams {
+            ghost_window: 500,
+            ..AcKeyParams::default()
+        }),
+        block_cache_bytes: 48 << 10,
+        ..options()
+    });
+}
+
+fn run_all(opts: Options) {
     let secs: u64 = std::env::var("CAIRN_CONC_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(8);
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Db::open(dir.path(), options()).unwrap());
+    let db = Arc::new(Db::open(dir.path(), opts.clone()).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let clock = Arc::new(AtomicU64::new(1));
     let threads = DISJOINT_WRITERS + SHARED_WRITERS + 4;
@@ -479,7 +499,7 @@ fn writers_readers_snapshots_and_compactions() {
     check_final(&db, &acked, "after full compaction");
     let db = Arc::try_unwrap(db).ok().expect("threads are done");
     db.close().unwrap();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
     check_final(&db, &acked, "after reopen");
 }
 

@@ -600,7 +600,8 @@ impl ReadCache {
 
     /// Brings cached entries up to date with a flushed memtable (section 4.1.2): KV
     /// entries take the flushed value, KP entries point into the new level-0 tables
-    /// (`outputs`); deleted keys are dropped. Call after the new version is installed.
+    /// (`outputs`); deleted keys are dropped. Call after the tables are written and before
+    /// their version is installed (pointers to them are followed only once it is).
     pub fn on_flush(&self, cf: u32, mem: &Arc<Memtable>, outputs: &[OutputFile]) {
         let mut st = self.state.lock();
         self.generation.fetch_add(1, Ordering::SeqCst);
@@ -696,11 +697,15 @@ impl ReadCache {
     }
 
     /// Repoints KP entries into a compaction's output tables (section 4.1.2); entries
-    /// whose key is not found there are dropped. Call after the new version is installed.
+    /// whose key is not found there are dropped. Call after the new version is installed;
+    /// bumps the generation so that no read that began before leaves a pointer into an
+    /// input table.
     pub fn on_compaction(&self, cf: u32, inputs: &[u64], outputs: &[OutputFile]) {
         let inputs: HashSet<u64> = inputs.iter().copied().collect();
         let prefix = cf.to_be_bytes();
         let mut st = self.state.lock();
+        // A reader that found its entry in an input table must not cache a pointer to it.
+        self.generation.fetch_add(1, Ordering::SeqCst);
         let keys: Vec<Vec<u8>> = st
             .kp
             .keys()

@@ -181,6 +181,11 @@ impl DbInner {
         }
         let deepest = cf.sv.load().version.deepest_nonempty();
         let (mut edit, files) = self.write_level0(cf.id, mem, deepest)?;
+        if let Some(rc) = &self.read_cache {
+            // AC-Key: sync cached entries while readers still see the memtable (they check
+            // it before the cache), so none reads a cached version older than it.
+            rc.on_flush(cf.id, mem, &files);
+        }
         let mut vs = self.versions.lock();
         if !vs.cfs.contains_key(&cf.id) {
             // The family was dropped while its memtable was written (drop_cf does not wait
@@ -238,9 +243,6 @@ impl DbInner {
         }
         let log_number = vs.log_number;
         drop(vs);
-        if let Some(rc) = &self.read_cache {
-            rc.on_flush(cf.id, mem, &files); // AC-Key: no cached entry outlives this flush
-        }
         self.remove_old_wals(log_number);
         info.outputs = files;
         for l in &self.opts.listeners {

@@ -31,17 +31,14 @@ impl DbInner {
         match rc.lookup_point(cf, key, seq) {
             PointLookup::Value(v) => Ok(Cached::Answer(Some(v))),
             PointLookup::Miss { ghost_hit } => Ok(Cached::Miss { ghost_hit }),
-            PointLookup::Pointer(ptr) => match self.follow_pointer(sv, key, seq, ptr)? {
+            PointLookup::Pointer(ptr) => match self.follow_pointer(rc, sv, cf, key, seq, ptr)? {
                 Some(v) => {
                     if let Some(v) = &v {
                         rc.promote(generation, cf, key, v, ptr);
                     }
                     Ok(Cached::Answer(v))
                 }
-                None => {
-                    rc.forget_pointer(cf, key, ptr);
-                    Ok(Cached::Miss { ghost_hit: false })
-                }
+                None => Ok(Cached::Miss { ghost_hit: false }),
             },
         }
     }
@@ -50,7 +47,9 @@ impl DbInner {
     /// version of `key`; `None` sends the read to the levels.
     fn follow_pointer(
         &self,
+        rc: &ReadCache,
         sv: &SuperVersion,
+        cf: u32,
         key: &[u8],
         seq: u64,
         ptr: KpPointer,
@@ -63,6 +62,8 @@ impl DbInner {
                 .map(|f| (level, f.clone()))
         });
         let Some((level, f)) = found else {
+            // Not in this read's version: a flush's table not installed yet, or a compaction
+            // input whose entry is being repointed. The levels answer.
             return Ok(None);
         };
         let table = self.tables.get(&f, level)?;
@@ -84,6 +85,7 @@ impl DbInner {
             return Ok(None);
         };
         if p.user_key != key || p.seq != ptr.seq || p.value_kind() != Some(ValueKind::Value) {
+            rc.forget_pointer(cf, key, ptr); // cannot happen while the entry is kept in sync
             return Ok(None);
         }
         counters.gets_served.fetch_add(1, Ordering::Relaxed);
