@@ -13,6 +13,8 @@ use cairn::{AcKeyParams, Db, Options, ReadCachePolicy, ReadOptions, WriteOptions
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
@@ -58,9 +60,9 @@ fn every_policy_answers_like_the_lsm_tree() {
     for policy in policies() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), options(policy, 24 << 10, false)).unwrap();
-        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut model = Model::new();
         let mut rng = SmallRng::seed_from_u64(7);
-        let mut snap: Option<(cairn::Snapshot, BTreeMap<Vec<u8>, Vec<u8>>)> = None;
+        let mut snap: Option<(cairn::Snapshot, Model)> = None;
         for op in 0..12_000u32 {
             let i = if rng.random_ratio(9, 10) {
                 rng.random_range(0..50)
@@ -128,7 +130,7 @@ fn kp_pointers_follow_compactions() {
         db.put(
             &WriteOptions::default(),
             &key(i),
-            &vec![b'a' + (i % 26) as u8; 100],
+            &[b'a' + (i % 26) as u8; 100],
         )
         .unwrap();
     }
