@@ -327,6 +327,8 @@ pub struct ReadCacheStats {
     pub block_misses: u64,
     /// Hits in the ghost caches (each moves an E-ARC boundary).
     pub ghost_hits: u64,
+    /// Cached blocks of compacted tables replaced by a new block from the compaction.
+    pub block_replacements: u64,
 }
 
 impl DbStats {

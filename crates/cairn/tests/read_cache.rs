@@ -253,3 +253,44 @@ fn hot_keys_are_never_read_stale_under_concurrency() {
         }
     }
 }
+
+/// Cached blocks of compacted tables are replaced by the compaction's new blocks that
+/// overlap them most, without storage reads: reads after the compaction hit the cache.
+#[test]
+fn compaction_replaces_cached_blocks_with_new_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = ReadCachePolicy::Fixed {
+        kv: 0,
+        kp: 0,
+        block: 10,
+    };
+    let db = Db::open(dir.path(), options(policy, 1 << 20, false)).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..4000 {
+        db.put(&wo, &key(i), &[b'x'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    // Cache the blocks holding a hot range, then overwrite every other key so that the
+    // next compaction merges (rather than moves) the tables holding them.
+    for i in 1000..1100 {
+        db.get(&key(i)).unwrap();
+    }
+    for i in (0..4000).step_by(2) {
+        db.put(&wo, &key(i), &[b'y'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    let before = db.stats().read_cache;
+    db.compact_range(None, None).unwrap();
+    let after = db.stats().read_cache;
+    assert!(after.block_replacements > 0, "{after:?}");
+    for i in 1000..1100 {
+        let want = if i % 2 == 0 { b'y' } else { b'x' };
+        assert_eq!(db.get(&key(i)).unwrap(), Some(vec![want; 100]));
+    }
+    let end = db.stats().read_cache;
+    assert_eq!(
+        end.block_misses, after.block_misses,
+        "every read of the hot range hits a replaced block ({before:?} -> {end:?})"
+    );
+    assert!(end.block_hits >= after.block_hits + 100);
+}

@@ -8,11 +8,13 @@ pub mod efficiency;
 pub mod ghost;
 mod lru_cache;
 pub mod read_cache;
+pub mod replace;
 
 use std::sync::Arc;
 
 pub use lru_cache::{LruBlockCache, DEFAULT_SHARDS};
 pub use read_cache::{KpPointer, PointLookup, ReadCache};
+pub use replace::BlockReplacer;
 
 use crate::table::Block;
 

@@ -35,7 +35,7 @@ use parking_lot::Mutex;
 use super::component::Component;
 use super::efficiency::{efficiency, EntryKind};
 use super::ghost::{fingerprint, GhostList, BLOCK_GHOST_BYTES, FINGERPRINT_BYTES};
-use super::{BlockCache, BlockKey, BlockKind, CacheStats};
+use super::{BlockCache, BlockKey, BlockKind, BlockReplacer, CacheStats};
 use crate::events::OutputFile;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
@@ -730,6 +730,46 @@ impl ReadCache {
         }
     }
 
+    /// A collector of replacements for the cached data blocks of a compaction's input
+    /// tables, to hand to the compaction's table writers; `None` if none is cached.
+    pub fn block_replacer(&self, inputs: &[u64]) -> Option<BlockReplacer> {
+        let inputs: HashSet<u64> = inputs.iter().copied().collect();
+        let st = self.state.lock();
+        let cached = st
+            .blocks
+            .keys()
+            .into_iter()
+            .filter(|k| inputs.contains(&k.file_no))
+            .filter_map(|k| {
+                let s = st.blocks.peek(&k)?;
+                (s.value.1 == BlockKind::Data).then(|| (k, s.value.0.clone()))
+            })
+            .collect();
+        drop(st);
+        BlockReplacer::new(cached)
+    }
+
+    /// Replaces cached blocks of compacted tables by the chosen new blocks (the old ones
+    /// would only be dropped when their files are deleted). An old block evicted
+    /// meanwhile is not replaced.
+    pub fn replace_blocks(&self, replacer: BlockReplacer) {
+        let mut st = self.state.lock();
+        for (old, new, block) in replacer.into_replacements() {
+            let Some(s) = st.blocks.remove(&old) else {
+                continue;
+            };
+            if st.blocks.contains(&new) {
+                continue;
+            }
+            let charge = block.charge();
+            let e = efficiency(EntryKind::Block, 0, charge);
+            if charge <= s.charge || self.make_room(&mut st, EntryKind::Block, charge) {
+                st.blocks.insert(new, (block, BlockKind::Data), charge, e);
+                st.totals.block_replacements += 1;
+            }
+        }
+    }
+
     /// Evicts until the real caches fit their budgets (after values changed size).
     fn shrink(&self, st: &mut State) {
         if let Mode::Fixed { kv, kp, .. } = self.mode {
@@ -782,6 +822,7 @@ impl ReadCache {
             block_hits: st.blocks_stats.hits,
             block_misses: st.blocks_stats.misses,
             ghost_hits: st.totals.ghost_hits,
+            block_replacements: st.totals.block_replacements,
         }
     }
 

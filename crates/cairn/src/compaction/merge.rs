@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::iter::InternalIterator;
 use crate::storage::{FileKind, StorageEnv};
-use crate::table::{TableBuildOptions, TableBuilder, TableSummary};
+use crate::table::{BlockSink, TableBuildOptions, TableBuilder, TableSummary};
 use crate::types::{parse_internal_key, SeqNo, ValueKind};
 use crate::version::FileDesc;
 use crate::{Error, Result};
@@ -32,6 +32,9 @@ pub struct MergeParams<'a> {
     pub new_file: &'a mut dyn FnMut() -> (u64, PathBuf),
     /// Checked between entries; a stop request ends the merge with an error.
     pub should_stop: &'a dyn Fn() -> bool,
+    /// Gives each output table (by file number) a sink for its data blocks (AC-Key hands
+    /// new blocks to the cache this way).
+    pub block_sink: Option<&'a dyn Fn(u64) -> BlockSink>,
 }
 
 /// One table written by a merge.
@@ -125,8 +128,12 @@ fn merge_inner(
                 let f = p
                     .env
                     .create(&path, FileKind::Table, p.tier, Some(p.level))?;
+                let mut builder = TableBuilder::new(f, p.build);
+                if let Some(make) = p.block_sink {
+                    builder.set_block_sink(make(file_no));
+                }
                 open = Some(Open {
-                    builder: TableBuilder::new(f, p.build),
+                    builder,
                     file_no,
                     path,
                 });

@@ -14,7 +14,7 @@ use crate::events::{CompactionInfo, FlushInfo, InputFile, OutputFile};
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::merging::MergingIterator;
-use crate::table::TableBuildOptions;
+use crate::table::{BlockSink, TableBuildOptions};
 use crate::version::{FileDesc, VersionEdit};
 use crate::{Error, Result};
 
@@ -122,6 +122,7 @@ impl DbInner {
             bottommost: false,
             new_file: &mut new_file,
             should_stop: &|| false,
+            block_sink: None,
         };
         let (outputs, _) = merge(&mut it, &mut params)?;
         let mut edit = VersionEdit::default();
@@ -519,6 +520,25 @@ impl DbInner {
             (no, table_path(&self.env, tier, no))
         };
         let stop = || self.stopping();
+        // AC-Key: the compaction's writers offer their blocks to replace cached ones.
+        let gone: Vec<u64> = inputs
+            .iter()
+            .chain(dest_inputs)
+            .map(|f| f.file_no())
+            .collect();
+        let replacer = self
+            .read_cache
+            .as_ref()
+            .and_then(|rc| rc.block_replacer(&gone))
+            .map(Arc::new);
+        let sink = |file_no: u64| -> BlockSink {
+            let r = replacer.clone();
+            Box::new(move |h, first, last, contents| {
+                if let Some(r) = &r {
+                    r.offer(file_no, h, first, last, contents);
+                }
+            })
+        };
         let mut params = MergeParams {
             env: &self.env,
             tier,
@@ -529,6 +549,9 @@ impl DbInner {
             bottommost,
             new_file: &mut new_file,
             should_stop: &stop,
+            block_sink: replacer
+                .as_ref()
+                .map(|_| &sink as &dyn Fn(u64) -> BlockSink),
         };
         let (outputs, _) = merge(&mut it, &mut params)?;
         let run = match dest_run {
@@ -561,12 +584,10 @@ impl DbInner {
             return Err(e);
         }
         if let Some(rc) = &self.read_cache {
-            let gone: Vec<u64> = inputs
-                .iter()
-                .chain(dest_inputs)
-                .map(|f| f.file_no())
-                .collect();
             rc.on_compaction(id, &gone, &files); // AC-Key: repoint KP entries
+            if let Some(r) = replacer.and_then(|r| Arc::try_unwrap(r).ok()) {
+                rc.replace_blocks(r);
+            }
         }
         self.stats
             .compaction_bytes_written

@@ -68,6 +68,10 @@ pub struct TableSummary {
     pub blocks: Vec<BlockRange>,
 }
 
+/// Called with each data block as it is written: its handle, first and last user keys,
+/// and contents (without trailer). Lets a cache take new blocks without reading them back.
+pub type BlockSink = Box<dyn FnMut(BlockHandle, &[u8], &[u8], &[u8]) + Send>;
+
 /// Builds one table file.
 pub struct TableBuilder {
     file: WritableFile,
@@ -83,6 +87,7 @@ pub struct TableBuilder {
     props: TableProperties,
     /// Ordinal of the pending block's first entry.
     block_first_ordinal: u64,
+    block_sink: Option<BlockSink>,
 }
 
 impl TableBuilder {
@@ -101,7 +106,13 @@ impl TableBuilder {
             bloom,
             props: TableProperties::default(),
             block_first_ordinal: 0,
+            block_sink: None,
         }
+    }
+
+    /// Hands every data block written from now on to `sink`.
+    pub fn set_block_sink(&mut self, sink: BlockSink) {
+        self.block_sink = Some(sink);
     }
 
     /// Adds an entry. Internal keys must be strictly increasing in internal order.
@@ -181,6 +192,14 @@ impl TableBuilder {
         }
         let contents = self.block.finish();
         let handle = self.write_block(&contents, BlockType::Data)?;
+        if let Some(sink) = &mut self.block_sink {
+            sink(
+                handle,
+                &self.block_first,
+                user_key(&self.last_key),
+                &contents,
+            );
+        }
         self.index.push(IndexEntry {
             last_key: self.last_key.clone(),
             handle,

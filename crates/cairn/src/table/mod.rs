@@ -48,7 +48,9 @@ mod tests;
 
 pub use block::Block;
 pub use bloom::BloomFilter;
-pub use builder::{BlockRange, TableBuildOptions, TableBuilder, TableSummary, DEFAULT_BLOCK_SIZE};
+pub use builder::{
+    BlockRange, BlockSink, TableBuildOptions, TableBuilder, TableSummary, DEFAULT_BLOCK_SIZE,
+};
 pub use format::{BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
 pub use index::{FenceIndex, IndexEntry, TableIndex};
 pub use iter::TableIterator;
