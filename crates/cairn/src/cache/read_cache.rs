@@ -23,6 +23,21 @@
 //!   the newest version: [`ReadCache::on_compaction`] repoints KP entries into the new
 //!   files. Entries carry their sequence number; reads at an older snapshot bypass them.
 //!
+//! * Compaction also replaces each cached data block of its input tables by the output
+//!   block overlapping it most ([`super::BlockReplacer`]), handed over by the table writers.
+//!   Index and filter blocks are pinned in memory by each open table in cairn (not cached),
+//!   so only data blocks live in the block component.
+//!
+//! Charges: a KV entry costs key + value bytes, a KP entry key + 24 bytes (the paper's
+//! sizes, not allocator overhead), a block its decoded size; ghosts 4 bytes (fingerprint) or
+//! 24 bytes (block handle), taken off the budget while ghosts are on.
+//!
+//! Choices the paper leaves open: E-LRU's `v` is E's coefficient of variation (see
+//! `efficiency`); entries refused for want of room are recorded as ghosts too (so that a
+//! component shrunk to nothing can grow back); a component may fill free space beyond its
+//! target while the cache is not full; theta compares hit ratios between windows of
+//! `ghost_window` lookups, as absolute differences.
+//!
 //! One mutex guards the whole cache: the components share a budget, so every insert may
 //! evict from any of them.
 
