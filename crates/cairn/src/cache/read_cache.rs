@@ -18,7 +18,7 @@
 //! * Staleness: an entry stands for the newest version of its key in the tables. Flushes
 //!   bring newer versions: [`ReadCache::on_flush`] rewrites KV values and repoints (or
 //!   drops) KP entries of flushed keys, and bumps a generation number; a reader admits what
-//!   it found only if the generation did not move since before it took its sequence number
+//!   it found only if the generation did not move since before it took its super version
 //!   (otherwise a flush may have overtaken it). Compactions move entries without changing
 //!   the newest version: [`ReadCache::on_compaction`] repoints KP entries into the new
 //!   files. Entries carry their sequence number; reads at an older snapshot bypass them.
@@ -249,7 +249,7 @@ impl ReadCache {
         }
     }
 
-    /// Taken by a reader before its sequence number; [`admit`](Self::admit) and
+    /// Taken by a reader before its super version; [`admit`](Self::admit) and
     /// [`promote`](Self::promote) do nothing if a flush moved it since.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)

@@ -614,13 +614,16 @@ impl DbInner {
 
     fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
-        // Before the sequence number: a flush after this point stops the read from caching
+        // Before the super version: a flush after this point stops the read from caching
         // what it finds (it may be older than what the flush wrote).
         let generation = self.read_cache.as_ref().map(|rc| rc.generation());
-        // The sequence number first, then the super version: everything at or below the
-        // sequence number is in that super version or was flushed into its tables.
-        let seq = self.read_seq(ro);
+        // The super version first, then the sequence number. The other order loses
+        // versions: a flush between the two keeps only the newest version of a key, which
+        // may be above the read's sequence number while the one the read should see is
+        // gone, so the read fell back to an older table. This way every table entry of the
+        // super version is at or below the sequence number.
         let sv = self.super_version(cf)?;
+        let seq = self.read_seq(ro);
         self.stats.gets.fetch_add(1, Ordering::Relaxed);
         if let Some((kind, v)) = sv.mem.get(key, seq) {
             self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
@@ -702,8 +705,9 @@ impl DbInner {
     }
 
     fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
-        let seq = self.read_seq(ro);
+        // Super version first, as in `get`.
         let sv = self.super_version(cf)?;
+        let seq = self.read_seq(ro);
         Ok(DbIterator::new(
             sv,
             &self.tables,
