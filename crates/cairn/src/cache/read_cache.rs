@@ -297,8 +297,10 @@ impl ReadCache {
                 Some(v) => PointLookup::Value(v.clone()),
                 None => PointLookup::Pointer(s.value.ptr),
             });
-            st.window.kp_hits += 1;
-            st.totals.kp_hits += 1;
+            if matches!(r, Some(PointLookup::Value(_))) {
+                st.window.kp_hits += 1;
+                st.totals.kp_hits += 1;
+            } // a pointer counts once followed (`pointer_followed`)
             self.tick(&mut st);
             return r.unwrap_or(PointLookup::Miss { ghost_hit: false });
         }
@@ -395,6 +397,13 @@ impl ReadCache {
         }
         st.kp.remove(&k);
         self.insert_kv(&mut st, k, ukey.len(), value.to_vec(), ptr.seq, ptr.m);
+    }
+
+    /// Counts a KP hit whose pointer led to the entry.
+    pub fn pointer_followed(&self) {
+        let mut st = self.state.lock();
+        st.window.kp_hits += 1;
+        st.totals.kp_hits += 1;
     }
 
     /// Drops a KP entry whose pointer could not be followed (its table was compacted away
@@ -998,6 +1007,8 @@ mod tests {
             panic!("a warm key is a KP entry");
         };
         assert_eq!((p.file_no, p.block, p.seq, p.m), (5, 2, 10, 3));
+        assert_eq!(c.read_cache_stats().kp_hits, 0, "counted once followed");
+        c.pointer_followed();
         c.promote(g, CF, &key(1), &big, p);
         assert_eq!(c.lookup_point(CF, &key(1), 50), PointLookup::Value(big));
         let s = c.read_cache_stats();

@@ -33,6 +33,7 @@ impl DbInner {
             PointLookup::Miss { ghost_hit } => Ok(Cached::Miss { ghost_hit }),
             PointLookup::Pointer(ptr) => match self.follow_pointer(rc, sv, cf, key, seq, ptr)? {
                 Some(v) => {
+                    rc.pointer_followed();
                     if let Some(v) = &v {
                         rc.promote(generation, cf, key, v, ptr);
                     }
