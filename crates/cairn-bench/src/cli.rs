@@ -85,8 +85,8 @@ pub struct CompareArgs {
 pub struct WorkloadArgs {
     /// Workload. db_bench: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom,
     /// readwhilewriting; YCSB: ycsb-a..ycsb-f; custom: mix (--mix), phased (--phases);
-    /// presets: ruskey-sessions, ac-key-two-phase. Defaults to mix/phased when --mix/--phases
-    /// is given.
+    /// presets: ruskey-sessions, ac-key-two-phase, ac-key-default. Defaults to mix/phased
+    /// when --mix/--phases is given.
     #[arg(long, value_enum)]
     pub workload: Option<WorkloadName>,
     /// Records loaded before the measured phase (for fillseq/fillrandom: records written).
@@ -140,6 +140,17 @@ pub struct WorkloadArgs {
     /// Timeline sampling period in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub timeline_ms: u64,
+    /// Hotset distribution (ac-key-default, or --distribution hotset): fraction of the keys
+    /// that are hot, scattered over the key space.
+    #[arg(long, default_value_t = crate::workload::default_hot_keys(), value_name = "FRACTION")]
+    pub hot_keys: f64,
+    /// Hotset distribution: fraction of the ops (point keys and scan starts) on hot keys;
+    /// equal to --hot-keys gives a uniform distribution.
+    #[arg(long, default_value_t = crate::workload::default_hot_ops(), value_name = "FRACTION")]
+    pub hot_ops: f64,
+    /// ac-key-default: fraction of ops that are scans; the rest are point lookups.
+    #[arg(long, default_value_t = crate::workload::default_scan_ratio(), value_name = "FRACTION")]
+    pub scan_ratio: f64,
 }
 
 /// Accepts `8388608`, `512K`, `64M`, `64MiB`, `1G`, `1GB` (binary multiples).
@@ -246,6 +257,9 @@ impl WorkloadArgs {
             phases: self.phases.clone(),
             scan_length: self.scan_length,
             threads: self.threads,
+            hot_keys: self.hot_keys,
+            hot_ops: self.hot_ops,
+            scan_ratio: self.scan_ratio,
         })
     }
 }
