@@ -1,7 +1,7 @@
 //! cairn, configured to the shared budget (or a named preset with the budget applied on
 //! top). Not in the module tree until the engine lands: see `engines/mod.rs`.
 
-use super::{BenchConfig, Engine, EngineCounters};
+use super::{BenchConfig, Engine, EngineCounters, ReadCacheGauges};
 use anyhow::{anyhow, Context, Result};
 use cairn::{Db, Options, WriteOptions};
 use std::path::Path;
@@ -25,6 +25,19 @@ impl CairnEngine {
         opts.bloom_bits_per_key = cfg.bloom_bits;
         opts.use_direct_reads = cfg.direct_io;
         opts.create_if_missing = true;
+        let profile = match cfg.device {
+            super::Device::None => None,
+            super::Device::Ssd => Some(cairn::DeviceProfile::Ssd),
+            super::Device::Hdd => Some(cairn::DeviceProfile::Hdd),
+        };
+        if let Some(profile) = profile {
+            // One tier, the database directory itself, with the device's added latency.
+            opts.tiers = vec![cairn::TierConfig {
+                dir: ".".into(),
+                first_level: 0,
+                profile,
+            }];
+        }
         let db =
             Db::open(dir, opts).with_context(|| format!("opening cairn in {}", dir.display()))?;
         Ok(CairnEngine {
@@ -81,6 +94,25 @@ impl Engine for CairnEngine {
             flushes_running: s.flushes_running,
             compactions_running: s.compactions_running,
         }
+    }
+
+    fn read_cache(&self) -> Option<ReadCacheGauges> {
+        let s = self.db.stats();
+        let c = &s.read_cache;
+        Some(ReadCacheGauges {
+            policy: c.policy.clone(),
+            capacity: c.capacity,
+            kv_bytes: c.kv_bytes,
+            kp_bytes: c.kp_bytes,
+            block_bytes: c.block_bytes,
+            ghost_bytes: c.ghost_bytes,
+            kv_hits: c.kv_hits,
+            kp_hits: c.kp_hits,
+            block_hits: c.block_hits,
+            block_misses: c.block_misses,
+            ghost_hits: c.ghost_hits,
+            foreground_reads: s.levels.iter().map(|l| l.storage_reads).sum(),
+        })
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -323,7 +323,7 @@ impl Plan {
             }
         };
         let hot = (spec.hot_keys, spec.hot_ops);
-        if !(hot.0 > 0.0 && hot.0 <= 1.0) || !(0.0..=1.0).contains(&hot.1) {
+        if !(hot.0 > 0.0 && hot.0 <= 1.0 && (0.0..=1.0).contains(&hot.1)) {
             bail!(
                 "--hot-keys must be within (0, 1] and --hot-ops within [0, 1], got {} and {}",
                 hot.0,
