@@ -30,6 +30,9 @@ pub enum Command {
     /// Run several engines one after another, each in its own child process, on the same
     /// op stream; print a markdown table with ratios against the first engine.
     Compare(CompareArgs),
+    /// AC-Key's experiments (Figs. 7-13, Table 2, fixed splits): every point with every
+    /// engine; a markdown summary per figure and the Fig. 12 plot.
+    Sweep(Box<crate::sweep::SweepArgs>),
     /// Internal: run one request file in this process (used by `compare`).
     #[command(hide = true)]
     Child {
@@ -151,6 +154,10 @@ pub struct WorkloadArgs {
     /// ac-key-default: fraction of ops that are scans; the rest are point lookups.
     #[arg(long, default_value_t = crate::workload::default_scan_ratio(), value_name = "FRACTION")]
     pub scan_ratio: f64,
+    /// After the load, wait until the engine reports no flush or compaction running
+    /// (at most 10 minutes), so the measured phase starts from a settled tree.
+    #[arg(long)]
+    pub settle: bool,
 }
 
 /// Accepts `8388608`, `512K`, `64M`, `64MiB`, `1G`, `1GB` (binary multiples).
@@ -265,6 +272,7 @@ impl WorkloadArgs {
             hot_keys: self.hot_keys,
             hot_ops: self.hot_ops,
             scan_ratio: self.scan_ratio,
+            settle: self.settle,
         })
     }
 }

@@ -205,6 +205,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             }
         }
         engine.flush()?;
+        if spec.settle {
+            settle(engine.as_ref());
+        }
         pb.finish_and_clear();
         load = LoadPhase {
             records: spec.records,
@@ -413,6 +416,22 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         },
         rows,
     ))
+}
+
+/// Waits until the engine reports no background work in several polls in a row (a
+/// compaction can start right after another ends), or 10 minutes pass.
+fn settle(engine: &dyn Engine) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut quiet = 0;
+    while quiet < 5 && Instant::now() < deadline {
+        let c = engine.counters();
+        quiet = if c.flushes_running + c.compactions_running == 0 {
+            quiet + 1
+        } else {
+            0
+        };
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn read_cache_summary(

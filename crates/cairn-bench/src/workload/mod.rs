@@ -190,6 +190,9 @@ pub struct WorkloadSpec {
     /// ac-key-default: fraction of ops that are scans (the rest are point lookups).
     #[serde(default = "default_scan_ratio")]
     pub scan_ratio: f64,
+    /// After the load, wait for the engine's flushes and compactions to finish.
+    #[serde(default)]
+    pub settle: bool,
 }
 
 /// AC-Key's default skew: the hottest 1% of keys take 99% of the accesses.
@@ -223,6 +226,7 @@ impl Default for WorkloadSpec {
             hot_keys: default_hot_keys(),
             hot_ops: default_hot_ops(),
             scan_ratio: default_scan_ratio(),
+            settle: false,
         }
     }
 }
