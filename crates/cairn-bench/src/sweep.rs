@@ -132,7 +132,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub budget: BudgetArgs,
     /// Output directory: one directory per figure and point, FIGURE.md and summary.md.
-    #[arg(long, value_name = "DIR", default_value = "ac-key-bench-out")]
+    #[arg(long, value_name = "DIR", default_value = "bench-out/ac-key")]
     pub out: PathBuf,
     /// Run engines in this process instead of one child process each.
     #[arg(long)]
