@@ -403,7 +403,9 @@ fn header(a: &SweepArgs) -> String {
          read; other engines ignore the profile).\n\n\
          Each point runs every engine on the same seeded op stream after the same load; \
          `vs ref` is the QPS ratio to the reference engine; `reads/op` counts the storage reads \
-         of point reads and scans per operation.\n\n",
+         of point reads and scans per operation. Reads/op is a count, the same on every run \
+         of a seed; QPS is timed and, on a shared machine, varies between runs by more than \
+         the gaps it measures at small --ops.\n\n",
         w.records,
         w.ops,
         w.key_size,
