@@ -5,8 +5,8 @@
 # $OUT/summary.md (one section per figure: QPS, ratio to cairn:block, storage reads per op),
 # $OUT/FIGURE.md, one compare directory per point, and $OUT/fig12_cache_sizes.png.
 #
-#   scripts/ac-key-bench.sh                                   # every figure, ~200k records
-#   FIGURES=fig8,fig12 RECORDS=100000 OPS=10000 scripts/ac-key-bench.sh
+#   scripts/ac-key-bench.sh                  # every figure: about an hour on 2 shared cores
+#   FIGURES=fig8,fig12 scripts/ac-key-bench.sh   # one figure takes minutes
 #   ENGINES=cairn:baseline,cairn:default REFERENCE=cairn:baseline FIGURES=fig9 scripts/ac-key-bench.sh
 #
 # Storage reads cost what they would on an SSD: cairn's device profile `ssd` (228 us added
@@ -15,14 +15,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-RECORDS=${RECORDS:-200000}
-OPS=${OPS:-20000}
+RECORDS=${RECORDS:-100000}
+OPS=${OPS:-10000}
 ENGINES=${ENGINES:-cairn:ac-key,cairn:block,cairn:pure-kv,cairn:pure-kp}
 REFERENCE=${REFERENCE:-cairn:block}
 FIGURES=${FIGURES:-fixed,fig7,fig8,fig9,fig10,fig11,fig12,fig13,table2}
-# The data is about 25 MiB at 200k records: a 1 MiB cache is a few percent of it.
-CACHE=${CACHE:-1M}
-CACHE_SIZES=${CACHE_SIZES:-256K,512K,1M,2M,4M}
+# The data is about 13 MiB at 100k records: a 512 KiB cache is a few percent of it.
+CACHE=${CACHE:-512K}
+CACHE_SIZES=${CACHE_SIZES:-128K,256K,512K,1M,2M}
 FIXED_STEP=${FIXED_STEP:-5}
 DEVICE=${DEVICE:-ssd}
 DIRECT=${DIRECT---direct-io}
