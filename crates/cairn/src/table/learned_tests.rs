@@ -148,7 +148,7 @@ fn build_pair(entries: &[Entry], block_size: usize, delta: u32, cached: bool) ->
         Arc::new(Table::open_with(f, no, cache, policy).unwrap())
     };
     let fence = open(1, IndexPolicy::Fence);
-    let learned = open(2, IndexPolicy::Learned { delta });
+    let learned = open(2, IndexPolicy::learn_all(delta));
     assert!(fence.learned_index().is_none());
     Pair {
         _dir: dir,

@@ -40,6 +40,7 @@ mod iter;
 pub mod learned_index;
 pub mod properties;
 mod reader;
+pub mod usage;
 
 #[cfg(test)]
 mod learned_tests;
@@ -55,6 +56,7 @@ pub use iter::TableIterator;
 pub use learned_index::{LearnedIndex, LearnedLookup};
 pub use properties::TableProperties;
 pub use reader::{ReadTrace, Table};
+pub use usage::{TableUsage, UsageSnapshot};
 
 /// A small valid block, for tests of other modules (the cache).
 #[cfg(test)]
