@@ -248,9 +248,12 @@ impl Table {
         }
         trace.index_hits += 1;
         let timed = self.usage.begin_lookup().then(Instant::now);
+        let reads = trace.storage_reads;
         let learned = self.learned.get();
         let r = self.search(learned, lookup_ikey, trace);
-        if let Some(t0) = timed {
+        // Only lookups served from memory are kept: a storage read's time would swamp the
+        // index's (and the analyzer compares index paths).
+        if let Some(t0) = timed.filter(|_| trace.storage_reads == reads) {
             let ns = u64::try_from(t0.elapsed().as_nanos())
                 .unwrap_or(u64::MAX)
                 .max(1);

@@ -28,7 +28,8 @@ pub struct UsageSnapshot {
     pub positives: u64,
     /// Lookups stopped by the bloom filter (they gain nothing from a model).
     pub bloom_negatives: u64,
-    /// Nanoseconds of sampled fence-path lookups (index search and block search).
+    /// Nanoseconds of sampled fence-path lookups (index search and block search; lookups
+    /// that read storage are not sampled).
     pub fence_ns: u64,
     /// Sampled fence-path lookups.
     pub fence_samples: u64,
