@@ -189,7 +189,7 @@ impl LearnedIndex {
                 return Ok(None);
             }
             let guess = (p.saturating_sub(first) as usize).clamp(from, to - 1);
-            let l = search_from(&block, from, to, guess, &below);
+            let l = search_from(&block, from, to, guess, below);
             let starts_window = first + from as u64 == lo;
             Ok(Some(Piece {
                 block,
