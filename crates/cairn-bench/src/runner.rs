@@ -213,6 +213,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
 
     // Measured phase.
     let c0 = engine.counters();
+    let cpu0 = crate::measure::cpu::process_cpu_seconds();
     let io0 = ProcIo::now();
     let live = Live::default();
     let period = Duration::from_millis(req.timeline_period_ms.max(10));
@@ -306,6 +307,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let seconds = t0.elapsed().as_secs_f64();
     pb.finish_and_clear();
     let c1 = engine.counters();
+    let cpu_seconds = crate::measure::cpu::process_cpu_seconds() - cpu0;
+    let engine_stats = engine.extra_stats();
     let io = ProcIo::now().since(&io0);
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
@@ -396,6 +399,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             spec: spec.clone(),
             config: req.config.clone(),
             started_at_unix,
+            cpu_seconds,
+            engine_stats,
         },
         rows,
     ))

@@ -92,6 +92,11 @@ pub trait Engine: Send + Sync {
     /// Persists the memtable so the measured phase starts from on-disk state.
     fn flush(&self) -> Result<()>;
     fn counters(&self) -> EngineCounters;
+    /// Engine-specific figures for the report (e.g. cairn's learned-index counters),
+    /// taken at the end of the run.
+    fn extra_stats(&self) -> std::collections::BTreeMap<String, f64> {
+        Default::default()
+    }
     fn close(self: Box<Self>) -> Result<()>;
 }
 

@@ -1,5 +1,6 @@
 //! Measurements taken while a workload runs.
 
+pub mod cpu;
 pub mod latency;
 pub mod rss;
 pub mod timeline;

@@ -92,6 +92,12 @@ pub struct RunResult {
     pub config: BenchConfig,
     /// Unix time the run started.
     pub started_at_unix: u64,
+    /// CPU seconds (user + system, all threads) of the process during the measured phase.
+    #[serde(default)]
+    pub cpu_seconds: f64,
+    /// Engine-specific figures at the end of the run (see `Engine::extra_stats`).
+    #[serde(default)]
+    pub engine_stats: BTreeMap<String, f64>,
 }
 
 impl RunResult {
