@@ -143,6 +143,8 @@ pub(crate) struct StatsInner {
     pub learned_entries: AtomicU64,
     pub learn_cpu_nanos: AtomicU64,
     pub learn_errors: AtomicU64,
+    pub learned_models_loaded: AtomicU64,
+    pub learned_models_rejected: AtomicU64,
     hist: [Mutex<Histogram<u64>>; 3],
 }
 
@@ -178,6 +180,8 @@ impl Default for StatsInner {
             learned_entries: AtomicU64::new(0),
             learn_cpu_nanos: AtomicU64::new(0),
             learn_errors: AtomicU64::new(0),
+            learned_models_loaded: AtomicU64::new(0),
+            learned_models_rejected: AtomicU64::new(0),
             hist: [hist(), hist(), hist()],
         }
     }
@@ -329,8 +333,12 @@ pub struct DbStats {
     pub learned_entries: u64,
     /// CPU time the learner spent learning (reading and training), nanoseconds.
     pub learn_cpu_nanos: u64,
-    /// Learnings that failed (the table keeps its fence pointers).
+    /// Learnings (or model saves) that failed (the table keeps its fence pointers).
     pub learn_errors: u64,
+    /// Models loaded from their files when tables were opened (not relearned).
+    pub learned_models_loaded: u64,
+    /// Model files ignored as damaged or not matching their table (relearned instead).
+    pub learned_models_rejected: u64,
     /// Get latency.
     pub get_latency: Latency,
     /// Write latency.
@@ -424,6 +432,8 @@ impl DbStats {
             learned_entries: s.learned_entries.load(Relaxed),
             learn_cpu_nanos: s.learn_cpu_nanos.load(Relaxed),
             learn_errors: s.learn_errors.load(Relaxed),
+            learned_models_loaded: s.learned_models_loaded.load(Relaxed),
+            learned_models_rejected: s.learned_models_rejected.load(Relaxed),
             get_latency: Latency::from_hist(&s.latency(OpKind::Get)),
             write_latency: Latency::from_hist(&s.latency(OpKind::Write)),
             scan_latency: Latency::from_hist(&s.latency(OpKind::Scan)),

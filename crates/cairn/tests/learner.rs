@@ -157,3 +157,74 @@ fn cba_learns_busy_tables_only() {
     read(&db, 0..200);
     assert!(db.stats().learned_lookups > 0);
 }
+
+fn model_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "plr"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Models are saved beside their tables and loaded at the next open instead of being
+/// relearned; damaged model files are ignored (the tables relearned) and never change an
+/// answer; a deleted table's model goes with it.
+#[test]
+fn models_persist_and_damaged_ones_are_relearned() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = || options(LearnMode::Always, 0, false);
+    let db = load(dir.path(), o());
+    read(&db, 0..N);
+    db.run_background_work().unwrap();
+    let learned = db.stats().learned_tables;
+    assert!(learned > 0);
+    db.close().unwrap();
+    let files = model_files(dir.path());
+    assert_eq!(files.len() as u64, learned);
+
+    let db = Db::open(dir.path(), o()).unwrap();
+    read(&db, 0..N);
+    let s = db.stats();
+    assert_eq!(s.learned_models_loaded, learned, "{s:?}");
+    assert_eq!(s.learned_tables, 0, "nothing relearned");
+    assert!(s.learned_lookups > 0);
+    assert!(s.io.kind(cairn::storage::FileKind::Model).read_bytes > 0);
+    db.close().unwrap();
+
+    // Damage every model: flip a byte in the middle, or cut the file short.
+    for (i, f) in files.iter().enumerate() {
+        let mut b = std::fs::read(f).unwrap();
+        if i % 2 == 0 {
+            let m = b.len() / 2;
+            b[m] ^= 0x40;
+        } else {
+            b.truncate(b.len() - 3);
+        }
+        std::fs::write(f, b).unwrap();
+    }
+    let db = Db::open(dir.path(), o()).unwrap();
+    read(&db, 0..N);
+    let s = db.stats();
+    assert_eq!(s.learned_models_loaded, 0);
+    assert_eq!(s.learned_models_rejected, learned);
+    assert_eq!(s.learned_lookups, 0, "no damaged model was used");
+    db.run_background_work().unwrap();
+    assert_eq!(db.stats().learned_tables, learned, "relearned");
+    read(&db, 0..N);
+    // Overwrite everything and compact: the old tables and their models go.
+    let wo = WriteOptions::default();
+    for i in 0..N {
+        db.put(&wo, &key(i), &value(i)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.run_background_work().unwrap();
+    let live: Vec<_> = model_files(dir.path());
+    assert!(
+        live.iter().all(|p| !files.contains(p)),
+        "models of deleted tables remain: {live:?}"
+    );
+    db.close().unwrap();
+}

@@ -15,11 +15,12 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::table_cache::model_path;
 use crate::learned::cba::{self, CbaInput};
 use crate::options::LearnMode;
 use crate::stats::StatsInner;
-use crate::storage::MAX_TRACKED_LEVELS;
-use crate::table::Table;
+use crate::storage::{FileKind, StorageEnv, MAX_TRACKED_LEVELS};
+use crate::table::{model_file, Table};
 
 /// Lifetimes remembered per level.
 pub(crate) const LIFETIMES_KEPT: usize = 32;
@@ -33,6 +34,7 @@ const PRIOR_MODEL_RATIO: f64 = 0.6;
 struct Tracked {
     table: Weak<Table>,
     level: usize,
+    tier: usize,
     born: Instant,
     /// Learned, or learning failed: nothing more to do.
     done: bool,
@@ -50,16 +52,24 @@ pub(crate) struct Learner {
     mode: LearnMode,
     wait: Duration,
     stats: Arc<StatsInner>,
+    env: StorageEnv,
     state: Mutex<State>,
 }
 
 impl Learner {
-    pub(crate) fn new(delta: u32, mode: LearnMode, wait_ms: u32, stats: Arc<StatsInner>) -> Self {
+    pub(crate) fn new(
+        delta: u32,
+        mode: LearnMode,
+        wait_ms: u32,
+        stats: Arc<StatsInner>,
+        env: StorageEnv,
+    ) -> Self {
         Learner {
             delta,
             mode,
             wait: Duration::from_millis(wait_ms as u64),
             stats,
+            env,
             state: Mutex::new(State {
                 lifetimes: vec![VecDeque::new(); MAX_TRACKED_LEVELS],
                 ..State::default()
@@ -72,8 +82,8 @@ impl Learner {
         (self.wait / 4).clamp(Duration::from_millis(1), Duration::from_millis(10))
     }
 
-    /// A table was opened for reads at `level`.
-    pub(crate) fn register(&self, t: &Arc<Table>, level: usize) {
+    /// A table was opened for reads at `level` (its file in `tier`).
+    pub(crate) fn register(&self, t: &Arc<Table>, level: usize, tier: usize) {
         self.state
             .lock()
             .tables
@@ -81,9 +91,55 @@ impl Learner {
             .or_insert(Tracked {
                 table: Arc::downgrade(t),
                 level: level.min(MAX_TRACKED_LEVELS - 1),
+                tier,
                 born: Instant::now(),
                 done: t.is_learned(),
             });
+    }
+
+    /// Installs the model saved beside a table opened for reads, if there is a sound one
+    /// (a missing, damaged or foreign file is ignored: the table is learned again).
+    pub(crate) fn load_model(&self, t: &Table, tier: usize, level: usize) {
+        let path = model_path(&self.env, tier, t.file_no());
+        if !path.exists() {
+            return;
+        }
+        let read = || -> crate::Result<_> {
+            let f = self
+                .env
+                .open_read(&path, FileKind::Model, tier, Some(level), false)?;
+            let raw = f.read_at(0, f.size() as usize)?;
+            model_file::decode(
+                &raw,
+                t.properties().num_entries,
+                t.file_size(),
+                &path.display().to_string(),
+            )
+        };
+        match read() {
+            Ok(m) => {
+                if t.install_learned(m) {
+                    self.stats.learned_models_loaded.fetch_add(1, Relaxed);
+                }
+            }
+            Err(_) => {
+                self.stats.learned_models_rejected.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Saves a table's model beside it: written to a temporary name, synced, renamed.
+    fn save_model(&self, t: &Table, tier: usize, level: usize) -> crate::Result<()> {
+        let Some(m) = t.learned_index() else {
+            return Ok(());
+        };
+        let path = model_path(&self.env, tier, t.file_no());
+        let tmp = path.with_extension("plr.tmp");
+        let mut f = self.env.create(&tmp, FileKind::Model, tier, Some(level))?;
+        f.append(&model_file::encode(m, t.file_size()))?;
+        f.sync()?;
+        drop(f);
+        self.env.rename(&tmp, &path)
     }
 
     /// A table was deleted: remember its lifetime at its level.
@@ -172,11 +228,20 @@ impl Learner {
                 };
                 if learn {
                     t.done = true;
-                    due.push(table);
+                    due.push((table, t.tier, t.level));
                 }
             }
         }
-        due.iter().filter(|t| self.learn(t)).count()
+        due.iter()
+            .filter(|(t, tier, level)| {
+                let learned = self.learn(t);
+                if learned && self.save_model(t, *tier, *level).is_err() {
+                    // Only a restart's relearning is lost.
+                    self.stats.learn_errors.fetch_add(1, Relaxed);
+                }
+                learned
+            })
+            .count()
     }
 
     /// Learns one table, counting CPU time, entries and segments.

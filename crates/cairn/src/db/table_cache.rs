@@ -22,6 +22,11 @@ pub(crate) fn table_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf
     env.tier_dir(tier).join(format!("{file_no:06}.sst"))
 }
 
+/// Path of a table's saved learned model (Bourbon), beside the table.
+pub(crate) fn model_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
+    env.tier_dir(tier).join(format!("{file_no:06}.plr"))
+}
+
 pub(crate) struct TableCache {
     env: StorageEnv,
     cache: Option<Arc<dyn BlockCache>>,
@@ -39,7 +44,7 @@ impl TableCache {
         stats: Arc<StatsInner>,
     ) -> Self {
         TableCache {
-            env,
+            env: env.clone(),
             cache,
             direct,
             learner: match policy {
@@ -48,7 +53,13 @@ impl TableCache {
                     delta,
                     mode,
                     wait_ms,
-                } => Some(Arc::new(Learner::new(delta, mode, wait_ms, stats))),
+                } => Some(Arc::new(Learner::new(
+                    delta,
+                    mode,
+                    wait_ms,
+                    stats,
+                    env.clone(),
+                ))),
             },
             shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
         }
@@ -81,7 +92,8 @@ impl TableCache {
             return Ok(t.clone()); // opened meanwhile by another reader
         }
         if let Some(l) = &self.learner {
-            l.register(&t, level);
+            l.load_model(&t, tier, level);
+            l.register(&t, level, tier);
         }
         shard.insert(no, t.clone());
         Ok(t)
@@ -103,6 +115,13 @@ impl TableCache {
         self.shard(file_no).write().remove(&file_no);
         if let Some(l) = &self.learner {
             l.retire(file_no);
+            // The model file's tier is not known here: try each (few) tier.
+            for tier in 0..self.env.num_tiers() {
+                let p = model_path(&self.env, tier, file_no);
+                if p.exists() {
+                    let _ = self.env.remove(&p);
+                }
+            }
         }
         if let Some(c) = &self.cache {
             c.erase_file(file_no);

@@ -38,6 +38,7 @@ pub mod format;
 pub mod index;
 mod iter;
 pub mod learned_index;
+pub mod model_file;
 pub mod properties;
 mod reader;
 pub mod usage;

@@ -194,6 +194,11 @@ impl Table {
         Ok(self.learned.set(l).is_ok())
     }
 
+    /// Installs a model made elsewhere (loaded from its file); false if one is installed.
+    pub fn install_learned(&self, l: LearnedIndex) -> bool {
+        self.learned.set(l).is_ok()
+    }
+
     /// Whether a learned index is installed.
     pub fn is_learned(&self) -> bool {
         self.learned.get().is_some()
