@@ -5,7 +5,8 @@
 #      the learned tables), sampled table-search time on each path;
 #   2. request distributions (sequential, zipfian, hotspot, exponential, uniform, latest),
 #      read-only, on seg1;
-#   3. write-heavy mixes with learning never / always / cba: throughput, p99, learning
+#   3. YCSB A-F on the default (sequential-number) keys;
+#   4. write-heavy mixes with learning never / always / cba: throughput, p99, learning
 #      CPU time and the process's CPU time in the measured phase.
 # Data stays in memory (block cache larger than the data). Keys are loaded in random
 # order (the harness's load), so young tables hold scattered keys of the dataset.
@@ -24,6 +25,7 @@ BUDGET=${BUDGET:-"--write-buffer-size 8M --cache-bytes 1G --bloom-bits 10"}
 DATASETS=${DATASETS:-"linear seg1 normal seg10 clustered"}
 DISTS=${DISTS:-"sequential zipfian hotspot exponential uniform latest"}
 MIXES=${MIXES:-"read=0.5,update=0.5 read=0.1,update=0.9"}
+YCSB=${YCSB:-"a b c d e f"}
 
 cargo build --release -p cairn-bench
 BIN=target/release/cairn-bench
@@ -80,6 +82,24 @@ for q in $DISTS; do
   b=$(j "$dir" .ops_per_sec cairn:baseline)
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
   printf '| %s | %.0f | %.0f | %.2fx |\n' "$q" "$b" "$l" "$(echo "$l / $b" | bc -l)" >>"$summary"
+done
+
+{
+  echo
+  echo "## YCSB (default keys)"
+  echo
+  echo "| workload | baseline ops/s | bourbon ops/s | ratio | baseline p99 us | bourbon p99 us |"
+  echo "|---|---:|---:|---:|---:|---:|"
+} >>"$summary"
+for y in $YCSB; do
+  echo "== ycsb-$y =="
+  dir="$OUT/ycsb-$y"
+  run "$dir" cairn:baseline,cairn:bourbon --workload "ycsb-$y" --ops "$WOPS"
+  b=$(j "$dir" .ops_per_sec cairn:baseline)
+  l=$(j "$dir" .ops_per_sec cairn:bourbon)
+  bp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' cairn:baseline)
+  lp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' cairn:bourbon)
+  printf '| ycsb-%s | %.0f | %.0f | %.2fx | %s | %s |\n' "$y" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$bp" "$lp" >>"$summary"
 done
 
 {

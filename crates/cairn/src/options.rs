@@ -37,7 +37,8 @@ pub enum IndexPolicy {
     /// cost-benefit analyzer says its lookups will repay the learning. Point reads then
     /// predict the entry's position and search only `+-delta` entries around it; whenever
     /// the prediction cannot be trusted they fall back to the fence pointers, so answers
-    /// never differ. `delta` must be in `1..=65536`.
+    /// never differ. Models are saved beside their tables (`NNNNNN.plr`) and loaded when
+    /// the table is next opened. `delta` must be in `1..=65536`.
     Learned {
         /// Error bound of the model, in entries.
         delta: u32,

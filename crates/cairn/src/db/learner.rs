@@ -101,7 +101,7 @@ impl Learner {
     /// (a missing, damaged or foreign file is ignored: the table is learned again).
     pub(crate) fn load_model(&self, t: &Table, tier: usize, level: usize) {
         let path = model_path(&self.env, tier, t.file_no());
-        if !path.exists() {
+        if self.mode == LearnMode::Never || !path.exists() {
             return;
         }
         let read = || -> crate::Result<_> {
