@@ -2,7 +2,8 @@
 # Bourbon's experiments on this machine, learned against baseline in one run each:
 #   1. datasets (linear, seg1, normal, seg10, clustered = synthetic real-world-like),
 #      uniform random read-only: throughput, #segments, %segments (segments / entries of
-#      the learned tables), sampled table-search time on each path;
+#      the learned tables), sampled table-search time on each path and its index part
+#      (before the data block is asked for; the rest is the data block's);
 #   2. request distributions (sequential, zipfian, hotspot, exponential, uniform, latest),
 #      read-only, on seg1;
 #   3. YCSB A-F on the default (sequential-number) keys;
@@ -52,7 +53,7 @@ j() { jq -r "$2" "$1"/"$(echo "$3" | tr ':' '-')".json; }
   echo
   echo "## Datasets (uniform random reads)"
   echo
-  echo "| dataset | baseline ops/s | bourbon ops/s | ratio | learned tables | #seg | %seg | fence search ns | model search ns |"
+  echo "| dataset | baseline ops/s | bourbon ops/s | ratio | learned tables | #seg | %seg | fence search ns (index part) | model search ns (index part) |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >"$summary"
 for d in $DATASETS; do
@@ -62,8 +63,8 @@ for d in $DATASETS; do
   b=$(j "$dir" .ops_per_sec cairn:baseline)
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
   s=$(j "$dir" '.engine_stats | "\(.learned_tables) | \(.learned_segments) | \(.learned_pct_segments * 1000 | round / 1000)%"' cairn:bourbon)
-  f=$(j "$dir" '.engine_stats.fence_path_ns | round' cairn:baseline)
-  mo=$(j "$dir" '.engine_stats.model_path_ns | round' cairn:bourbon)
+  f=$(j "$dir" '.engine_stats | "\(.fence_path_ns | round) (\(.fence_index_ns | round))"' cairn:baseline)
+  mo=$(j "$dir" '.engine_stats | "\(.model_path_ns | round) (\(.model_index_ns | round))"' cairn:bourbon)
   printf '| %s | %.0f | %.0f | %.2fx | %s | %s | %s |\n' "$d" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$s" "$f" "$mo" >>"$summary"
 done
 

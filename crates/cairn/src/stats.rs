@@ -27,6 +27,8 @@ pub(crate) struct LevelCounters {
     pub fence_path_samples: AtomicU64,
     pub model_path_ns: AtomicU64,
     pub model_path_samples: AtomicU64,
+    pub fence_index_ns: AtomicU64,
+    pub model_index_ns: AtomicU64,
 }
 
 impl LevelCounters {
@@ -50,13 +52,22 @@ impl LevelCounters {
         add(&self.learned_lookups, t.learned_lookups);
         add(&self.learned_fallbacks, t.learned_fallbacks);
         if t.sampled_ns > 0 {
-            let (ns, n) = if t.sampled_model {
-                (&self.model_path_ns, &self.model_path_samples)
+            let (ns, n, index) = if t.sampled_model {
+                (
+                    &self.model_path_ns,
+                    &self.model_path_samples,
+                    &self.model_index_ns,
+                )
             } else {
-                (&self.fence_path_ns, &self.fence_path_samples)
+                (
+                    &self.fence_path_ns,
+                    &self.fence_path_samples,
+                    &self.fence_index_ns,
+                )
             };
             ns.fetch_add(t.sampled_ns, Relaxed);
             n.fetch_add(1, Relaxed);
+            index.fetch_add(t.sampled_index_ns, Relaxed);
         }
     }
 
@@ -103,6 +114,8 @@ impl LevelCounters {
             fence_path_samples: self.fence_path_samples.load(Relaxed),
             model_path_ns: self.model_path_ns.load(Relaxed),
             model_path_samples: self.model_path_samples.load(Relaxed),
+            fence_index_ns: self.fence_index_ns.load(Relaxed),
+            model_index_ns: self.model_index_ns.load(Relaxed),
             ..Default::default()
         }
     }
@@ -235,6 +248,10 @@ pub struct LevelStats {
     pub model_path_ns: u64,
     /// Sampled model-path table lookups.
     pub model_path_samples: u64,
+    /// Of `fence_path_ns`, the index's part (before the data block is asked for).
+    pub fence_index_ns: u64,
+    /// Of `model_path_ns`, the index's part (model and block choice).
+    pub model_index_ns: u64,
     /// Runs in the level now (default column family).
     pub runs: usize,
     /// Files in the level now (default column family).

@@ -122,6 +122,9 @@ fn never_learns_and_always_learns_every_read_table() {
         assert_eq!(s.learned_tables, want, "{mode:?}");
         let sampled: u64 = s.levels.iter().map(|l| l.fence_path_samples).sum();
         assert!(sampled > 0, "{mode:?}: fence-path lookups are timed");
+        let path: u64 = s.levels.iter().map(|l| l.fence_path_ns).sum();
+        let index: u64 = s.levels.iter().map(|l| l.fence_index_ns).sum();
+        assert!(index > 0 && index < path, "index part {index} of {path} ns");
         read(&db, 0..N);
         assert_eq!(db.stats().learned_lookups > 0, learned, "{mode:?}");
     }

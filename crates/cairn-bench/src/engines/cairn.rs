@@ -108,6 +108,14 @@ impl Engine for CairnEngine {
                 "model_path_ns",
                 mean(sum(|l| l.model_path_ns), sum(|l| l.model_path_samples)),
             ),
+            (
+                "fence_index_ns",
+                mean(sum(|l| l.fence_index_ns), sum(|l| l.fence_path_samples)),
+            ),
+            (
+                "model_index_ns",
+                mean(sum(|l| l.model_index_ns), sum(|l| l.model_path_samples)),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

@@ -49,6 +49,9 @@ pub struct ReadTrace {
     /// Nanoseconds of the index-and-block search when this lookup was sampled for timing
     /// (0: not sampled).
     pub sampled_ns: u64,
+    /// Of `sampled_ns`, nanoseconds before the first data block was asked for (the
+    /// index's part; the rest is the data block's).
+    pub sampled_index_ns: u64,
     /// The sampled lookup went through a learned index (else the fence pointers).
     pub sampled_model: bool,
 }
@@ -255,15 +258,18 @@ impl Table {
         let timed = self.usage.begin_lookup().then(Instant::now);
         let reads = trace.storage_reads;
         let learned = self.learned.get();
-        let r = self.search(learned, lookup_ikey, trace);
+        // When timed: the moment the first data block is asked for ends the index part.
+        let mut first_read = None;
+        let r = self.search(learned, lookup_ikey, trace, timed.map(|_| &mut first_read));
         // Only lookups served from memory are kept: a storage read's time would swamp the
         // index's (and the analyzer compares index paths).
         if let Some(t0) = timed.filter(|_| trace.storage_reads == reads) {
-            let ns = u64::try_from(t0.elapsed().as_nanos())
-                .unwrap_or(u64::MAX)
-                .max(1);
+            let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            let ns = nanos(t0.elapsed()).max(1);
             self.usage.sample(learned.is_some(), ns);
             trace.sampled_ns = ns;
+            trace.sampled_index_ns =
+                first_read.map_or(ns, |t: Instant| nanos(t.saturating_duration_since(t0)));
             trace.sampled_model = learned.is_some();
         }
         let r = r?.filter(|(k, _)| user_key(k) == ukey);
@@ -280,9 +286,19 @@ impl Table {
         learned: Option<&LearnedIndex>,
         lookup_ikey: &[u8],
         trace: &mut ReadTrace,
+        mut first_read: Option<&mut Option<Instant>>,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut mark = || {
+            if let Some(f) = first_read.as_deref_mut().filter(|f| f.is_none()) {
+                *f = Some(Instant::now());
+            }
+        };
         if let Some(learned) = learned {
-            match learned.lookup(&self.index, lookup_ikey, |b| self.read_block(b, trace))? {
+            let read = |b| {
+                mark();
+                self.read_block(b, trace)
+            };
+            match learned.lookup(&self.index, lookup_ikey, read)? {
                 LearnedLookup::Found(e) => {
                     trace.learned_lookups += 1;
                     return Ok(e);
@@ -295,6 +311,7 @@ impl Table {
         };
         // The fence index names the right block; walking on is only a safety net.
         while i < self.index.num_blocks() {
+            mark();
             let block = self.read_block(i, trace)?;
             let pos = block.seek(lookup_ikey);
             if pos < block.entry_count() {
