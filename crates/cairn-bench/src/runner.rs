@@ -315,6 +315,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let cpu = CpuTime::now().since(&cpu0);
     let c1 = engine.counters();
     let g1 = engine.read_cache();
+    let engine_stats = engine.extra_stats();
     let io = ProcIo::now().since(&io0);
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
@@ -413,6 +414,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             started_at_unix,
             cpu,
             read_cache,
+            engine_stats,
         },
         rows,
     ))

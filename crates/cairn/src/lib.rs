@@ -43,7 +43,8 @@ pub use db::{ColumnFamily, Db, DbIterator, LevelInfo, RunInfo, Scan, Snapshot};
 pub use error::{Error, Result};
 pub use events::{CompactionInfo, EventListener, FlushInfo};
 pub use options::{
-    BloomAllocation, IndexPolicy, Options, ReadOptions, Transition, WalRecovery, WriteOptions,
+    BloomAllocation, IndexPolicy, LearnMode, Options, ReadOptions, Transition, WalRecovery,
+    WriteOptions,
 };
 pub use stats::{DbStats, LevelStats, ReadCacheStats};
 pub use storage::{DeviceProfile, TierConfig};

@@ -1,7 +1,7 @@
 //! Named option presets, used by `cairn-bench` as `cairn:NAME` and handy for users.
 //! Each learned part adds its preset and its baselines' presets here.
 
-use crate::options::{BloomAllocation, IndexPolicy, Options};
+use crate::options::{BloomAllocation, IndexPolicy, LearnMode, Options};
 
 /// Names of every preset, with a one-line description.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -11,7 +11,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("moderate", "RusKey's 'Moderate' baseline: K=5 at every level"),
     ("lazy-leveling", "Dostoevsky's Lazy-Leveling: K=T at every level but the last, K=1 there; Monkey blooms"),
     ("monkey", "leveling with Monkey bloom-filter allocation"),
-    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8) on every table, learned at open; fence pointers as fallback"),
+    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8): tables learned in the background after 50 ms when the cost-benefit analyzer says it pays; fence pointers as fallback"),
+    ("bourbon-always", "Bourbon's always-learn baseline: every table read is learned after 50 ms"),
+    ("bourbon-never", "Bourbon's no-learn baseline: the learner's statistics, no model (fence pointers)"),
 ];
 
 /// The options of a preset, or `None` for an unknown name.
@@ -30,7 +32,19 @@ pub fn by_name(name: &str) -> Option<Options> {
             o.bloom_allocation = BloomAllocation::Monkey;
         }
         "monkey" => o.bloom_allocation = BloomAllocation::Monkey,
-        "bourbon" => o.index = IndexPolicy::Learned { delta: 8 },
+        "bourbon" => o.index = IndexPolicy::BOURBON,
+        "bourbon-always" | "bourbon-never" => {
+            let mode = if name == "bourbon-always" {
+                LearnMode::Always
+            } else {
+                LearnMode::Never
+            };
+            o.index = IndexPolicy::Learned {
+                delta: 8,
+                mode,
+                wait_ms: 50,
+            };
+        }
         _ => return None,
     }
     Some(o)
@@ -48,9 +62,6 @@ mod tests {
         }
         assert!(by_name("nope").is_none());
         assert_eq!(by_name("baseline").unwrap().index, IndexPolicy::Fence);
-        assert_eq!(
-            by_name("bourbon").unwrap().index,
-            IndexPolicy::Learned { delta: 8 }
-        );
+        assert_eq!(by_name("bourbon").unwrap().index, IndexPolicy::BOURBON);
     }
 }

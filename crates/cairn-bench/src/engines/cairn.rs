@@ -115,6 +115,45 @@ impl Engine for CairnEngine {
         })
     }
 
+    fn extra_stats(&self) -> std::collections::BTreeMap<String, f64> {
+        let s = self.db.stats();
+        let mean = |ns: u64, n: u64| if n > 0 { ns as f64 / n as f64 } else { 0.0 };
+        let sum = |f: fn(&cairn::LevelStats) -> u64| s.levels.iter().map(f).sum::<u64>();
+        let pct_seg = if s.learned_entries > 0 {
+            100.0 * s.learned_segments as f64 / s.learned_entries as f64
+        } else {
+            0.0
+        };
+        [
+            ("learned_tables", s.learned_tables as f64),
+            ("learned_segments", s.learned_segments as f64),
+            ("learned_entries", s.learned_entries as f64),
+            ("learned_pct_segments", pct_seg),
+            ("learn_cpu_ms", s.learn_cpu_nanos as f64 / 1e6),
+            ("learned_lookups", s.learned_lookups as f64),
+            ("learned_fallbacks", s.learned_fallbacks as f64),
+            (
+                "fence_path_ns",
+                mean(sum(|l| l.fence_path_ns), sum(|l| l.fence_path_samples)),
+            ),
+            (
+                "model_path_ns",
+                mean(sum(|l| l.model_path_ns), sum(|l| l.model_path_samples)),
+            ),
+            (
+                "fence_index_ns",
+                mean(sum(|l| l.fence_index_ns), sum(|l| l.fence_path_samples)),
+            ),
+            (
+                "model_index_ns",
+                mean(sum(|l| l.model_index_ns), sum(|l| l.model_path_samples)),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         Ok(self.db.close()?)
     }

@@ -144,6 +144,11 @@ pub trait Engine: Send + Sync {
     fn read_cache(&self) -> Option<ReadCacheGauges> {
         None
     }
+    /// Engine-specific figures for the report (e.g. cairn's learned-index counters),
+    /// taken at the end of the run.
+    fn extra_stats(&self) -> std::collections::BTreeMap<String, f64> {
+        Default::default()
+    }
     fn close(self: Box<Self>) -> Result<()>;
 }
 

@@ -126,6 +126,9 @@ pub struct RunResult {
     /// Read-cache components (cairn): sizes, hits by component.
     #[serde(default)]
     pub read_cache: Option<ReadCacheSummary>,
+    /// Engine-specific figures at the end of the run (see `Engine::extra_stats`).
+    #[serde(default)]
+    pub engine_stats: BTreeMap<String, f64>,
 }
 
 impl RunResult {
@@ -143,9 +146,7 @@ impl RunResult {
     pub fn cpu_ms_per_op(&self) -> Option<f64> {
         (self.ops > 0).then(|| self.cpu.total_s() * 1e3 / self.ops as f64)
     }
-}
 
-impl RunResult {
     pub fn write(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
