@@ -30,6 +30,9 @@ pub enum Command {
     /// Run several engines one after another, each in its own child process, on the same
     /// op stream; print a markdown table with ratios against the first engine.
     Compare(CompareArgs),
+    /// AC-Key's experiments (Figs. 7-13, Table 2, fixed splits): every point with every
+    /// engine; a markdown summary per figure and the Fig. 12 plot.
+    Sweep(Box<crate::sweep::SweepArgs>),
     /// Internal: run one request file in this process (used by `compare`).
     #[command(hide = true)]
     Child {
@@ -85,8 +88,8 @@ pub struct CompareArgs {
 pub struct WorkloadArgs {
     /// Workload. db_bench: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom,
     /// readwhilewriting; YCSB: ycsb-a..ycsb-f; custom: mix (--mix), phased (--phases);
-    /// presets: ruskey-sessions, ac-key-two-phase. Defaults to mix/phased when --mix/--phases
-    /// is given.
+    /// presets: ruskey-sessions, ac-key-two-phase, ac-key-default. Defaults to mix/phased
+    /// when --mix/--phases is given.
     #[arg(long, value_enum)]
     pub workload: Option<WorkloadName>,
     /// Records loaded before the measured phase (for fillseq/fillrandom: records written).
@@ -140,6 +143,21 @@ pub struct WorkloadArgs {
     /// Timeline sampling period in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub timeline_ms: u64,
+    /// Hotset distribution (ac-key-default, or --distribution hotset): fraction of the keys
+    /// that are hot, scattered over the key space.
+    #[arg(long, default_value_t = crate::workload::default_hot_keys(), value_name = "FRACTION")]
+    pub hot_keys: f64,
+    /// Hotset distribution: fraction of the ops (point keys and scan starts) on hot keys;
+    /// equal to --hot-keys gives a uniform distribution.
+    #[arg(long, default_value_t = crate::workload::default_hot_ops(), value_name = "FRACTION")]
+    pub hot_ops: f64,
+    /// ac-key-default: fraction of ops that are scans; the rest are point lookups.
+    #[arg(long, default_value_t = crate::workload::default_scan_ratio(), value_name = "FRACTION")]
+    pub scan_ratio: f64,
+    /// After the load, wait until the engine reports no flush or compaction running
+    /// (at most 10 minutes), so the measured phase starts from a settled tree.
+    #[arg(long)]
+    pub settle: bool,
 }
 
 /// Accepts `8388608`, `512K`, `64M`, `64MiB`, `1G`, `1GB` (binary multiples).
@@ -179,6 +197,10 @@ pub struct BudgetArgs {
     /// Sync the WAL on every write.
     #[arg(long)]
     pub sync: bool,
+    /// Device profile: latency cairn adds to each table I/O so a storage read costs what it
+    /// would on that device (ssd: 228 us per 4 KiB read). RocksDB and btree ignore it.
+    #[arg(long, value_enum, default_value_t = crate::engines::Device::None)]
+    pub device: crate::engines::Device,
     /// Parent directory for engine data [default: a fresh temporary directory].
     #[arg(long, value_name = "DIR")]
     pub db_dir: Option<PathBuf>,
@@ -195,6 +217,7 @@ impl BudgetArgs {
             bloom_bits: self.bloom_bits,
             direct_io: self.direct_io,
             sync: self.sync,
+            device: self.device,
         }
     }
 }
@@ -246,6 +269,10 @@ impl WorkloadArgs {
             phases: self.phases.clone(),
             scan_length: self.scan_length,
             threads: self.threads,
+            hot_keys: self.hot_keys,
+            hot_ops: self.hot_ops,
+            scan_ratio: self.scan_ratio,
+            settle: self.settle,
         })
     }
 }

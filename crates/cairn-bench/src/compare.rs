@@ -69,7 +69,7 @@ pub fn write_outputs(
     Ok(report)
 }
 
-fn summary_line(r: &RunResult) -> String {
+pub fn summary_line(r: &RunResult) -> String {
     format!(
         "{}: {} {:.0} ops/s, p99 {:.1} us, {} ops in {:.2} s",
         r.engine, r.workload, r.ops_per_sec, r.latency_us.p99, r.ops, r.seconds
@@ -119,6 +119,42 @@ pub fn child_cmd(request: &Path, json: &Path, timeline_csv: &Path) -> Result<()>
     write_timeline(&rows, timeline_csv)
 }
 
+/// Runs one engine, in a child process (its own peak RSS) unless `in_process`; the child
+/// leaves `STEM.json` and `STEM.timeline.csv` in `out`.
+pub fn run_one(
+    req: &RunRequest,
+    out: &Path,
+    stem: &str,
+    in_process: bool,
+) -> Result<(RunResult, Vec<TimelineRow>)> {
+    if in_process {
+        return runner::run(req);
+    }
+    std::fs::create_dir_all(out)?;
+    let req_path = out.join(format!("{stem}.request.json"));
+    let json = out.join(format!("{stem}.json"));
+    let csv = out.join(format!("{stem}.timeline.csv"));
+    std::fs::write(&req_path, serde_json::to_string_pretty(req)?)?;
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .arg("child")
+        .arg("--request")
+        .arg(&req_path)
+        .arg("--json")
+        .arg(&json)
+        .arg("--timeline")
+        .arg(&csv)
+        .status()
+        .context("starting child process")?;
+    if !status.success() {
+        bail!("engine {} failed ({status})", req.engine);
+    }
+    std::fs::remove_file(&req_path).ok();
+    Ok((
+        RunResult::read(&json)?,
+        timeline::from_csv(&std::fs::read_to_string(&csv)?)?,
+    ))
+}
+
 pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
     let engines = a
         .engines
@@ -148,38 +184,12 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
             timeline_period_ms: a.workload.timeline_ms,
         };
         eprintln!("running {engine} on {} ...", spec.workload.name());
-        let (result, rows) = if a.in_process {
-            let (mut r, rows) = runner::run(&req)?;
-            if !results.is_empty() {
-                r.rss_note = "in-process compare: VmHWM is the peak of this process so far, \
-                              earlier engines included; compare rss_at_open_bytes"
-                    .to_string();
-            }
-            (r, rows)
-        } else {
-            let req_path = a.out.join(format!("{stem}.request.json"));
-            let json = a.out.join(format!("{stem}.json"));
-            let csv = a.out.join(format!("{stem}.timeline.csv"));
-            std::fs::write(&req_path, serde_json::to_string_pretty(&req)?)?;
-            let status = std::process::Command::new(std::env::current_exe()?)
-                .arg("child")
-                .arg("--request")
-                .arg(&req_path)
-                .arg("--json")
-                .arg(&json)
-                .arg("--timeline")
-                .arg(&csv)
-                .status()
-                .context("starting child process")?;
-            if !status.success() {
-                bail!("engine {engine} failed ({status})");
-            }
-            std::fs::remove_file(&req_path).ok();
-            (
-                RunResult::read(&json)?,
-                timeline::from_csv(&std::fs::read_to_string(&csv)?)?,
-            )
-        };
+        let (mut result, rows) = run_one(&req, &a.out, &stem, a.in_process)?;
+        if a.in_process && !results.is_empty() {
+            result.rss_note = "in-process compare: VmHWM is the peak of this process so far, \
+                               earlier engines included; compare rss_at_open_bytes"
+                .to_string();
+        }
         eprintln!("{}", summary_line(&result));
         timelines.push((result.engine.clone(), rows));
         results.push(result);

@@ -8,4 +8,5 @@ pub mod measure;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod sweep;
 pub mod workload;

@@ -7,6 +7,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Run(a) => compare::run_cmd(&a),
         Command::Compare(a) => compare::compare_cmd(&a),
+        Command::Sweep(a) => cairn_bench::sweep::sweep_cmd(&a),
         Command::Child {
             request,
             json,

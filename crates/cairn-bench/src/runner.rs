@@ -2,9 +2,11 @@
 
 use crate::engines::{BenchConfig, Engine, EngineCounters, EngineName};
 use crate::measure::latency::{cdf, summarize, OpLatencies};
-use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, ProcIo};
+use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, CpuTime, ProcIo};
 use crate::measure::timeline::{self, Live, TimelineRow};
-use crate::report::json::{CacheStats, LoadPhase, PhaseResult, RunResult, Storage};
+use crate::report::json::{
+    CacheStats, LoadPhase, PhaseResult, ReadCacheSummary, RunResult, Storage,
+};
 use crate::rng::Rng;
 use crate::workload::dataset::KeySpace;
 use crate::workload::mix::OpKind;
@@ -203,6 +205,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             }
         }
         engine.flush()?;
+        if spec.settle {
+            settle(engine.as_ref());
+        }
         pb.finish_and_clear();
         load = LoadPhase {
             records: spec.records,
@@ -213,7 +218,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
 
     // Measured phase.
     let c0 = engine.counters();
+    let g0 = engine.read_cache();
     let io0 = ProcIo::now();
+    let cpu0 = CpuTime::now();
     let live = Live::default();
     let period = Duration::from_millis(req.timeline_period_ms.max(10));
     let total = if spec.workload.is_fill() {
@@ -305,7 +312,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     })?;
     let seconds = t0.elapsed().as_secs_f64();
     pb.finish_and_clear();
+    let cpu = CpuTime::now().since(&cpu0);
     let c1 = engine.counters();
+    let g1 = engine.read_cache();
+    let engine_stats = engine.extra_stats();
     let io = ProcIo::now().since(&io0);
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
@@ -353,6 +363,12 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         })
         .collect();
     let lookups = d.cache_hits + d.cache_misses;
+    let point_reads = ["read", "rmw"]
+        .iter()
+        .filter_map(|k| lat.by_op.get(*k))
+        .map(|h| h.len())
+        .sum();
+    let read_cache = g1.map(|g1| read_cache_summary(&g0.unwrap_or_default(), &g1, point_reads));
     Ok((
         RunResult {
             engine: name,
@@ -396,9 +412,60 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             spec: spec.clone(),
             config: req.config.clone(),
             started_at_unix,
+            cpu,
+            read_cache,
+            engine_stats,
         },
         rows,
     ))
+}
+
+/// Waits until the engine reports no background work in several polls in a row (a
+/// compaction can start right after another ends), or 10 minutes pass.
+fn settle(engine: &dyn Engine) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut quiet = 0;
+    while quiet < 5 && Instant::now() < deadline {
+        let c = engine.counters();
+        quiet = if c.flushes_running + c.compactions_running == 0 {
+            quiet + 1
+        } else {
+            0
+        };
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn read_cache_summary(
+    g0: &crate::engines::ReadCacheGauges,
+    g1: &crate::engines::ReadCacheGauges,
+    point_reads: u64,
+) -> ReadCacheSummary {
+    let d = |a: u64, b: u64| b.saturating_sub(a);
+    let (kv_hits, kp_hits) = (d(g0.kv_hits, g1.kv_hits), d(g0.kp_hits, g1.kp_hits));
+    let (bh, bm) = (
+        d(g0.block_hits, g1.block_hits),
+        d(g0.block_misses, g1.block_misses),
+    );
+    let per_point = |x: u64| (point_reads > 0).then(|| x as f64 / point_reads as f64);
+    ReadCacheSummary {
+        policy: g1.policy.clone(),
+        capacity: g1.capacity,
+        kv_bytes: g1.kv_bytes,
+        kp_bytes: g1.kp_bytes,
+        block_bytes: g1.block_bytes,
+        ghost_bytes: g1.ghost_bytes,
+        kv_hits,
+        kp_hits,
+        block_hits: bh,
+        block_misses: bm,
+        ghost_hits: d(g0.ghost_hits, g1.ghost_hits),
+        foreground_reads: d(g0.foreground_reads, g1.foreground_reads),
+        point_reads,
+        kv_hit_ratio: per_point(kv_hits),
+        kp_hit_ratio: per_point(kp_hits),
+        block_hit_ratio: (bh + bm > 0).then(|| bh as f64 / (bh + bm) as f64),
+    }
 }
 
 fn timed(

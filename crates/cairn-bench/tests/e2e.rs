@@ -24,6 +24,7 @@ const WORKLOADS: &[&str] = &[
     "phased",
     "ruskey-sessions",
     "ac-key-two-phase",
+    "ac-key-default",
 ];
 
 fn engines() -> Vec<&'static str> {
@@ -112,6 +113,28 @@ fn every_workload_runs_end_to_end() {
             let csv = std::fs::read_to_string(j.with_extension("timeline.csv")).unwrap();
             assert!(csv.starts_with("second,ops,qps,p95_us"), "{csv}");
             assert!(csv.lines().count() >= 2, "{engine} {w}: empty timeline");
+            // Read-cache gauges: cairn fills the component sizes, btree leaves them empty.
+            let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+            let col = header
+                .iter()
+                .position(|h| *h == "block_cache_bytes")
+                .expect("block_cache_bytes column");
+            let gauges: Vec<&str> = csv
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').nth(col).unwrap())
+                .collect();
+            assert_eq!(
+                gauges.iter().all(|g| !g.is_empty()),
+                engine == "cairn",
+                "{engine} {w}: {gauges:?}"
+            );
+            assert_eq!(
+                v["read_cache"].is_object(),
+                engine == "cairn",
+                "{engine} {w}"
+            );
+            assert!(v["cpu"]["user_s"].as_f64().unwrap() > 0.0, "{engine} {w}");
             let report = std::fs::read_to_string(out.join("report.md")).unwrap();
             assert!(report.contains(&format!("| {engine} |")));
             for png in ["throughput.png", "latency_cdf.png", "timeline.png"] {
@@ -171,6 +194,52 @@ fn compare_runs_children_and_reports_ratios() {
         .collect();
     assert_eq!(found.len(), list.len());
     assert!(found.windows(2).all(|w| w[0] == w[1]), "{found:?}");
+}
+
+#[test]
+fn sweep_runs_figures_and_writes_summaries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["sweep", "--figures", "fig11,fig12"])
+        .args(["--engines", "cairn:baseline,btree", "--reference", "btree"])
+        .args(["--records", "2000", "--ops", "900", "--timeline-ms", "20"])
+        .args(["--write-buffer-size", "64K", "--cache-bytes", "64K"])
+        .args(["--device", "ssd", "--settle"])
+        .arg("--out")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
+    assert!(summary.contains("device profile ssd"), "{summary}");
+    assert!(summary.contains("## Fig. 11"), "{summary}");
+    assert!(summary.contains("| ac-key-default | "), "{summary}");
+    assert!(summary.contains("(1.00x)"), "{summary}");
+    assert!(summary.contains("CPU user s"), "{summary}");
+    assert!(summary.contains("| scans-then-points | "), "{summary}");
+    assert!(tmp.path().join("fig11.md").exists());
+    assert_png(&tmp.path().join("fig12_cache_sizes.png"));
+    let point = tmp.path().join("fig12").join("scans-then-points");
+    let r = json(&point.join("cairn-baseline.json"));
+    assert_eq!(r["phases"].as_array().unwrap().len(), 2);
+    assert_eq!(r["config"]["device"], "ssd");
+    // Only the engines that exist: an unknown preset stops the sweep before it runs.
+    let out = Command::new(BIN)
+        .args(["sweep", "--figures", "fixed", "--engines", "btree"])
+        .args(["--records", "10", "--ops", "10"])
+        .arg("--out")
+        .arg(tmp.path().join("x"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        assert!(err.contains("no preset"), "{err}");
+        assert!(!tmp.path().join("x").join("fixed").exists());
+    }
 }
 
 #[test]

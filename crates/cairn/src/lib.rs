@@ -43,8 +43,8 @@ pub use db::{ColumnFamily, Db, DbIterator, LevelInfo, RunInfo, Scan, Snapshot};
 pub use error::{Error, Result};
 pub use events::{CompactionInfo, EventListener, FlushInfo};
 pub use options::{
-    AcKeyParams, BloomAllocation, IndexPolicy, Options, ReadCachePolicy, ReadOptions, Transition,
-    WalRecovery, WriteOptions,
+    AcKeyParams, BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy, ReadOptions,
+    Transition, WalRecovery, WriteOptions,
 };
 pub use stats::{DbStats, LevelStats, ReadCacheStats};
 pub use storage::{DeviceProfile, TierConfig};

@@ -31,16 +31,21 @@ pub enum IndexPolicy {
     /// Fence pointers: binary search of the index block (the baseline).
     #[default]
     Fence,
-    /// Bourbon's learned index: every table is learned (Greedy-PLR with error bound
-    /// `delta` positions) when it is opened for reads, and point reads predict the entry's
-    /// position, searching only `+-delta` entries around it; whenever the prediction cannot
-    /// be trusted they fall back to the fence pointers, so answers never differ. Learning
-    /// reads the whole table once at open. Bourbon's cost-benefit analyzer (learn a table
-    /// only when the lookups it will serve repay the learning) and background learning are
-    /// a later step. `delta` must be in `1..=65536`.
+    /// Bourbon's learned index: tables open with fence pointers; a background learner
+    /// trains a Greedy-PLR model (error bound `delta` positions) on a table once it has
+    /// lived `wait_ms` (learning guideline 2) and, under [`LearnMode::Cba`], once the
+    /// cost-benefit analyzer says its lookups will repay the learning. Point reads then
+    /// predict the entry's position and search only `+-delta` entries around it; whenever
+    /// the prediction cannot be trusted they fall back to the fence pointers, so answers
+    /// never differ. Models are saved beside their tables (`NNNNNN.plr`) and loaded when
+    /// the table is next opened. `delta` must be in `1..=65536`.
     Learned {
         /// Error bound of the model, in entries.
         delta: u32,
+        /// Which tables to learn.
+        mode: LearnMode,
+        /// Milliseconds a table must have been readable before it may be learned.
+        wait_ms: u32,
     },
 }
 
@@ -145,6 +150,37 @@ impl ReadCachePolicy {
         }
         Ok(())
     }
+}
+
+impl IndexPolicy {
+    /// Bourbon's settings: delta 8, cost-benefit analyzer, 50 ms wait.
+    pub const BOURBON: IndexPolicy = IndexPolicy::Learned {
+        delta: 8,
+        mode: LearnMode::Cba,
+        wait_ms: 50,
+    };
+
+    /// A learned index that learns every table as soon as it is opened for reads.
+    pub fn learn_all(delta: u32) -> IndexPolicy {
+        IndexPolicy::Learned {
+            delta,
+            mode: LearnMode::Always,
+            wait_ms: 0,
+        }
+    }
+}
+
+/// Which tables the background learner learns (Bourbon's always-learn, no-learn and
+/// cost-benefit analyzer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LearnMode {
+    /// Every table read after the wait.
+    Always,
+    /// None (the fence path only; the analyzer's statistics are still collected).
+    Never,
+    /// Tables whose expected benefit over their remaining life exceeds the learning cost.
+    #[default]
+    Cba,
 }
 
 /// Largest error bound of [`IndexPolicy::Learned`].
@@ -339,7 +375,7 @@ impl Options {
         if self.target_file_size < 4096 {
             return invalid("target_file_size must be at least 4096".into());
         }
-        if let IndexPolicy::Learned { delta } = self.index {
+        if let IndexPolicy::Learned { delta, .. } = self.index {
             if !(1..=MAX_LEARNED_DELTA).contains(&delta) {
                 return invalid(format!(
                     "learned index delta {delta} outside 1..={MAX_LEARNED_DELTA}"
@@ -489,7 +525,7 @@ mod tests {
             ((1 << 16) + 1, false),
         ] {
             let o = Options {
-                index: IndexPolicy::Learned { delta },
+                index: IndexPolicy::learn_all(delta),
                 ..Options::default()
             };
             assert_eq!(o.validate().is_ok(), ok, "delta {delta}");

@@ -1,7 +1,7 @@
 //! Named option presets, used by `cairn-bench` as `cairn:NAME` and handy for users.
 //! Each learned part adds its preset and its baselines' presets here.
 
-use crate::options::{BloomAllocation, IndexPolicy, Options, ReadCachePolicy};
+use crate::options::{BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy};
 
 /// Names of every preset, with a one-line description.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -11,7 +11,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("moderate", "RusKey's 'Moderate' baseline: K=5 at every level"),
     ("lazy-leveling", "Dostoevsky's Lazy-Leveling: K=T at every level but the last, K=1 there; Monkey blooms"),
     ("monkey", "leveling with Monkey bloom-filter allocation"),
-    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8) on every table, learned at open; fence pointers as fallback"),
+    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8): tables learned in the background after 50 ms when the cost-benefit analyzer says it pays; fence pointers as fallback"),
+    ("bourbon-always", "Bourbon's always-learn baseline: every table read is learned after 50 ms"),
+    ("bourbon-never", "Bourbon's no-learn baseline: the learner's statistics, no model (fence pointers)"),
     ("ac-key", "AC-Key: KV, KP and block caches sharing the cache budget, sized by E-ARC, evicting by E-LRU"),
     ("block", "AC-Key's baseline (RocksDB's default): the whole cache budget to the block cache"),
     ("pure-kv", "AC-Key's baseline: the whole cache budget to a key-value cache"),
@@ -47,7 +49,19 @@ pub fn by_name(name: &str) -> Option<Options> {
             o.bloom_allocation = BloomAllocation::Monkey;
         }
         "monkey" => o.bloom_allocation = BloomAllocation::Monkey,
-        "bourbon" => o.index = IndexPolicy::Learned { delta: 8 },
+        "bourbon" => o.index = IndexPolicy::BOURBON,
+        "bourbon-always" | "bourbon-never" => {
+            let mode = if name == "bourbon-always" {
+                LearnMode::Always
+            } else {
+                LearnMode::Never
+            };
+            o.index = IndexPolicy::Learned {
+                delta: 8,
+                mode,
+                wait_ms: 50,
+            };
+        }
         "ac-key" => o.read_cache = ReadCachePolicy::AcKey(Default::default()),
         "block" => o.read_cache = ReadCachePolicy::Block,
         "pure-kv" => o.read_cache = ReadCachePolicy::PureKv,
@@ -87,9 +101,6 @@ mod tests {
         ] {
             assert!(by_name(bad).is_none(), "{bad}");
         }
-        assert_eq!(
-            by_name("bourbon").unwrap().index,
-            IndexPolicy::Learned { delta: 8 }
-        );
+        assert_eq!(by_name("bourbon").unwrap().index, IndexPolicy::BOURBON);
     }
 }

@@ -23,6 +23,12 @@ pub(crate) struct LevelCounters {
     pub storage_reads: AtomicU64,
     pub learned_lookups: AtomicU64,
     pub learned_fallbacks: AtomicU64,
+    pub fence_path_ns: AtomicU64,
+    pub fence_path_samples: AtomicU64,
+    pub model_path_ns: AtomicU64,
+    pub model_path_samples: AtomicU64,
+    pub fence_index_ns: AtomicU64,
+    pub model_index_ns: AtomicU64,
 }
 
 impl LevelCounters {
@@ -45,6 +51,37 @@ impl LevelCounters {
         add(&self.storage_reads, t.storage_reads);
         add(&self.learned_lookups, t.learned_lookups);
         add(&self.learned_fallbacks, t.learned_fallbacks);
+        if t.sampled_ns > 0 {
+            let (ns, n, index) = if t.sampled_model {
+                (
+                    &self.model_path_ns,
+                    &self.model_path_samples,
+                    &self.model_index_ns,
+                )
+            } else {
+                (
+                    &self.fence_path_ns,
+                    &self.fence_path_samples,
+                    &self.fence_index_ns,
+                )
+            };
+            ns.fetch_add(t.sampled_ns, Relaxed);
+            n.fetch_add(1, Relaxed);
+            index.fetch_add(t.sampled_index_ns, Relaxed);
+        }
+    }
+
+    /// Mean sampled lookup time on the fence path and on the model path, nanoseconds
+    /// (`None` before the first sample).
+    pub(crate) fn path_means(&self) -> (Option<f64>, Option<f64>) {
+        let mean = |ns: &AtomicU64, n: &AtomicU64| {
+            let n = n.load(Relaxed);
+            (n > 0).then(|| ns.load(Relaxed) as f64 / n as f64)
+        };
+        (
+            mean(&self.fence_path_ns, &self.fence_path_samples),
+            mean(&self.model_path_ns, &self.model_path_samples),
+        )
     }
 
     /// Block reads of an iterator over a table (no probe: iterators read blocks in order).
@@ -73,6 +110,12 @@ impl LevelCounters {
             storage_reads: self.storage_reads.load(Relaxed),
             learned_lookups: self.learned_lookups.load(Relaxed),
             learned_fallbacks: self.learned_fallbacks.load(Relaxed),
+            fence_path_ns: self.fence_path_ns.load(Relaxed),
+            fence_path_samples: self.fence_path_samples.load(Relaxed),
+            model_path_ns: self.model_path_ns.load(Relaxed),
+            model_path_samples: self.model_path_samples.load(Relaxed),
+            fence_index_ns: self.fence_index_ns.load(Relaxed),
+            model_index_ns: self.model_index_ns.load(Relaxed),
             ..Default::default()
         }
     }
@@ -110,6 +153,11 @@ pub(crate) struct StatsInner {
     pub background_errors: AtomicU64,
     pub learned_tables: AtomicU64,
     pub learned_segments: AtomicU64,
+    pub learned_entries: AtomicU64,
+    pub learn_cpu_nanos: AtomicU64,
+    pub learn_errors: AtomicU64,
+    pub learned_models_loaded: AtomicU64,
+    pub learned_models_rejected: AtomicU64,
     hist: [Mutex<Histogram<u64>>; 3],
 }
 
@@ -142,6 +190,11 @@ impl Default for StatsInner {
             background_errors: AtomicU64::new(0),
             learned_tables: AtomicU64::new(0),
             learned_segments: AtomicU64::new(0),
+            learned_entries: AtomicU64::new(0),
+            learn_cpu_nanos: AtomicU64::new(0),
+            learn_errors: AtomicU64::new(0),
+            learned_models_loaded: AtomicU64::new(0),
+            learned_models_rejected: AtomicU64::new(0),
             hist: [hist(), hist(), hist()],
         }
     }
@@ -186,6 +239,19 @@ pub struct LevelStats {
     pub learned_lookups: u64,
     /// Table lookups a learned index handed to the fence pointers.
     pub learned_fallbacks: u64,
+    /// Nanoseconds of sampled fence-path table lookups (index and block search; one
+    /// lookup in 32 that reach an index is timed).
+    pub fence_path_ns: u64,
+    /// Sampled fence-path table lookups.
+    pub fence_path_samples: u64,
+    /// Nanoseconds of sampled model-path table lookups (fallbacks included).
+    pub model_path_ns: u64,
+    /// Sampled model-path table lookups.
+    pub model_path_samples: u64,
+    /// Of `fence_path_ns`, the index's part (before the data block is asked for).
+    pub fence_index_ns: u64,
+    /// Of `model_path_ns`, the index's part (model and block choice).
+    pub model_index_ns: u64,
     /// Runs in the level now (default column family).
     pub runs: usize,
     /// Files in the level now (default column family).
@@ -276,10 +342,20 @@ pub struct DbStats {
     pub learned_lookups: u64,
     /// Table lookups a learned index handed to the fence pointers (all levels).
     pub learned_fallbacks: u64,
-    /// Tables learned (each time a table is opened for reads with `IndexPolicy::Learned`).
+    /// Tables learned (by the background learner, or at open).
     pub learned_tables: u64,
     /// PLR segments built over those tables.
     pub learned_segments: u64,
+    /// Entries of those tables.
+    pub learned_entries: u64,
+    /// CPU time the learner spent learning (reading and training), nanoseconds.
+    pub learn_cpu_nanos: u64,
+    /// Learnings (or model saves) that failed (the table keeps its fence pointers).
+    pub learn_errors: u64,
+    /// Models loaded from their files when tables were opened (not relearned).
+    pub learned_models_loaded: u64,
+    /// Model files ignored as damaged or not matching their table (relearned instead).
+    pub learned_models_rejected: u64,
     /// Get latency.
     pub get_latency: Latency,
     /// Write latency.
@@ -372,6 +448,11 @@ impl DbStats {
             learned_fallbacks: levels.iter().map(|l| l.learned_fallbacks).sum(),
             learned_tables: s.learned_tables.load(Relaxed),
             learned_segments: s.learned_segments.load(Relaxed),
+            learned_entries: s.learned_entries.load(Relaxed),
+            learn_cpu_nanos: s.learn_cpu_nanos.load(Relaxed),
+            learn_errors: s.learn_errors.load(Relaxed),
+            learned_models_loaded: s.learned_models_loaded.load(Relaxed),
+            learned_models_rejected: s.learned_models_rejected.load(Relaxed),
             get_latency: Latency::from_hist(&s.latency(OpKind::Get)),
             write_latency: Latency::from_hist(&s.latency(OpKind::Write)),
             scan_latency: Latency::from_hist(&s.latency(OpKind::Scan)),

@@ -1,7 +1,7 @@
 //! cairn, configured to the shared budget (or a named preset with the budget applied on
 //! top). Not in the module tree until the engine lands: see `engines/mod.rs`.
 
-use super::{BenchConfig, Engine, EngineCounters};
+use super::{BenchConfig, Engine, EngineCounters, ReadCacheGauges};
 use anyhow::{anyhow, Context, Result};
 use cairn::{Db, Options, WriteOptions};
 use std::path::Path;
@@ -25,6 +25,19 @@ impl CairnEngine {
         opts.bloom_bits_per_key = cfg.bloom_bits;
         opts.use_direct_reads = cfg.direct_io;
         opts.create_if_missing = true;
+        let profile = match cfg.device {
+            super::Device::None => None,
+            super::Device::Ssd => Some(cairn::DeviceProfile::Ssd),
+            super::Device::Hdd => Some(cairn::DeviceProfile::Hdd),
+        };
+        if let Some(profile) = profile {
+            // One tier, the database directory itself, with the device's added latency.
+            opts.tiers = vec![cairn::TierConfig {
+                dir: ".".into(),
+                first_level: 0,
+                profile,
+            }];
+        }
         let db =
             Db::open(dir, opts).with_context(|| format!("opening cairn in {}", dir.display()))?;
         Ok(CairnEngine {
@@ -81,6 +94,64 @@ impl Engine for CairnEngine {
             flushes_running: s.flushes_running,
             compactions_running: s.compactions_running,
         }
+    }
+
+    fn read_cache(&self) -> Option<ReadCacheGauges> {
+        let s = self.db.stats();
+        let c = &s.read_cache;
+        Some(ReadCacheGauges {
+            policy: c.policy.clone(),
+            capacity: c.capacity,
+            kv_bytes: c.kv_bytes,
+            kp_bytes: c.kp_bytes,
+            block_bytes: c.block_bytes,
+            ghost_bytes: c.ghost_bytes,
+            kv_hits: c.kv_hits,
+            kp_hits: c.kp_hits,
+            block_hits: c.block_hits,
+            block_misses: c.block_misses,
+            ghost_hits: c.ghost_hits,
+            foreground_reads: s.levels.iter().map(|l| l.storage_reads).sum(),
+        })
+    }
+
+    fn extra_stats(&self) -> std::collections::BTreeMap<String, f64> {
+        let s = self.db.stats();
+        let mean = |ns: u64, n: u64| if n > 0 { ns as f64 / n as f64 } else { 0.0 };
+        let sum = |f: fn(&cairn::LevelStats) -> u64| s.levels.iter().map(f).sum::<u64>();
+        let pct_seg = if s.learned_entries > 0 {
+            100.0 * s.learned_segments as f64 / s.learned_entries as f64
+        } else {
+            0.0
+        };
+        [
+            ("learned_tables", s.learned_tables as f64),
+            ("learned_segments", s.learned_segments as f64),
+            ("learned_entries", s.learned_entries as f64),
+            ("learned_pct_segments", pct_seg),
+            ("learn_cpu_ms", s.learn_cpu_nanos as f64 / 1e6),
+            ("learned_lookups", s.learned_lookups as f64),
+            ("learned_fallbacks", s.learned_fallbacks as f64),
+            (
+                "fence_path_ns",
+                mean(sum(|l| l.fence_path_ns), sum(|l| l.fence_path_samples)),
+            ),
+            (
+                "model_path_ns",
+                mean(sum(|l| l.model_path_ns), sum(|l| l.model_path_samples)),
+            ),
+            (
+                "fence_index_ns",
+                mean(sum(|l| l.fence_index_ns), sum(|l| l.fence_path_samples)),
+            ),
+            (
+                "model_index_ns",
+                mean(sum(|l| l.model_index_ns), sum(|l| l.model_path_samples)),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
     }
 
     fn close(self: Box<Self>) -> Result<()> {

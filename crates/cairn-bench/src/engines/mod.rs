@@ -21,6 +21,32 @@ pub struct BenchConfig {
     pub direct_io: bool,
     /// fsync the WAL on every write.
     pub sync: bool,
+    /// Latency added to every storage I/O (cairn's device profile; other engines ignore it).
+    #[serde(default)]
+    pub device: Device,
+}
+
+/// A device profile: what a storage I/O costs on top of the machine's own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    /// No added latency.
+    #[default]
+    None,
+    /// A cloud SSD: 228 us per 4 KiB read, 30 us per write (cairn's DeviceProfile::Ssd).
+    Ssd,
+    /// A hard disk: 5050 us per read or write.
+    Hdd,
+}
+
+impl Device {
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::None => "none",
+            Device::Ssd => "ssd",
+            Device::Hdd => "hdd",
+        }
+    }
 }
 
 impl Default for BenchConfig {
@@ -31,6 +57,7 @@ impl Default for BenchConfig {
             bloom_bits: 10.0,
             direct_io: false,
             sync: false,
+            device: Device::None,
         }
     }
 }
@@ -78,6 +105,27 @@ impl EngineCounters {
     }
 }
 
+/// The read cache's components now (gauges) and its hit counters since open, for engines
+/// whose cache has KV / KP / block parts (cairn's AC-Key and its baselines).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadCacheGauges {
+    /// Cache policy name (`block`, `pure-kv`, `pure-kp`, `fixed-X-Y-Z`, `ac-key`).
+    pub policy: String,
+    /// The shared byte budget.
+    pub capacity: u64,
+    pub kv_bytes: u64,
+    pub kp_bytes: u64,
+    pub block_bytes: u64,
+    pub ghost_bytes: u64,
+    pub kv_hits: u64,
+    pub kp_hits: u64,
+    pub block_hits: u64,
+    pub block_misses: u64,
+    pub ghost_hits: u64,
+    /// Storage reads made by point reads and scans (compaction reads excluded).
+    pub foreground_reads: u64,
+}
+
 /// A key-value store under test. `Sync` because readwhilewriting and `--threads`
 /// share one instance across threads.
 pub trait Engine: Send + Sync {
@@ -92,6 +140,15 @@ pub trait Engine: Send + Sync {
     /// Persists the memtable so the measured phase starts from on-disk state.
     fn flush(&self) -> Result<()>;
     fn counters(&self) -> EngineCounters;
+    /// Read-cache components; None for engines without them.
+    fn read_cache(&self) -> Option<ReadCacheGauges> {
+        None
+    }
+    /// Engine-specific figures for the report (e.g. cairn's learned-index counters),
+    /// taken at the end of the run.
+    fn extra_stats(&self) -> std::collections::BTreeMap<String, f64> {
+        Default::default()
+    }
     fn close(self: Box<Self>) -> Result<()>;
 }
 

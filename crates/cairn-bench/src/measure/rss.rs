@@ -33,6 +33,41 @@ pub fn current_rss_bytes() -> u64 {
     status_kib("VmRSS:").unwrap_or(0) * 1024
 }
 
+/// CPU time of this process (all threads), seconds: what `time` reports as user and sys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuTime {
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+impl CpuTime {
+    pub fn now() -> CpuTime {
+        // SAFETY: getrusage only writes the struct we hand it.
+        unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_SELF, &mut ru) != 0 {
+                return CpuTime::default();
+            }
+            let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+            CpuTime {
+                user_s: secs(ru.ru_utime),
+                sys_s: secs(ru.ru_stime),
+            }
+        }
+    }
+
+    pub fn since(&self, e: &CpuTime) -> CpuTime {
+        CpuTime {
+            user_s: (self.user_s - e.user_s).max(0.0),
+            sys_s: (self.sys_s - e.sys_s).max(0.0),
+        }
+    }
+
+    pub fn total_s(&self) -> f64 {
+        self.user_s + self.sys_s
+    }
+}
+
 /// /proc/self/io: what the OS saw, independent of what an engine reports about itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcIo {
@@ -84,6 +119,20 @@ impl ProcIo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_time_grows_with_work() {
+        // Busy until CPU time moves (the machine is shared: wall time says little).
+        let t0 = CpuTime::now();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while CpuTime::now().since(&t0).user_s < 0.01 && start.elapsed().as_secs() < 20 {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+        }
+        assert!(CpuTime::now().since(&t0).user_s >= 0.01);
+    }
 
     #[test]
     fn peak_rss_grows_with_allocation() {

@@ -2,7 +2,7 @@
 //! them into one row per second along with the engine's background-work gauges.
 
 use super::latency::new_histogram;
-use crate::engines::{Engine, EngineCounters};
+use crate::engines::{Engine, EngineCounters, ReadCacheGauges};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -46,6 +46,28 @@ pub struct TimelineRow {
     pub write_bytes: u64,
     pub flushes_running: u64,
     pub compactions_running: u64,
+    /// Read-cache component sizes at the end of the interval (engines that report them).
+    pub cache_sizes: Option<CacheSizes>,
+}
+
+/// Bytes held by each read-cache component (AC-Key's Fig. 12).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheSizes {
+    pub kv: u64,
+    pub kp: u64,
+    pub block: u64,
+    pub ghost: u64,
+}
+
+impl CacheSizes {
+    fn of(g: &ReadCacheGauges) -> CacheSizes {
+        CacheSizes {
+            kv: g.kv_bytes,
+            kp: g.kp_bytes,
+            block: g.block_bytes,
+            ghost: g.ghost_bytes,
+        }
+    }
 }
 
 /// Samples every `period` until `live.stop` is set; the last row covers the tail.
@@ -69,13 +91,15 @@ pub fn sample(engine: &dyn Engine, live: &Live, period: Duration) -> Vec<Timelin
         let c = engine.counters();
         let dt = now.duration_since(last_t).as_secs_f64();
         if ops > last_ops || !stopping {
-            rows.push(row(
+            let mut r = row(
                 now.duration_since(start).as_secs_f64(),
                 ops - last_ops,
                 dt,
                 &hist,
                 &c.since(&last_c),
-            ));
+            );
+            r.cache_sizes = engine.read_cache().as_ref().map(CacheSizes::of);
+            rows.push(r);
         }
         (last_t, last_ops, last_c) = (now, ops, c);
         if stopping {
@@ -100,18 +124,20 @@ fn row(second: f64, ops: u64, dt: f64, hist: &Histogram<u64>, d: &EngineCounters
         write_bytes: d.write_bytes,
         flushes_running: d.flushes_running,
         compactions_running: d.compactions_running,
+        cache_sizes: None,
     }
 }
 
 pub const CSV_HEADER: &str =
-    "second,ops,qps,p95_us,cache_hit_ratio,read_bytes,write_bytes,flushes_running,compactions_running";
+    "second,ops,qps,p95_us,cache_hit_ratio,read_bytes,write_bytes,flushes_running,compactions_running,\
+     kv_cache_bytes,kp_cache_bytes,block_cache_bytes,ghost_cache_bytes";
 
 pub fn to_csv(rows: &[TimelineRow]) -> String {
     let mut s = String::from(CSV_HEADER);
     s.push('\n');
     for r in rows {
         s.push_str(&format!(
-            "{:.3},{},{:.1},{:.2},{},{},{},{},{}\n",
+            "{:.3},{},{:.1},{:.2},{},{},{},{},{},{}\n",
             r.second,
             r.ops,
             r.qps,
@@ -122,7 +148,11 @@ pub fn to_csv(rows: &[TimelineRow]) -> String {
             r.read_bytes,
             r.write_bytes,
             r.flushes_running,
-            r.compactions_running
+            r.compactions_running,
+            r.cache_sizes.map_or(",,,".to_string(), |c| format!(
+                "{},{},{},{}",
+                c.kv, c.kp, c.block, c.ghost
+            ))
         ));
     }
     s
@@ -133,7 +163,12 @@ pub fn from_csv(s: &str) -> anyhow::Result<Vec<TimelineRow>> {
     let mut rows = Vec::new();
     for line in s.lines().skip(1).filter(|l| !l.is_empty()) {
         let f: Vec<&str> = line.split(',').collect();
-        anyhow::ensure!(f.len() == 9, "timeline row `{line}` has {} fields", f.len());
+        // 9 fields: written before the cache-size columns existed.
+        anyhow::ensure!(
+            f.len() == 9 || f.len() == 13,
+            "timeline row `{line}` has {} fields",
+            f.len()
+        );
         rows.push(TimelineRow {
             second: f[0].parse().context("second")?,
             ops: f[1].parse().context("ops")?,
@@ -148,6 +183,15 @@ pub fn from_csv(s: &str) -> anyhow::Result<Vec<TimelineRow>> {
             write_bytes: f[6].parse()?,
             flushes_running: f[7].parse()?,
             compactions_running: f[8].parse()?,
+            cache_sizes: match f.get(9..13) {
+                Some(c) if c.iter().all(|x| !x.is_empty()) => Some(CacheSizes {
+                    kv: c[0].parse().context("kv_cache_bytes")?,
+                    kp: c[1].parse().context("kp_cache_bytes")?,
+                    block: c[2].parse().context("block_cache_bytes")?,
+                    ghost: c[3].parse().context("ghost_cache_bytes")?,
+                }),
+                _ => None,
+            },
         });
     }
     Ok(rows)
@@ -170,6 +214,12 @@ mod tests {
                 write_bytes: 0,
                 flushes_running: 1,
                 compactions_running: 0,
+                cache_sizes: Some(CacheSizes {
+                    kv: 100,
+                    kp: 20,
+                    block: 4096,
+                    ghost: 8,
+                }),
             },
             TimelineRow {
                 second: 1.5,
@@ -180,6 +230,12 @@ mod tests {
         ];
         let csv = to_csv(&rows);
         assert!(csv.starts_with(CSV_HEADER));
+        assert!(CSV_HEADER
+            .ends_with("kv_cache_bytes,kp_cache_bytes,block_cache_bytes,ghost_cache_bytes"));
+        assert!(csv.contains(",100,20,4096,8\n"), "{csv}");
         assert_eq!(from_csv(&csv).unwrap(), rows);
+        // Files written before the cache columns still load.
+        let old = "h\n1.000,10,10.0,3.50,0.5000,4096,0,1,0\n";
+        assert_eq!(from_csv(old).unwrap()[0].cache_sizes, None);
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::engines::BenchConfig;
 use crate::measure::latency::LatencySummary;
-use crate::measure::rss::ProcIo;
+use crate::measure::rss::{CpuTime, ProcIo};
 use crate::workload::WorkloadSpec;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,34 @@ pub struct PhaseResult {
     pub seconds: f64,
     pub ops_per_sec: f64,
     pub latency_us: LatencySummary,
+}
+
+/// The read cache's components over the measured phase (engines that report them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadCacheSummary {
+    pub policy: String,
+    pub capacity: u64,
+    /// Sizes at the end of the measured phase.
+    pub kv_bytes: u64,
+    pub kp_bytes: u64,
+    pub block_bytes: u64,
+    pub ghost_bytes: u64,
+    /// Counts within the measured phase.
+    pub kv_hits: u64,
+    pub kp_hits: u64,
+    pub block_hits: u64,
+    pub block_misses: u64,
+    pub ghost_hits: u64,
+    /// Storage reads of point reads and scans (compaction reads excluded).
+    pub foreground_reads: u64,
+    /// Point reads the harness issued (reads and the reads of read-modify-writes).
+    pub point_reads: u64,
+    /// kv_hits / point_reads.
+    pub kv_hit_ratio: Option<f64>,
+    /// kp_hits / point_reads.
+    pub kp_hit_ratio: Option<f64>,
+    /// block_hits / (block_hits + block_misses).
+    pub block_hit_ratio: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -92,9 +120,33 @@ pub struct RunResult {
     pub config: BenchConfig,
     /// Unix time the run started.
     pub started_at_unix: u64,
+    /// CPU time (user, sys) of the process during the measured phase, all threads.
+    #[serde(default)]
+    pub cpu: CpuTime,
+    /// Read-cache components (cairn): sizes, hits by component.
+    #[serde(default)]
+    pub read_cache: Option<ReadCacheSummary>,
+    /// Engine-specific figures at the end of the run (see `Engine::extra_stats`).
+    #[serde(default)]
+    pub engine_stats: BTreeMap<String, f64>,
 }
 
 impl RunResult {
+    /// Storage reads per operation in the measured phase: the foreground reads when the
+    /// engine reports them (compactions excluded), else every storage read.
+    pub fn storage_reads_per_op(&self) -> Option<f64> {
+        let reads = self
+            .read_cache
+            .as_ref()
+            .map_or(self.storage.read_ops, |c| c.foreground_reads);
+        (self.ops > 0).then(|| reads as f64 / self.ops as f64)
+    }
+
+    /// CPU seconds per thousand operations.
+    pub fn cpu_ms_per_op(&self) -> Option<f64> {
+        (self.ops > 0).then(|| self.cpu.total_s() * 1e3 / self.ops as f64)
+    }
+
     pub fn write(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;

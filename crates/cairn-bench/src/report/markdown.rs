@@ -166,6 +166,53 @@ fn counts_table(results: &[RunResult]) -> String {
     s
 }
 
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+/// Storage reads per op, CPU time and the read cache's components (AC-Key's metrics).
+pub fn read_cache_table(results: &[RunResult]) -> String {
+    let mut s = String::from(
+        "| engine | ops/s | storage reads/op | CPU user s | CPU sys s | CPU ms/op | cache policy | KV / KP / block / ghost MiB at end | KV hits/point read | KP hits/point read | block hit |\n\
+         |---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
+    );
+    for r in results {
+        let (policy, sizes, kv, kp, block) = match &r.read_cache {
+            Some(c) => (
+                c.policy.clone(),
+                format!(
+                    "{} / {} / {} / {}",
+                    mib(c.kv_bytes),
+                    mib(c.kp_bytes),
+                    mib(c.block_bytes),
+                    mib(c.ghost_bytes)
+                ),
+                pct(c.kv_hit_ratio),
+                pct(c.kp_hit_ratio),
+                pct(c.block_hit_ratio),
+            ),
+            None => (
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                pct(r.cache.hit_ratio),
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {:.0} | {} | {:.2} | {:.2} | {} | {policy} | {sizes} | {kv} | {kp} | {block} |",
+            r.engine,
+            r.ops_per_sec,
+            opt(r.storage_reads_per_op(), 3),
+            r.cpu.user_s,
+            r.cpu.sys_s,
+            opt(r.cpu_ms_per_op(), 4),
+        );
+    }
+    s
+}
+
 /// The full `report.md`; `plots` are file names (relative to the report) to embed.
 pub fn report(results: &[RunResult], plots: &[String]) -> String {
     let mut s = String::from("# cairn-bench report\n\n");
@@ -197,12 +244,13 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
         );
         let _ = writeln!(
             s,
-            "Budget: write buffer {} MiB, block cache {} MiB, bloom {} bits/key, direct I/O {}, sync {}.\n",
+            "Budget: write buffer {} MiB, block cache {} MiB, bloom {} bits/key, direct I/O {}, sync {}, device profile {}.\n",
             c.write_buffer_size >> 20,
             c.cache_bytes >> 20,
             c.bloom_bits,
             c.direct_io,
-            c.sync
+            c.sync,
+            c.device.name()
         );
     }
     s.push_str("## Results\n\n");
@@ -215,6 +263,13 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
         s.push_str("\n## Phases\n\n");
         s.push_str(&phase_table(results));
     }
+    s.push_str("\n## Storage reads, CPU and read cache\n\n");
+    s.push_str(&read_cache_table(results));
+    s.push_str(
+        "\nStorage reads/op counts the reads of point reads and scans when the engine reports \
+         them apart (cairn), else every storage read (compactions included). CPU is user + sys \
+         time of the process over the measured phase, all threads.\n",
+    );
     s.push_str("\n## Counts\n\n");
     s.push_str(&counts_table(results));
     s.push_str(

@@ -223,15 +223,115 @@ pub fn timeline(series: &[(String, Vec<TimelineRow>)], path: &Path) -> Result<()
     Ok(())
 }
 
-/// Writes all three plots into `dir`; returns their file names.
+/// AC-Key's Fig. 12: the KV, KP and block components' sizes over time, one panel per engine
+/// that reports them, each panel with its QPS on a second axis. Returns false (and writes
+/// nothing) when no engine reports cache sizes.
+pub fn cache_sizes(series: &[(String, Vec<TimelineRow>)], path: &Path) -> Result<bool> {
+    let with: Vec<&(String, Vec<TimelineRow>)> = series
+        .iter()
+        .filter(|(_, rows)| rows.iter().any(|r| r.cache_sizes.is_some()))
+        .collect();
+    if with.is_empty() {
+        return Ok(false);
+    }
+    register_font();
+    const PANEL_H: u32 = 360;
+    let root = BitMapBackend::new(path, (SIZE.0, PANEL_H * with.len() as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let areas = root.split_evenly((with.len(), 1));
+    type Part = fn(&crate::measure::timeline::CacheSizes) -> u64;
+    let parts: [(&str, Part); 4] = [
+        ("block", |c| c.block),
+        ("KV", |c| c.kv),
+        ("KP", |c| c.kp),
+        ("ghost", |c| c.ghost),
+    ];
+    const MIB: f64 = 1024.0 * 1024.0;
+    for (area, (name, rows)) in areas.iter().zip(with) {
+        let t_max = rows.iter().map(|r| r.second).fold(1.0, f64::max);
+        let y_max = rows
+            .iter()
+            .filter_map(|r| r.cache_sizes)
+            .map(|c| (c.kv + c.kp + c.block + c.ghost) as f64 / MIB)
+            .fold(0.0, f64::max)
+            .max(0.01)
+            * 1.1;
+        let q_max = rows.iter().map(|r| r.qps).fold(1.0, f64::max) * 1.1;
+        let mut chart = ChartBuilder::on(area)
+            .caption(format!("Read cache components: {name}"), (FONT, 20))
+            .margin(12)
+            .x_label_area_size(35)
+            .y_label_area_size(80)
+            .right_y_label_area_size(80)
+            .build_cartesian_2d(0f64..t_max, 0f64..y_max)
+            .map_err(err)?
+            .set_secondary_coord(0f64..t_max, 0f64..q_max);
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc("MiB")
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(err)?;
+        chart
+            .configure_secondary_axes()
+            .y_desc("ops/s (dashed)")
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(err)?;
+        for (i, (label, f)) in parts.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(
+                    rows.iter()
+                        .filter_map(|r| Some((r.second, f(&r.cache_sizes?) as f64 / MIB))),
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(*label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .draw_secondary_series(DashedLineSeries::new(
+                rows.iter().map(|r| (r.second, r.qps)),
+                6,
+                4,
+                BLACK.stroke_width(1),
+            ))
+            .map_err(err)?
+            .label("ops/s")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(true)
+}
+
+/// Writes the plots into `dir`; returns their file names. `cache_sizes.png` only when an
+/// engine reports its read cache's components.
 pub fn all(
     results: &[RunResult],
     timelines: &[(String, Vec<TimelineRow>)],
     dir: &Path,
 ) -> Result<Vec<String>> {
-    let names = ["throughput.png", "latency_cdf.png", "timeline.png"];
+    let mut names = vec!["throughput.png", "latency_cdf.png", "timeline.png"];
     throughput(results, &dir.join(names[0]))?;
     latency_cdf(results, &dir.join(names[1]))?;
     timeline(timelines, &dir.join(names[2]))?;
+    if cache_sizes(timelines, &dir.join("cache_sizes.png"))? {
+        names.push("cache_sizes.png");
+    }
     Ok(names.iter().map(|s| s.to_string()).collect())
 }

@@ -23,6 +23,10 @@ pub enum Dataset {
     Seg1,
     /// Dense linear segments; 10% of consecutive gaps are jumps.
     Seg10,
+    /// Synthetic, real-world-like (in the spirit of OpenStreetMap cell ids): clusters of
+    /// very different sizes and densities, with log-normal gaps inside a cluster and large
+    /// jumps between clusters. Generated, not real data.
+    Clustered,
 }
 
 /// Jumps in segN datasets are at least this large; dense strides are far smaller.
@@ -114,7 +118,28 @@ pub fn generate(dataset: Dataset, n: u64, rng: &mut Rng) -> Option<Vec<u64>> {
         }
         Dataset::Seg1 => Some(segmented(n_us, 1.0, rng)),
         Dataset::Seg10 => Some(segmented(n_us, 10.0, rng)),
+        Dataset::Clustered => Some(clustered(n_us, rng)),
     }
+}
+
+/// Mean entries per cluster of the `clustered` dataset.
+const CLUSTER_MEAN: f64 = 2000.0;
+
+/// Clusters with log-normal sizes (sigma 1) and per-cluster base gaps of 1..=1024 scaled
+/// by log-normal noise (sigma 1), joined by jumps of up to 2^36.
+fn clustered(n: usize, rng: &mut Rng) -> Vec<u64> {
+    let mut v = Vec::with_capacity(n);
+    let mut k = rng.below(1 << 32);
+    while v.len() < n {
+        let size = ((CLUSTER_MEAN * (rng.normal() - 0.5).exp()).round() as usize).max(1);
+        let base = rng.range_inclusive(1, 1024) as f64;
+        k += rng.range_inclusive(SEG_JUMP_MIN, 1 << 36);
+        for _ in 0..size.min(n - v.len()) {
+            k += 1 + (base * rng.normal().exp()) as u64;
+            v.push(k);
+        }
+    }
+    v
 }
 
 fn sample_unique(n: usize, mut draw: impl FnMut() -> u64) -> Vec<u64> {
@@ -182,6 +207,7 @@ mod tests {
             Dataset::Normal,
             Dataset::Seg1,
             Dataset::Seg10,
+            Dataset::Clustered,
         ] {
             let v = keys(d, 20_000);
             assert_eq!(v.len(), 20_000, "{d:?}");
@@ -205,6 +231,17 @@ mod tests {
             let frac = jumps as f64 / (v.len() - 1) as f64;
             assert!((frac - pct).abs() < pct * 0.05, "{d:?}: {frac}");
         }
+    }
+
+    #[test]
+    fn clustered_has_clusters_of_uneven_density() {
+        let v = keys(Dataset::Clustered, 100_000);
+        let jumps = v.windows(2).filter(|w| w[1] - w[0] >= SEG_JUMP_MIN).count();
+        // About 100k / 2000 * e^0 clusters (log-normal mean e^(-0.5 + 0.5) = 1).
+        assert!((20..=120).contains(&jumps), "{jumps} clusters");
+        let gaps: Vec<u64> = v.windows(2).map(|w| w[1] - w[0]).collect();
+        let (lo, hi) = (gaps.iter().min().unwrap(), gaps.iter().max().unwrap());
+        assert!(*lo < 100 && *hi >= SEG_JUMP_MIN, "{lo} {hi}");
     }
 
     #[test]

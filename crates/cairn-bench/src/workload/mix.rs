@@ -142,6 +142,9 @@ pub enum Distribution {
     Hotspot,
     /// YCSB exponential: 95% of ops on the newest 85.7% of keys, skewed toward the newest.
     Exponential,
+    /// AC-Key's skew: the hottest --hot-keys fraction of keys takes --hot-ops of the ops
+    /// (default 1% / 99%); hot keys are scattered over the key space as db_bench does.
+    Hotset,
 }
 
 /// YCSB hotspot defaults: 80% of ops on 20% of keys.
@@ -166,6 +169,7 @@ pub enum KeyChooser {
     Exponential {
         gamma: f64,
     },
+    Hotset(Hotset),
 }
 
 impl KeyChooser {
@@ -182,6 +186,7 @@ impl KeyChooser {
             Distribution::Exponential => KeyChooser::Exponential {
                 gamma: -(1.0 - EXP_PERCENTILE / 100.0).ln() / (records as f64 * EXP_FRACTION),
             },
+            Distribution::Hotset => KeyChooser::Hotset(Hotset::default()),
         }
     }
 
@@ -215,6 +220,71 @@ impl KeyChooser {
                     return count - 1 - back;
                 }
             },
+            KeyChooser::Hotset(h) => h.next(rng, count),
+        }
+    }
+}
+
+/// Two-level skew: a fraction `keys` of the keys (the hot set) takes a fraction `ops` of
+/// the accesses, uniform within each set. `keys == ops` is uniform.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hotset {
+    pub keys: f64,
+    pub ops: f64,
+}
+
+impl Default for Hotset {
+    fn default() -> Self {
+        Hotset::new(0.01, 0.99)
+    }
+}
+
+impl Hotset {
+    pub fn new(keys: f64, ops: f64) -> Hotset {
+        Hotset { keys, ops }
+    }
+
+    /// Number of hot keys among `count`.
+    pub fn hot_count(&self, count: u64) -> u64 {
+        ((count as f64 * self.keys).round() as u64).clamp(1, count.max(1))
+    }
+
+    /// The key index of rank `r` (ranks below `hot_count` are hot). A pseudo-random
+    /// permutation of [0, count), as db_bench scatters its hot keys, so a data block holds
+    /// about as many hot keys as chance gives rather than a contiguous run of them.
+    pub fn key_of_rank(&self, r: u64, count: u64) -> u64 {
+        permute(r, count.max(1))
+    }
+
+    pub fn next(&mut self, rng: &mut Rng, count: u64) -> u64 {
+        let count = count.max(1);
+        let hot = self.hot_count(count);
+        let rank = if hot == count || rng.next_f64() < self.ops {
+            rng.below(hot)
+        } else {
+            hot + rng.below(count - hot)
+        };
+        self.key_of_rank(rank, count)
+    }
+}
+
+/// A bijection of [0, n): a 4-round Feistel network over the smallest even number of bits
+/// covering n, cycle-walking until the value falls below n (under 4 steps on average).
+fn permute(x: u64, n: u64) -> u64 {
+    let bits = (64 - (n - 1).leading_zeros()).max(2);
+    let half = bits.div_ceil(2);
+    let mask = (1u64 << half) - 1;
+    let mut v = x;
+    loop {
+        let (mut l, mut r) = (v >> half, v & mask);
+        for round in 0..4u64 {
+            let mut st = r ^ (round << 56) ^ 0xAC4E_7000;
+            let f = crate::rng::splitmix64(&mut st) & mask;
+            (l, r) = (r, l ^ f);
+        }
+        v = (l << half) | r;
+        if v < n {
+            return v;
         }
     }
 }
@@ -248,6 +318,40 @@ mod tests {
     }
 
     #[test]
+    fn hotset_respects_skew_and_scatters_hot_keys() {
+        let count = 10_000u64;
+        let h = Hotset::new(0.01, 0.99);
+        let all: std::collections::HashSet<u64> =
+            (0..count).map(|r| h.key_of_rank(r, count)).collect();
+        assert_eq!(
+            all.len() as u64,
+            count,
+            "the rank -> key map is a bijection"
+        );
+        assert!(all.iter().all(|&k| k < count));
+        let hot: std::collections::HashSet<u64> = (0..h.hot_count(count))
+            .map(|r| h.key_of_rank(r, count))
+            .collect();
+        assert_eq!(hot.len(), 100);
+        // Scattered: the 100 hot keys fall into many distinct 35-key (one block) ranges.
+        let blocks: std::collections::HashSet<u64> = hot.iter().map(|k| k / 35).collect();
+        assert!(blocks.len() > 80, "{}", blocks.len());
+        let mut c = KeyChooser::Hotset(Hotset::new(0.01, 0.99));
+        let mut rng = Rng::new(9);
+        let n = 100_000;
+        let on_hot = (0..n)
+            .filter(|_| hot.contains(&c.next(&mut rng, count)))
+            .count();
+        assert!((on_hot as f64 / n as f64 - 0.99).abs() < 0.003, "{on_hot}");
+        // keys == ops: uniform, hot keys get their share only.
+        let mut c = KeyChooser::Hotset(Hotset::new(0.01, 0.01));
+        let on_hot = (0..n)
+            .filter(|_| hot.contains(&c.next(&mut rng, count)))
+            .count();
+        assert!((on_hot as f64 / n as f64 - 0.01).abs() < 0.003, "{on_hot}");
+    }
+
+    #[test]
     fn every_chooser_stays_in_range() {
         for d in [
             Distribution::Uniform,
@@ -256,6 +360,7 @@ mod tests {
             Distribution::Sequential,
             Distribution::Hotspot,
             Distribution::Exponential,
+            Distribution::Hotset,
         ] {
             let mut c = KeyChooser::new(d, 0.99, 500, 100);
             let mut rng = Rng::new(11);

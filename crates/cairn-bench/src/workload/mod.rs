@@ -84,6 +84,11 @@ pub enum WorkloadName {
     #[value(name = "ac-key-two-phase")]
     #[serde(rename = "ac-key-two-phase")]
     AcKeyTwoPhase,
+    /// AC-Key's default mix: point lookups and scans of --scan-length (1:1, --scan-ratio),
+    /// hottest --hot-keys of the keys taking --hot-ops of the ops (1% / 99%).
+    #[value(name = "ac-key-default")]
+    #[serde(rename = "ac-key-default")]
+    AcKeyDefault,
 }
 
 impl WorkloadName {
@@ -176,6 +181,30 @@ pub struct WorkloadSpec {
     pub phases: Option<String>,
     pub scan_length: usize,
     pub threads: usize,
+    /// Hotset distribution: fraction of keys that are hot.
+    #[serde(default = "default_hot_keys")]
+    pub hot_keys: f64,
+    /// Hotset distribution: fraction of ops on the hot keys.
+    #[serde(default = "default_hot_ops")]
+    pub hot_ops: f64,
+    /// ac-key-default: fraction of ops that are scans (the rest are point lookups).
+    #[serde(default = "default_scan_ratio")]
+    pub scan_ratio: f64,
+    /// After the load, wait for the engine's flushes and compactions to finish.
+    #[serde(default)]
+    pub settle: bool,
+}
+
+/// AC-Key's default skew: the hottest 1% of keys take 99% of the accesses.
+pub fn default_hot_keys() -> f64 {
+    0.01
+}
+pub fn default_hot_ops() -> f64 {
+    0.99
+}
+/// AC-Key's default point lookup : scan ratio is 1:1.
+pub fn default_scan_ratio() -> f64 {
+    0.5
 }
 
 impl Default for WorkloadSpec {
@@ -194,6 +223,10 @@ impl Default for WorkloadSpec {
             phases: None,
             scan_length: 100,
             threads: 1,
+            hot_keys: default_hot_keys(),
+            hot_ops: default_hot_ops(),
+            scan_ratio: default_scan_ratio(),
+            settle: false,
         }
     }
 }
@@ -208,6 +241,8 @@ pub struct Plan {
     /// Start of a sequential chooser advances by this much (readseq walks by scan length).
     pub seq_step: u64,
     pub records: u64,
+    /// (hot key fraction, hot op fraction) of the hotset distribution.
+    pub hot: (f64, f64),
 }
 
 impl Plan {
@@ -282,7 +317,23 @@ impl Plan {
             }
             W::RuskeySessions => (phases::ruskey_sessions(ops), Distribution::Zipfian, fixed),
             W::AcKeyTwoPhase => (phases::ac_key_two_phase(ops), Distribution::Zipfian, fixed),
+            W::AcKeyDefault => {
+                let s = spec.scan_ratio;
+                if !(0.0..=1.0).contains(&s) {
+                    bail!("--scan-ratio must be within [0, 1], got {s}");
+                }
+                let mix = Mix::new(&[(OpKind::Read, 1.0 - s), (OpKind::Scan, s)])?;
+                (vec![Phase { mix, ops }], Distribution::Hotset, fixed)
+            }
         };
+        let hot = (spec.hot_keys, spec.hot_ops);
+        if !(hot.0 > 0.0 && hot.0 <= 1.0 && (0.0..=1.0).contains(&hot.1)) {
+            bail!(
+                "--hot-keys must be within (0, 1] and --hot-ops within [0, 1], got {} and {}",
+                hot.0,
+                hot.1
+            );
+        }
         if spec.threads == 0 {
             bail!("--threads must be at least 1");
         }
@@ -293,6 +344,7 @@ impl Plan {
             scan,
             seq_step,
             records: spec.records,
+            hot,
         })
     }
 
@@ -334,6 +386,9 @@ impl Plan {
         if let KeyChooser::Sequential { next } = &mut chooser {
             // Threads walk disjoint stretches of the key space.
             *next = self.records / threads * t;
+        }
+        if let KeyChooser::Hotset(h) = &mut chooser {
+            *h = mix::Hotset::new(self.hot.0, self.hot.1);
         }
         OpGen {
             plan: self,
@@ -536,6 +591,39 @@ mod tests {
         assert!(ops[500..]
             .iter()
             .all(|o| o.kind == OpKind::Scan && o.phase == 2));
+    }
+
+    #[test]
+    fn ac_key_default_mix_and_skew() {
+        let mut s = spec(WorkloadName::AcKeyDefault);
+        s.ops = 50_000;
+        let ops = ops_of(&s);
+        assert_eq!(ops.len(), 50_000);
+        let scans: Vec<&Op> = ops.iter().filter(|o| o.kind == OpKind::Scan).collect();
+        let reads = ops.iter().filter(|o| o.kind == OpKind::Read).count();
+        assert_eq!(scans.len() + reads, ops.len(), "only points and scans");
+        let frac = scans.len() as f64 / ops.len() as f64;
+        assert!((frac - 0.5).abs() < 0.012, "point:scan 1:1, got {frac}");
+        assert!(scans.iter().all(|o| o.len == 100));
+        // 1% of 10k keys = 100 hot keys take 99% of points and scan starts alike.
+        let h = mix::Hotset::new(0.01, 0.99);
+        let hot: std::collections::HashSet<u64> =
+            (0..100).map(|r| h.key_of_rank(r, 10_000)).collect();
+        let on_hot = ops.iter().filter(|o| hot.contains(&o.key)).count();
+        let f = on_hot as f64 / ops.len() as f64;
+        assert!((f - 0.99).abs() < 0.004, "hot share {f}");
+        // Knobs: scan ratio and skew.
+        s.scan_ratio = 0.0;
+        s.hot_ops = 0.5;
+        let ops = ops_of(&s);
+        assert!(ops.iter().all(|o| o.kind == OpKind::Read));
+        let f = ops.iter().filter(|o| hot.contains(&o.key)).count() as f64 / ops.len() as f64;
+        assert!((f - 0.5).abs() < 0.012, "hot share {f}");
+        s.scan_ratio = 1.5;
+        assert!(Plan::build(&s).is_err());
+        s.scan_ratio = 0.5;
+        s.hot_keys = 0.0;
+        assert!(Plan::build(&s).is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod background;
 mod iter;
+mod learner;
 mod point_cache;
 mod recovery;
 mod snapshot;
@@ -183,6 +184,15 @@ impl Db {
                     .spawn(move || i.compaction_loop())
                     .map_err(|e| Error::io("spawn compaction thread", e))?,
             );
+            if db.inner.tables.learner().is_some() {
+                let i = db.inner.clone();
+                t.push(
+                    std::thread::Builder::new()
+                        .name("cairn-learn".into())
+                        .spawn(move || i.learn_loop())
+                        .map_err(|e| Error::io("spawn learner thread", e))?,
+                );
+            }
         }
         db.inner.request_compaction();
         Ok(db)
@@ -457,12 +467,17 @@ impl Db {
     }
 
     /// Runs pending background work (flushes, then compactions) in the calling thread
-    /// until the tree is in shape. For tests and tools that open with
-    /// `background_work = false`.
+    /// until the tree is in shape, then one pass of the learner (tables due to be learned
+    /// under [`IndexPolicy::Learned`](crate::IndexPolicy)). For tests and tools that open
+    /// with `background_work = false`.
     pub fn run_background_work(&self) -> Result<()> {
         self.inner.check_open()?;
         while self.inner.flush_one()? {}
-        self.inner.compact_until_done()
+        self.inner.compact_until_done()?;
+        if let Some(l) = self.inner.tables.learner() {
+            l.pass();
+        }
+        Ok(())
     }
 
     /// Sets the run limit K of `level` in a column family (RusKey 4). K must be in
@@ -577,6 +592,17 @@ impl Drop for Db {
 }
 
 impl DbInner {
+    /// The background learner's thread: learns due tables until shutdown.
+    fn learn_loop(&self) {
+        let Some(l) = self.tables.learner().cloned() else {
+            return;
+        };
+        while !self.shutdown.load(Ordering::Acquire) {
+            std::thread::sleep(l.tick());
+            l.pass();
+        }
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.shutdown.load(Ordering::Acquire) {
             return Err(Error::Closed("database is closed".into()));

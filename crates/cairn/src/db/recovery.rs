@@ -333,6 +333,14 @@ impl DbInner {
                         let _ = self.env.remove(&table_path(&self.env, tier, no));
                     }
                 }
+                // Learned models (Bourbon) of dead tables, and unfinished model saves.
+                let dead_model = name
+                    .strip_suffix(".plr")
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|no| !live.contains(&no));
+                if dead_model || name.ends_with(".plr.tmp") {
+                    let _ = self.env.remove(&dir.join(name));
+                }
             }
         }
         if let Ok(rd) = std::fs::read_dir(&self.path) {

@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use super::learner::Learner;
 use crate::cache::BlockCache;
 use crate::options::IndexPolicy;
 use crate::stats::StatsInner;
@@ -22,12 +22,16 @@ pub(crate) fn table_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf
     env.tier_dir(tier).join(format!("{file_no:06}.sst"))
 }
 
+/// Path of a table's saved learned model (Bourbon), beside the table.
+pub(crate) fn model_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
+    env.tier_dir(tier).join(format!("{file_no:06}.plr"))
+}
+
 pub(crate) struct TableCache {
     env: StorageEnv,
     cache: Option<Arc<dyn BlockCache>>,
     direct: bool,
-    policy: IndexPolicy,
-    stats: Arc<StatsInner>,
+    learner: Option<Arc<Learner>>,
     shards: Vec<RwLock<HashMap<u64, Arc<Table>>>>,
 }
 
@@ -40,11 +44,23 @@ impl TableCache {
         stats: Arc<StatsInner>,
     ) -> Self {
         TableCache {
-            env,
+            env: env.clone(),
             cache,
             direct,
-            policy,
-            stats,
+            learner: match policy {
+                IndexPolicy::Fence => None,
+                IndexPolicy::Learned {
+                    delta,
+                    mode,
+                    wait_ms,
+                } => Some(Arc::new(Learner::new(
+                    delta,
+                    mode,
+                    wait_ms,
+                    stats,
+                    env.clone(),
+                ))),
+            },
             shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
         }
     }
@@ -53,8 +69,13 @@ impl TableCache {
         &self.shards[(file_no as usize) % SHARDS]
     }
 
-    /// The open table of `f` (opened on first use, and then learned if the index policy
-    /// says so), counted against `level`.
+    /// The background learner, under [`IndexPolicy::Learned`].
+    pub(crate) fn learner(&self) -> Option<&Arc<Learner>> {
+        self.learner.as_ref()
+    }
+
+    /// The open table of `f` (opened on first use with fence pointers, and handed to the
+    /// learner under [`IndexPolicy::Learned`]), counted against `level`.
     pub(crate) fn get(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
         let no = f.file_no();
         if let Some(t) = self.shard(no).read().get(&no) {
@@ -65,16 +86,14 @@ impl TableCache {
         let file = self
             .env
             .open_read(&path, FileKind::Table, tier, Some(level), self.direct)?;
-        let t = Arc::new(Table::open_with(file, no, self.cache.clone(), self.policy)?);
+        let t = Arc::new(Table::open(file, no, self.cache.clone())?);
         let mut shard = self.shard(no).write();
         if let Some(t) = shard.get(&no) {
             return Ok(t.clone()); // opened meanwhile by another reader
         }
-        if let Some(l) = t.learned_index() {
-            self.stats.learned_tables.fetch_add(1, Relaxed);
-            self.stats
-                .learned_segments
-                .fetch_add(l.num_segments() as u64, Relaxed);
+        if let Some(l) = &self.learner {
+            l.load_model(&t, tier, level);
+            l.register(&t, level, tier);
         }
         shard.insert(no, t.clone());
         Ok(t)
@@ -94,6 +113,16 @@ impl TableCache {
     /// Forgets a deleted table and its cached blocks.
     pub(crate) fn evict(&self, file_no: u64) {
         self.shard(file_no).write().remove(&file_no);
+        if let Some(l) = &self.learner {
+            l.retire(file_no);
+            // The model file's tier is not known here: try each (few) tier.
+            for tier in 0..self.env.num_tiers() {
+                let p = model_path(&self.env, tier, file_no);
+                if p.exists() {
+                    let _ = self.env.remove(&p);
+                }
+            }
+        }
         if let Some(c) = &self.cache {
             c.erase_file(file_no);
         }

@@ -13,16 +13,19 @@ pub enum FileKind {
     ValueLog,
     /// Anything else (LOCK, options, temporary files).
     Other,
+    /// A learned model saved beside its table (Bourbon).
+    Model,
 }
 
 impl FileKind {
     /// All kinds, in index order.
-    pub const ALL: [FileKind; 5] = [
+    pub const ALL: [FileKind; 6] = [
         FileKind::Wal,
         FileKind::Manifest,
         FileKind::Table,
         FileKind::ValueLog,
         FileKind::Other,
+        FileKind::Model,
     ];
     /// Dense index.
     pub fn index(self) -> usize {
@@ -36,6 +39,7 @@ impl FileKind {
             FileKind::Table => "table",
             FileKind::ValueLog => "vlog",
             FileKind::Other => "other",
+            FileKind::Model => "model",
         }
     }
 }

@@ -40,6 +40,8 @@ pub trait TableIndex: Send + Sync {
 #[derive(Debug)]
 pub struct FenceIndex {
     entries: Vec<IndexEntry>,
+    /// `entries[i].first_ordinal`, packed: the learned index searches it on every lookup.
+    first_ordinals: Vec<u64>,
     num_entries: u64,
 }
 
@@ -110,6 +112,7 @@ impl FenceIndex {
             )));
         }
         Ok(FenceIndex {
+            first_ordinals: entries.iter().map(|e| e.first_ordinal).collect(),
             entries,
             num_entries,
         })
@@ -129,7 +132,7 @@ impl FenceIndex {
         if ordinal >= self.num_entries {
             return None;
         }
-        Some(self.entries.partition_point(|e| e.first_ordinal <= ordinal) - 1)
+        Some(self.first_ordinals.partition_point(|&o| o <= ordinal) - 1)
     }
 
     /// Bytes held in memory.
@@ -137,7 +140,8 @@ impl FenceIndex {
         self.entries
             .iter()
             .map(|e| e.last_key.capacity() + std::mem::size_of::<IndexEntry>())
-            .sum()
+            .sum::<usize>()
+            + self.first_ordinals.capacity() * std::mem::size_of::<u64>()
     }
 }
 

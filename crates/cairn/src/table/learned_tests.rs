@@ -148,7 +148,7 @@ fn build_pair(entries: &[Entry], block_size: usize, delta: u32, cached: bool) ->
         Arc::new(Table::open_with(f, no, cache, policy).unwrap())
     };
     let fence = open(1, IndexPolicy::Fence);
-    let learned = open(2, IndexPolicy::Learned { delta });
+    let learned = open(2, IndexPolicy::learn_all(delta));
     assert!(fence.learned_index().is_none());
     Pair {
         _dir: dir,
@@ -388,5 +388,103 @@ fn empty_and_single_entry_tables() {
             let lk = make_lookup_key(k, seq);
             assert_eq!(get(&pair.learned, &lk), get(&pair.fence, &lk));
         }
+    }
+}
+
+/// Lookup cost of each path on one warm table (measurement, not a check: run with
+/// `cargo test --release -p cairn --lib lookup_cost -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn lookup_cost() {
+    let n = 200_000u64;
+    let entries: Vec<Entry> = (0..n)
+        .map(|i| {
+            let mut k = (1_000_000 + i * 977).to_be_bytes().to_vec();
+            k.extend_from_slice(&[0; 8]);
+            (make_internal_key(&k, 1, ValueKind::Value), vec![7u8; 100])
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let env = StorageEnv::new(dir.path(), &[], 0.0).unwrap();
+    let path = dir.path().join("t.sst");
+    let f = env.create(&path, FileKind::Table, 0, Some(0)).unwrap();
+    let mut b = TableBuilder::new(
+        f,
+        TableBuildOptions {
+            block_size: 4096,
+            bloom_bits_per_key: 10.0,
+        },
+    );
+    for (k, v) in &entries {
+        b.add(k, v).unwrap();
+    }
+    b.finish().unwrap();
+    let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(256 << 20, 16));
+    let open = |no: u64, policy| {
+        let f = env
+            .open_read(&path, FileKind::Table, 0, Some(0), false)
+            .unwrap();
+        Table::open_with(f, no, Some(cache.clone()), policy).unwrap()
+    };
+    let mut rng = SmallRng::seed_from_u64(5);
+    let lookups: Vec<Vec<u8>> = (0..500_000)
+        .map(|_| {
+            let i = rng.random_range(0..n);
+            let mut k = (1_000_000 + i * 977).to_be_bytes().to_vec();
+            k.extend_from_slice(&[0; 8]);
+            make_lookup_key(&k, MAX_SEQ)
+        })
+        .collect();
+    for (name, policy) in [
+        ("fence", IndexPolicy::Fence),
+        ("learned", IndexPolicy::learn_all(8)),
+        ("fence", IndexPolicy::Fence),
+        ("learned", IndexPolicy::learn_all(8)),
+    ] {
+        let t = open(if name == "fence" { 1 } else { 2 }, policy);
+        for l in &lookups {
+            t.get(l, &mut ReadTrace::default()).unwrap();
+        }
+        let t0 = std::time::Instant::now();
+        let mut found = 0;
+        for l in &lookups {
+            found += t.get(l, &mut ReadTrace::default()).unwrap().is_some() as usize;
+        }
+        let ns = t0.elapsed().as_nanos() as f64 / lookups.len() as f64;
+        let u = t.usage().snapshot();
+        let (f, m) = (
+            u.fence_ns as f64 / u.fence_samples.max(1) as f64,
+            u.model_ns as f64 / u.model_samples.max(1) as f64,
+        );
+        eprintln!(
+            "{name}: {ns:.0} ns/get, sampled search fence {f:.0} model {m:.0}, found {found}"
+        );
+        let per = |t0: std::time::Instant| t0.elapsed().as_nanos() as f64 / lookups.len() as f64;
+        let t0 = std::time::Instant::now();
+        let mut x = 0usize;
+        for l in &lookups {
+            x += t.may_contain(crate::types::user_key(l)) as usize;
+        }
+        let bloom = per(t0);
+        let t0 = std::time::Instant::now();
+        let mut blocks = Vec::with_capacity(lookups.len());
+        for l in &lookups {
+            blocks.push(t.fence_index().locate(l).unwrap());
+        }
+        let locate = per(t0);
+        let t0 = std::time::Instant::now();
+        let mut bs = Vec::with_capacity(lookups.len());
+        for &b in &blocks {
+            bs.push(t.read_block(b, &mut ReadTrace::default()).unwrap());
+        }
+        let read = per(t0);
+        let t0 = std::time::Instant::now();
+        for (b, l) in bs.iter().zip(&lookups) {
+            x += b.seek(l);
+        }
+        let seek = per(t0);
+        eprintln!(
+            "  bloom {bloom:.0} locate {locate:.0} read_block {read:.0} seek {seek:.0} ({x})"
+        );
     }
 }

@@ -38,8 +38,10 @@ pub mod format;
 pub mod index;
 mod iter;
 pub mod learned_index;
+pub mod model_file;
 pub mod properties;
 mod reader;
+pub mod usage;
 
 #[cfg(test)]
 mod learned_tests;
@@ -57,6 +59,7 @@ pub use iter::TableIterator;
 pub use learned_index::{LearnedIndex, LearnedLookup};
 pub use properties::TableProperties;
 pub use reader::{ReadTrace, Table};
+pub use usage::{TableUsage, UsageSnapshot};
 
 /// A small valid block, for tests of other modules (the cache).
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! An open table: footer, index, filter and properties read once at open; data blocks
 //! read on demand through the block cache.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use super::block::Block;
 use super::bloom::BloomFilter;
@@ -10,6 +11,7 @@ use super::index::{FenceIndex, TableIndex};
 use super::iter::TableIterator;
 use super::learned_index::{LearnedIndex, LearnedLookup};
 use super::properties::TableProperties;
+use super::usage::TableUsage;
 use crate::cache::{BlockCache, BlockKey, BlockKind};
 use crate::learned::{key_to_u64, PlrBuilder};
 use crate::options::IndexPolicy;
@@ -44,6 +46,14 @@ pub struct ReadTrace {
     pub learned_lookups: u32,
     /// Lookups the learned index handed to the fence pointers.
     pub learned_fallbacks: u32,
+    /// Nanoseconds of the index-and-block search when this lookup was sampled for timing
+    /// (0: not sampled).
+    pub sampled_ns: u64,
+    /// Of `sampled_ns`, nanoseconds before the first data block was asked for (the
+    /// index's part; the rest is the data block's).
+    pub sampled_index_ns: u64,
+    /// The sampled lookup went through a learned index (else the fence pointers).
+    pub sampled_model: bool,
 }
 
 /// An open table, shared as `Arc<Table>`.
@@ -53,9 +63,12 @@ pub struct Table {
     file_no: u64,
     cache: Option<Arc<dyn BlockCache>>,
     index: FenceIndex,
-    learned: Option<LearnedIndex>,
+    /// Installed once (at open or by the background learner); readers switch to it
+    /// without locks.
+    learned: OnceLock<LearnedIndex>,
     filter: Option<BloomFilter>,
     props: TableProperties,
+    usage: TableUsage,
 }
 
 impl std::fmt::Debug for Table {
@@ -101,7 +114,8 @@ impl Table {
     }
 
     /// As [`open`](Self::open), with an index policy: [`IndexPolicy::Learned`] also reads
-    /// every data block once (bypassing the cache) and trains a [`LearnedIndex`], which
+    /// every data block once (bypassing the cache) and trains a [`LearnedIndex`] now
+    /// (whatever its mode and wait: those are the database's background learner's), which
     /// [`get`](Self::get) then uses.
     pub fn open_with(
         file: RandomAccessFile,
@@ -155,20 +169,47 @@ impl Table {
         } else {
             None
         };
-        let mut table = Table {
+        let table = Table {
             file,
             name,
             file_no,
             cache,
             index,
-            learned: None,
+            learned: OnceLock::new(),
             filter,
             props,
+            usage: TableUsage::default(),
         };
-        if let IndexPolicy::Learned { delta } = policy {
-            table.learned = Some(table.train(delta)?);
+        if let IndexPolicy::Learned { delta, .. } = policy {
+            table.learn(delta)?;
         }
         Ok(table)
+    }
+
+    /// Trains a learned index and installs it, unless one is installed already (then
+    /// nothing is read). Returns whether this call installed it. Concurrent readers keep
+    /// using the fence pointers until the model is in place.
+    pub fn learn(&self, delta: u32) -> Result<bool> {
+        if self.learned.get().is_some() {
+            return Ok(false);
+        }
+        let l = self.train(delta)?;
+        Ok(self.learned.set(l).is_ok())
+    }
+
+    /// Installs a model made elsewhere (loaded from its file); false if one is installed.
+    pub fn install_learned(&self, l: LearnedIndex) -> bool {
+        self.learned.set(l).is_ok()
+    }
+
+    /// Whether a learned index is installed.
+    pub fn is_learned(&self) -> bool {
+        self.learned.get().is_some()
+    }
+
+    /// Lookup counters and sampled path timings (for the cost-benefit analyzer).
+    pub fn usage(&self) -> &TableUsage {
+        &self.usage
     }
 
     /// Reads every data block in turn (not through the cache, one block in memory at a
@@ -209,15 +250,58 @@ impl Table {
             trace.filter_hits += 1;
             if !f.may_contain(ukey) {
                 trace.bloom_negative = true;
+                self.usage.bloom_negative();
                 return Ok(None);
             }
         }
         trace.index_hits += 1;
-        if let Some(learned) = &self.learned {
-            match learned.lookup(&self.index, lookup_ikey, |b| self.read_block(b, trace))? {
+        let timed = self.usage.begin_lookup().then(Instant::now);
+        let reads = trace.storage_reads;
+        let learned = self.learned.get();
+        // When timed: the moment the first data block is asked for ends the index part.
+        let mut first_read = None;
+        let r = self.search(learned, lookup_ikey, trace, timed.map(|_| &mut first_read));
+        // Only lookups served from memory are kept: a storage read's time would swamp the
+        // index's (and the analyzer compares index paths).
+        if let Some(t0) = timed.filter(|_| trace.storage_reads == reads) {
+            let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            let ns = nanos(t0.elapsed()).max(1);
+            self.usage.sample(learned.is_some(), ns);
+            trace.sampled_ns = ns;
+            trace.sampled_index_ns =
+                first_read.map_or(ns, |t: Instant| nanos(t.saturating_duration_since(t0)));
+            trace.sampled_model = learned.is_some();
+        }
+        let r = r?.filter(|(k, _)| user_key(k) == ukey);
+        if r.is_some() {
+            self.usage.positive();
+        }
+        Ok(r)
+    }
+
+    /// The first entry with internal key >= `lookup_ikey`: through the model if there is
+    /// one and it can answer, else through the fence pointers.
+    fn search(
+        &self,
+        learned: Option<&LearnedIndex>,
+        lookup_ikey: &[u8],
+        trace: &mut ReadTrace,
+        mut first_read: Option<&mut Option<Instant>>,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut mark = || {
+            if let Some(f) = first_read.as_deref_mut().filter(|f| f.is_none()) {
+                *f = Some(Instant::now());
+            }
+        };
+        if let Some(learned) = learned {
+            let read = |b| {
+                mark();
+                self.read_block(b, trace)
+            };
+            match learned.lookup(&self.index, lookup_ikey, read)? {
                 LearnedLookup::Found(e) => {
                     trace.learned_lookups += 1;
-                    return Ok(e.filter(|(k, _)| user_key(k) == ukey));
+                    return Ok(e);
                 }
                 LearnedLookup::Fallback => trace.learned_fallbacks += 1,
             }
@@ -227,11 +311,12 @@ impl Table {
         };
         // The fence index names the right block; walking on is only a safety net.
         while i < self.index.num_blocks() {
+            mark();
             let block = self.read_block(i, trace)?;
             let pos = block.seek(lookup_ikey);
             if pos < block.entry_count() {
                 let (k, v) = block.entry(pos);
-                return Ok((user_key(k) == ukey).then(|| (k.to_vec(), v.to_vec())));
+                return Ok(Some((k.to_vec(), v.to_vec())));
             }
             i += 1;
         }
@@ -324,12 +409,15 @@ impl Table {
     /// Replaces the learned index (tests: a wrong model must not change answers).
     #[cfg(test)]
     pub(crate) fn set_learned_index(&mut self, l: Option<LearnedIndex>) {
-        self.learned = l;
+        self.learned = OnceLock::new();
+        if let Some(l) = l {
+            let _ = self.learned.set(l);
+        }
     }
 
-    /// The learned index, if the table was opened with [`IndexPolicy::Learned`].
+    /// The learned index, once learned.
     pub fn learned_index(&self) -> Option<&LearnedIndex> {
-        self.learned.as_ref()
+        self.learned.get()
     }
 
     /// The file's path, as used in error messages.
@@ -341,6 +429,6 @@ impl Table {
     pub fn pinned_memory(&self) -> usize {
         self.index.memory()
             + self.filter.as_ref().map_or(0, |f| f.size())
-            + self.learned.as_ref().map_or(0, |l| l.memory())
+            + self.learned.get().map_or(0, |l| l.memory())
     }
 }

@@ -561,7 +561,7 @@ fn every_byte_flip_is_caught_or_harmless() {
         }
         check_damaged(&fx, &bad_path, &model, &absent, i % 2 == 0);
         if i % 3 == 0 {
-            let learned = IndexPolicy::Learned { delta: 2 };
+            let learned = IndexPolicy::learn_all(2);
             check_damaged_with(&fx, &bad_path, &model, &absent, i % 2 == 0, learned);
         }
     }
@@ -616,7 +616,7 @@ fn forged_checksums_never_panic() {
         bad[e..e + BLOCK_TRAILER_LEN].copy_from_slice(&trailer);
         std::fs::write(&bad_path, &bad).unwrap();
         // The learned index trains on every key at open: forged keys must give errors.
-        if let Ok(t) = fx.open_with(&bad_path, None, IndexPolicy::Learned { delta: 1 }) {
+        if let Ok(t) = fx.open_with(&bad_path, None, IndexPolicy::learn_all(1)) {
             let mut tr = ReadTrace::default();
             for i in 0..60u32 {
                 let _ = t.get(

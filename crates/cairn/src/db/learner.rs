@@ -1,0 +1,296 @@
+//! Bourbon's background learner: tables open with fence pointers; once a table has been
+//! readable for the wait time (learning guideline 2) the learner trains its model and
+//! installs it (readers switch without locks). Which tables: every one (`Always`), none
+//! (`Never`), or those the cost-benefit analyzer picks (`Cba`, see [`crate::learned::cba`]).
+//!
+//! The analyzer's inputs: lookups per table ([`Table::usage`]), sampled fence-path and
+//! model-path lookup times per level (level counters in stats), learning time per entry
+//! (measured here, thread CPU time), and table lifetimes per level (from first open for
+//! reads to deletion, the last [`LIFETIMES_KEPT`] per level).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::table_cache::model_path;
+use crate::learned::cba::{self, CbaInput};
+use crate::options::LearnMode;
+use crate::stats::StatsInner;
+use crate::storage::{FileKind, StorageEnv, MAX_TRACKED_LEVELS};
+use crate::table::{model_file, Table};
+
+/// Lifetimes remembered per level.
+pub(crate) const LIFETIMES_KEPT: usize = 32;
+/// Learning cost per entry assumed before the first measurement (Bourbon: ~40 ms for a
+/// table of a few hundred thousand entries).
+const PRIOR_LEARN_NS_PER_ENTRY: f64 = 100.0;
+/// Model-path time as a fraction of fence-path time assumed before any model-path lookup
+/// was timed (Bourbon: 2-3 us against ~4 us).
+const PRIOR_MODEL_RATIO: f64 = 0.6;
+
+struct Tracked {
+    table: Weak<Table>,
+    level: usize,
+    tier: usize,
+    born: Instant,
+    /// Learned, or learning failed: nothing more to do.
+    done: bool,
+}
+
+#[derive(Default)]
+struct State {
+    tables: HashMap<u64, Tracked>,
+    lifetimes: Vec<VecDeque<Duration>>,
+    learn_ns_per_entry: Option<f64>,
+}
+
+pub(crate) struct Learner {
+    delta: u32,
+    mode: LearnMode,
+    wait: Duration,
+    stats: Arc<StatsInner>,
+    env: StorageEnv,
+    state: Mutex<State>,
+}
+
+impl Learner {
+    pub(crate) fn new(
+        delta: u32,
+        mode: LearnMode,
+        wait_ms: u32,
+        stats: Arc<StatsInner>,
+        env: StorageEnv,
+    ) -> Self {
+        Learner {
+            delta,
+            mode,
+            wait: Duration::from_millis(wait_ms as u64),
+            stats,
+            env,
+            state: Mutex::new(State {
+                lifetimes: vec![VecDeque::new(); MAX_TRACKED_LEVELS],
+                ..State::default()
+            }),
+        }
+    }
+
+    /// How often the background thread looks for tables to learn.
+    pub(crate) fn tick(&self) -> Duration {
+        (self.wait / 4).clamp(Duration::from_millis(1), Duration::from_millis(10))
+    }
+
+    /// A table was opened for reads at `level` (its file in `tier`).
+    pub(crate) fn register(&self, t: &Arc<Table>, level: usize, tier: usize) {
+        self.state
+            .lock()
+            .tables
+            .entry(t.file_no())
+            .or_insert(Tracked {
+                table: Arc::downgrade(t),
+                level: level.min(MAX_TRACKED_LEVELS - 1),
+                tier,
+                born: Instant::now(),
+                done: t.is_learned(),
+            });
+    }
+
+    /// Installs the model saved beside a table opened for reads, if there is a sound one
+    /// (a missing, damaged or foreign file is ignored: the table is learned again).
+    pub(crate) fn load_model(&self, t: &Table, tier: usize, level: usize) {
+        let path = model_path(&self.env, tier, t.file_no());
+        if self.mode == LearnMode::Never || !path.exists() {
+            return;
+        }
+        let read = || -> crate::Result<_> {
+            let f = self
+                .env
+                .open_read(&path, FileKind::Model, tier, Some(level), false)?;
+            let raw = f.read_at(0, f.size() as usize)?;
+            model_file::decode(
+                &raw,
+                t.properties().num_entries,
+                t.file_size(),
+                &path.display().to_string(),
+            )
+        };
+        match read() {
+            Ok(m) => {
+                if t.install_learned(m) {
+                    self.stats.learned_models_loaded.fetch_add(1, Relaxed);
+                }
+            }
+            Err(_) => {
+                self.stats.learned_models_rejected.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Saves a table's model beside it: written to a temporary name, synced, renamed.
+    fn save_model(&self, t: &Table, tier: usize, level: usize) -> crate::Result<()> {
+        let Some(m) = t.learned_index() else {
+            return Ok(());
+        };
+        let path = model_path(&self.env, tier, t.file_no());
+        let tmp = path.with_extension("plr.tmp");
+        let mut f = self.env.create(&tmp, FileKind::Model, tier, Some(level))?;
+        f.append(&model_file::encode(m, t.file_size()))?;
+        f.sync()?;
+        drop(f);
+        self.env.rename(&tmp, &path)
+    }
+
+    /// A table was deleted: remember its lifetime at its level.
+    pub(crate) fn retire(&self, file_no: u64) {
+        let mut s = self.state.lock();
+        if let Some(t) = s.tables.remove(&file_no) {
+            let l = &mut s.lifetimes[t.level];
+            if l.len() == LIFETIMES_KEPT {
+                l.pop_front();
+            }
+            l.push_back(t.born.elapsed());
+        }
+    }
+
+    /// Mean lifetime of recently deleted tables at `level`.
+    fn expected_life(s: &State, level: usize) -> Option<Duration> {
+        let l = &s.lifetimes[level];
+        (!l.is_empty()).then(|| l.iter().sum::<Duration>() / l.len() as u32)
+    }
+
+    /// Mean fence-path and model-path times at `level`, from that level's samples, else
+    /// all levels', else priors.
+    fn path_times(&self, level: usize) -> Option<(f64, f64)> {
+        let all = || {
+            let (mut f, mut fnn, mut m, mut mn) = (0u64, 0u64, 0u64, 0u64);
+            for c in &self.stats.levels {
+                f += c.fence_path_ns.load(Relaxed);
+                fnn += c.fence_path_samples.load(Relaxed);
+                m += c.model_path_ns.load(Relaxed);
+                mn += c.model_path_samples.load(Relaxed);
+            }
+            let mean = |ns, n| (n > 0).then(|| ns as f64 / n as f64);
+            (mean(f, fnn), mean(m, mn))
+        };
+        let (lf, lm) = self.stats.level(level).path_means();
+        let (af, am) = if lf.is_none() || lm.is_none() {
+            all()
+        } else {
+            (None, None)
+        };
+        let fence = lf.or(af)?;
+        Some((fence, lm.or(am).unwrap_or(fence * PRIOR_MODEL_RATIO)))
+    }
+
+    /// Learns the tables that are due. Returns how many were learned.
+    pub(crate) fn pass(&self) -> usize {
+        if self.mode == LearnMode::Never {
+            return 0;
+        }
+        let now = Instant::now();
+        let mut due = Vec::new();
+        {
+            let mut s = self.state.lock();
+            let learn_ns = s.learn_ns_per_entry.unwrap_or(PRIOR_LEARN_NS_PER_ENTRY);
+            let mut lives = [None; MAX_TRACKED_LEVELS];
+            for (l, life) in lives.iter_mut().enumerate() {
+                *life = Self::expected_life(&s, l);
+            }
+            for t in s.tables.values_mut() {
+                let age = now.saturating_duration_since(t.born);
+                if t.done || age < self.wait {
+                    continue;
+                }
+                let Some(table) = t.table.upgrade() else {
+                    t.done = true;
+                    continue;
+                };
+                if table.is_learned() {
+                    t.done = true;
+                    continue;
+                }
+                let learn = match self.mode {
+                    LearnMode::Always => true,
+                    LearnMode::Never => false,
+                    LearnMode::Cba => self.path_times(t.level).is_some_and(|(fence, model)| {
+                        cba::should_learn(&CbaInput {
+                            entries: table.properties().num_entries,
+                            age,
+                            lookups: table.usage().snapshot().index_lookups,
+                            expected_life: lives[t.level],
+                            fence_ns: fence,
+                            model_ns: model,
+                            learn_ns_per_entry: learn_ns,
+                        })
+                    }),
+                };
+                if learn {
+                    t.done = true;
+                    due.push((table, t.tier, t.level));
+                }
+            }
+        }
+        due.iter()
+            .filter(|(t, tier, level)| {
+                let learned = self.learn(t);
+                if learned && self.save_model(t, *tier, *level).is_err() {
+                    // Only a restart's relearning is lost.
+                    self.stats.learn_errors.fetch_add(1, Relaxed);
+                }
+                learned
+            })
+            .count()
+    }
+
+    /// Learns one table, counting CPU time, entries and segments.
+    fn learn(&self, t: &Table) -> bool {
+        let c0 = thread_cpu_nanos();
+        let r = t.learn(self.delta);
+        let ns = thread_cpu_nanos().saturating_sub(c0);
+        self.stats.learn_cpu_nanos.fetch_add(ns, Relaxed);
+        match r {
+            Ok(true) => {
+                let entries = t.properties().num_entries;
+                let segs = t.learned_index().map_or(0, |l| l.num_segments());
+                self.stats.learned_tables.fetch_add(1, Relaxed);
+                self.stats.learned_segments.fetch_add(segs as u64, Relaxed);
+                self.stats.learned_entries.fetch_add(entries, Relaxed);
+                if entries > 0 {
+                    let per = ns as f64 / entries as f64;
+                    let mut s = self.state.lock();
+                    // Moving average: recent learnings matter most (machine load changes).
+                    s.learn_ns_per_entry = Some(
+                        s.learn_ns_per_entry
+                            .map_or(per, |old| 0.8 * old + 0.2 * per),
+                    );
+                }
+                true
+            }
+            Ok(false) => false,
+            Err(_) => {
+                // The table keeps its fence pointers; reads report real corruption.
+                self.stats.learn_errors.fetch_add(1, Relaxed);
+                false
+            }
+        }
+    }
+}
+
+/// CPU time of the calling thread, nanoseconds.
+fn thread_cpu_nanos() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass; CLOCK_THREAD_CPUTIME_ID is
+    // supported on every platform cairn builds on (Linux, macOS).
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}

@@ -1,0 +1,172 @@
+//! Bourbon's cost-benefit analyzer (CBA): learn a table only when the lookup time its
+//! model will save over the table's remaining life exceeds the time spent learning it.
+//!
+//! Inputs are collected online (see `db/learner.rs`): per level, the mean time of a
+//! lookup on the baseline (fence) path and on the model path, measured on sampled lookups;
+//! per table, the internal lookups it served that reached its index (bloom negatives never
+//! reach an index and gain nothing); the learning cost per entry measured on earlier
+//! learnings; and the lifetimes of tables of the same level that died recently.
+//!
+//! * cost = `learn_ns_per_entry * entries`
+//! * benefit = `(fence_ns - model_ns) * rate * remaining`, where `rate` = lookups / age
+//!   and `remaining` is the expected remaining life.
+//! * remaining = `max(expected_life - age, age)`: a table that outlived its level's
+//!   expected lifetime is expected to live about as long again (and with no history, the
+//!   same). Lower levels live longer (guideline 1); busy upper-level tables have a high
+//!   rate (guideline 3); both enter the product, so neither is neglected.
+
+use std::time::Duration;
+
+/// What the analyzer knows about one table and its level.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CbaInput {
+    /// Entries in the table (learning is linear in them).
+    pub entries: u64,
+    /// Time since the table became readable.
+    pub age: Duration,
+    /// Lookups that reached the table's index so far (positive and negative).
+    pub lookups: u64,
+    /// Mean lifetime of recently dead tables of the same level, if any died.
+    pub expected_life: Option<Duration>,
+    /// Mean baseline-path lookup time at this level, in nanoseconds.
+    pub fence_ns: f64,
+    /// Mean model-path lookup time at this level, in nanoseconds.
+    pub model_ns: f64,
+    /// Learning time per entry, in nanoseconds.
+    pub learn_ns_per_entry: f64,
+}
+
+/// The analyzer's estimate for one table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CbaEstimate {
+    /// Estimated learning time, nanoseconds.
+    pub cost_ns: f64,
+    /// Estimated lookup time saved over the remaining life, nanoseconds.
+    pub benefit_ns: f64,
+}
+
+impl CbaEstimate {
+    /// Whether learning pays.
+    pub fn learn(&self) -> bool {
+        self.benefit_ns > self.cost_ns
+    }
+}
+
+/// Expected remaining life of a table of age `age`.
+pub fn remaining_life(age: Duration, expected_life: Option<Duration>) -> Duration {
+    match expected_life {
+        Some(l) => l.saturating_sub(age).max(age),
+        None => age,
+    }
+}
+
+/// Cost and benefit of learning a table (pure: unit-tested on known cases).
+pub fn estimate(i: &CbaInput) -> CbaEstimate {
+    let cost_ns = i.learn_ns_per_entry.max(0.0) * i.entries as f64;
+    let gain = i.fence_ns - i.model_ns;
+    let age = i.age.as_secs_f64();
+    let benefit_ns = if gain <= 0.0 || age <= 0.0 || !gain.is_finite() {
+        0.0
+    } else {
+        let rate = i.lookups as f64 / age;
+        rate * remaining_life(i.age, i.expected_life).as_secs_f64() * gain
+    };
+    CbaEstimate {
+        cost_ns,
+        benefit_ns,
+    }
+}
+
+/// Whether to learn the table now.
+pub fn should_learn(i: &CbaInput) -> bool {
+    estimate(i).learn()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> CbaInput {
+        CbaInput {
+            entries: 100_000,
+            age: Duration::from_millis(100),
+            lookups: 1_000,
+            expected_life: None,
+            fence_ns: 400.0,
+            model_ns: 250.0,
+            learn_ns_per_entry: 50.0,
+        }
+    }
+
+    #[test]
+    fn busy_table_is_learned_idle_one_is_not() {
+        // 1000 lookups in 100 ms, as long again to live: 1000 * 150 ns = 150 us < 5 ms.
+        assert!(!should_learn(&base()));
+        // 100k lookups in 100 ms: 15 ms saved > 5 ms.
+        assert!(should_learn(&CbaInput {
+            lookups: 100_000,
+            ..base()
+        }));
+        assert!(!should_learn(&CbaInput {
+            lookups: 0,
+            ..base()
+        }));
+    }
+
+    #[test]
+    fn long_expected_life_tips_the_balance() {
+        // Same lookup rate (10k/s); a level whose tables live 10 s: 10k/s * 9.9 s * 150 ns.
+        let i = CbaInput {
+            expected_life: Some(Duration::from_secs(10)),
+            ..base()
+        };
+        let e = estimate(&i);
+        assert!((e.benefit_ns - 10_000.0 * 9.9 * 150.0).abs() < 1.0, "{e:?}");
+        assert!(e.learn());
+        // Short-lived level (200 ms): remaining max(100 ms, 100 ms) -> not worth it.
+        assert!(!should_learn(&CbaInput {
+            expected_life: Some(Duration::from_millis(200)),
+            ..base()
+        }));
+    }
+
+    #[test]
+    fn no_gain_no_learning() {
+        for model_ns in [400.0, 500.0, f64::NAN] {
+            let i = CbaInput {
+                lookups: u64::MAX / 2,
+                model_ns,
+                ..base()
+            };
+            assert!(!should_learn(&i), "model_ns {model_ns}");
+        }
+        assert!(!should_learn(&CbaInput {
+            age: Duration::ZERO,
+            lookups: 10,
+            ..base()
+        }));
+    }
+
+    #[test]
+    fn cost_grows_with_table_size() {
+        let busy = CbaInput {
+            lookups: 100_000,
+            ..base()
+        };
+        assert!(should_learn(&busy));
+        assert!(!should_learn(&CbaInput {
+            entries: 1_000_000,
+            ..busy
+        }));
+        assert_eq!(estimate(&busy).cost_ns, 5_000_000.0);
+    }
+
+    #[test]
+    fn remaining_life_rules() {
+        let s = Duration::from_secs;
+        assert_eq!(remaining_life(s(1), None), s(1));
+        assert_eq!(remaining_life(s(1), Some(s(10))), s(9));
+        assert_eq!(remaining_life(s(8), Some(s(10))), s(8));
+        assert_eq!(remaining_life(s(20), Some(s(10))), s(20));
+    }
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# AC-Key's experiments (paper section 5): the fixed-split search (the paper's `offline`),
+# Figs. 7-13 and Table 2, each point run with every cache policy on the same seeded op
+# stream. Builds cairn-bench in release mode, runs `cairn-bench sweep`, and writes
+# $OUT/summary.md (one section per figure: QPS, ratio to cairn:block, storage reads per op),
+# $OUT/FIGURE.md, one compare directory per point, and $OUT/fig12_cache_sizes.png.
+#
+#   scripts/ac-key-bench.sh                  # every figure: about an hour on 2 shared cores
+#   FIGURES=fig8,fig12 scripts/ac-key-bench.sh   # one figure takes minutes
+#   ENGINES=cairn:baseline,cairn:default REFERENCE=cairn:baseline FIGURES=fig9 scripts/ac-key-bench.sh
+#
+# Storage reads cost what they would on an SSD: cairn's device profile `ssd` (228 us added
+# per 4 KiB read) on top of direct I/O (O_DIRECT; cairn falls back to buffered reads where
+# the filesystem refuses it, and its stats say so). Set DEVICE=none or DIRECT= to turn off.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RECORDS=${RECORDS:-100000}
+OPS=${OPS:-10000}
+ENGINES=${ENGINES:-cairn:ac-key,cairn:block,cairn:pure-kv,cairn:pure-kp}
+REFERENCE=${REFERENCE:-cairn:block}
+FIGURES=${FIGURES:-fixed,fig7,fig8,fig9,fig10,fig11,fig12,fig13,table2}
+# The data is about 13 MiB at 100k records: a 512 KiB cache is a few percent of it.
+CACHE=${CACHE:-512K}
+CACHE_SIZES=${CACHE_SIZES:-128K,256K,512K,1M,2M}
+FIXED_STEP=${FIXED_STEP:-5}
+DEVICE=${DEVICE:-ssd}
+DIRECT=${DIRECT---direct-io}
+OUT=${OUT:-bench-out/ac-key}
+EXTRA=${EXTRA:-}
+
+cargo build --release -p cairn-bench
+BIN=target/release/cairn-bench
+
+mkdir -p "$OUT"
+# shellcheck disable=SC2086
+"$BIN" sweep --figures "$FIGURES" --engines "$ENGINES" --reference "$REFERENCE" \
+  --records "$RECORDS" --ops "$OPS" --cache-bytes "$CACHE" --cache-sizes "$CACHE_SIZES" \
+  --fixed-step "$FIXED_STEP" --write-buffer-size 4M --device "$DEVICE" $DIRECT --settle \
+  --timeline-ms 500 $EXTRA --out "$OUT"

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Bourbon's experiments on this machine, learned against baseline in one run each:
+#   1. datasets (linear, seg1, normal, seg10, clustered = synthetic real-world-like),
+#      uniform random read-only: throughput, #segments, %segments (segments / entries of
+#      the learned tables), sampled table-search time on each path and its index part
+#      (before the data block is asked for; the rest is the data block's);
+#   2. request distributions (sequential, zipfian, hotspot, exponential, uniform, latest),
+#      read-only, on seg1;
+#   3. YCSB A-F on the default (sequential-number) keys;
+#   4. write-heavy mixes with learning never / always / cba: throughput, p99, learning
+#      CPU time and the process's CPU time in the measured phase.
+# Data stays in memory (block cache larger than the data). Keys are loaded in random
+# order (the harness's load), so young tables hold scattered keys of the dataset.
+# Writes bourbon-out/summary.md (and per-scenario reports under bourbon-out/).
+#
+#   scripts/bourbon-bench.sh
+#   RECORDS=1000000 OPS=2000000 scripts/bourbon-bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RECORDS=${RECORDS:-300000}
+OPS=${OPS:-600000}
+WOPS=${WOPS:-300000}
+OUT=${OUT:-bourbon-out}
+BUDGET=${BUDGET:-"--write-buffer-size 8M --cache-bytes 1G --bloom-bits 10"}
+DATASETS=${DATASETS:-"linear seg1 normal seg10 clustered"}
+DISTS=${DISTS:-"sequential zipfian hotspot exponential uniform latest"}
+MIXES=${MIXES:-"read=0.5,update=0.5 read=0.1,update=0.9"}
+YCSB=${YCSB:-"a b c d e f"}
+
+cargo build --release -p cairn-bench
+BIN=target/release/cairn-bench
+mkdir -p "$OUT"
+summary="$OUT/summary.md"
+
+# run DIR ENGINES ARGS...: one compare, its JSONs land in DIR.
+run() {
+  local dir=$1 engines=$2
+  shift 2
+  mkdir -p "$dir"
+  # shellcheck disable=SC2086
+  "$BIN" compare --engines "$engines" --records "$RECORDS" $BUDGET --out "$dir" "$@" \
+    >"$dir/stdout.txt"
+}
+
+# j DIR JQ ENGINE: a field of ENGINE's result in DIR.
+j() { jq -r "$2" "$1"/"$(echo "$3" | tr ':' '-')".json; }
+
+{
+  echo "# Bourbon on cairn"
+  echo
+  echo "records=$RECORDS, read ops=$OPS, write-mix ops=$WOPS, budget: $BUDGET; $(date -u +%F)"
+  echo
+  echo "## Datasets (uniform random reads)"
+  echo
+  echo "| dataset | baseline ops/s | bourbon ops/s | ratio | learned tables | #seg | %seg | fence search ns (index part) | model search ns (index part) |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+} >"$summary"
+for d in $DATASETS; do
+  echo "== dataset $d =="
+  dir="$OUT/dataset-$d"
+  run "$dir" cairn:baseline,cairn:bourbon --workload readrandom --ops "$OPS" --dataset "$d"
+  b=$(j "$dir" .ops_per_sec cairn:baseline)
+  l=$(j "$dir" .ops_per_sec cairn:bourbon)
+  s=$(j "$dir" '.engine_stats | "\(.learned_tables) | \(.learned_segments) | \(.learned_pct_segments * 1000 | round / 1000)%"' cairn:bourbon)
+  f=$(j "$dir" '.engine_stats | "\(.fence_path_ns | round) (\(.fence_index_ns | round))"' cairn:baseline)
+  mo=$(j "$dir" '.engine_stats | "\(.model_path_ns | round) (\(.model_index_ns | round))"' cairn:bourbon)
+  printf '| %s | %.0f | %.0f | %.2fx | %s | %s | %s |\n' "$d" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$s" "$f" "$mo" >>"$summary"
+done
+
+{
+  echo
+  echo "## Request distributions (read-only, seg1)"
+  echo
+  echo "| distribution | baseline ops/s | bourbon ops/s | ratio |"
+  echo "|---|---:|---:|---:|"
+} >>"$summary"
+for q in $DISTS; do
+  echo "== distribution $q =="
+  dir="$OUT/dist-$q"
+  run "$dir" cairn:baseline,cairn:bourbon --workload readrandom --ops "$OPS" --dataset seg1 \
+    --distribution "$q"
+  b=$(j "$dir" .ops_per_sec cairn:baseline)
+  l=$(j "$dir" .ops_per_sec cairn:bourbon)
+  printf '| %s | %.0f | %.0f | %.2fx |\n' "$q" "$b" "$l" "$(echo "$l / $b" | bc -l)" >>"$summary"
+done
+
+{
+  echo
+  echo "## YCSB (default keys)"
+  echo
+  echo "| workload | baseline ops/s | bourbon ops/s | ratio | baseline p99 us | bourbon p99 us |"
+  echo "|---|---:|---:|---:|---:|---:|"
+} >>"$summary"
+for y in $YCSB; do
+  echo "== ycsb-$y =="
+  dir="$OUT/ycsb-$y"
+  run "$dir" cairn:baseline,cairn:bourbon --workload "ycsb-$y" --ops "$WOPS"
+  b=$(j "$dir" .ops_per_sec cairn:baseline)
+  l=$(j "$dir" .ops_per_sec cairn:bourbon)
+  bp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' cairn:baseline)
+  lp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' cairn:bourbon)
+  printf '| ycsb-%s | %.0f | %.0f | %.2fx | %s | %s |\n' "$y" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$bp" "$lp" >>"$summary"
+done
+
+{
+  echo
+  echo "## Write-heavy mixes (seg1, uniform): learning never / always / cba"
+  echo
+  echo "| mix | engine | ops/s | vs baseline | p99 us | tables learned | learning CPU ms | process CPU s |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|"
+} >>"$summary"
+for m in $MIXES; do
+  echo "== mix $m =="
+  dir="$OUT/mix-$(echo "$m" | tr ',=' '-_')"
+  engines=cairn:baseline,cairn:bourbon-never,cairn:bourbon-always,cairn:bourbon
+  run "$dir" "$engines" --workload mix --mix "$m" --distribution uniform --ops "$WOPS" \
+    --dataset seg1
+  base=$(j "$dir" .ops_per_sec cairn:baseline)
+  for e in ${engines//,/ }; do
+    ops=$(j "$dir" .ops_per_sec "$e")
+    row=$(j "$dir" '"\(.latency_us.p99 * 10 | round / 10) | \(.engine_stats.learned_tables) | \(.engine_stats.learn_cpu_ms | round) | \((.cpu.user_s + .cpu.sys_s) * 100 | round / 100)"' "$e")
+    printf '| %s | %s | %.0f | %.2fx | %s |\n' "$m" "$e" "$ops" "$(echo "$ops / $base" | bc -l)" "$row" >>"$summary"
+  done
+done
+
+echo
+cat "$summary"
