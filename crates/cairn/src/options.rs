@@ -101,6 +101,16 @@ pub struct Options {
     pub background_work: bool,
     /// The index tables use for point reads (fence pointers or Bourbon's learned index).
     pub index: IndexPolicy,
+    /// Key-value separation (WiscKey): values of at least this many bytes are written to a
+    /// value log at flush, and the tree keeps the key and a pointer. `Some(0)` separates
+    /// every value, `None` (the default) none. Values already separated stay readable
+    /// whatever this is set to at a later open.
+    pub value_threshold: Option<usize>,
+    /// Value-log garbage collection: when the value log's bytes exceed this many times
+    /// the bytes tables still reference, the files with the most garbage are collected by
+    /// rewriting the tables that point into them. Must be a finite number > 1; `None`
+    /// turns GC off (files are still deleted once nothing references them).
+    pub vlog_gc_space_amp: Option<f64>,
 }
 
 impl Default for Options {
@@ -131,6 +141,8 @@ impl Default for Options {
             listeners: Vec::new(),
             background_work: true,
             index: IndexPolicy::Fence,
+            value_threshold: None,
+            vlog_gc_space_amp: Some(1.5),
         }
     }
 }
@@ -151,6 +163,8 @@ impl std::fmt::Debug for Options {
             .field("use_direct_reads", &self.use_direct_reads)
             .field("tiers", &self.tiers)
             .field("index", &self.index)
+            .field("value_threshold", &self.value_threshold)
+            .field("vlog_gc_space_amp", &self.vlog_gc_space_amp)
             .finish_non_exhaustive()
     }
 }
@@ -235,6 +249,22 @@ impl Options {
             if !(1..=MAX_LEARNED_DELTA).contains(&delta) {
                 return invalid(format!(
                     "learned index delta {delta} outside 1..={MAX_LEARNED_DELTA}"
+                ));
+            }
+        }
+        if self
+            .value_threshold
+            .is_some_and(|t| t > crate::types::MAX_VALUE_SIZE)
+        {
+            return invalid(format!(
+                "value_threshold above the largest value ({} bytes) would separate nothing",
+                crate::types::MAX_VALUE_SIZE
+            ));
+        }
+        if let Some(a) = self.vlog_gc_space_amp {
+            if !(a.is_finite() && a > 1.0) {
+                return invalid(format!(
+                    "vlog_gc_space_amp {a} must be a finite number > 1"
                 ));
             }
         }

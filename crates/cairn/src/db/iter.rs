@@ -215,6 +215,9 @@ pub struct DbIterator {
     key: Vec<u8>,
     value: Vec<u8>,
     stats: Arc<StatsInner>,
+    vlog: Arc<crate::vlog::VlogStore>,
+    /// A failure to resolve a value pointer (the iterator stops, invalid).
+    err: Option<Error>,
     _sv: Arc<SuperVersion>,
     _snapshot: Option<super::Snapshot>,
 }
@@ -228,6 +231,7 @@ impl DbIterator {
         upper: Option<Vec<u8>>,
         stats: Arc<StatsInner>,
         snapshot: Option<super::Snapshot>,
+        vlog: Arc<crate::vlog::VlogStore>,
     ) -> Self {
         DbIterator {
             inner: merged_iter(&sv, tables, &stats),
@@ -239,6 +243,8 @@ impl DbIterator {
             key: Vec::new(),
             value: Vec::new(),
             stats,
+            vlog,
+            err: None,
             _sv: sv,
             _snapshot: snapshot,
         }
@@ -261,7 +267,25 @@ impl DbIterator {
 
     /// The first error met; an iterator that stopped early on an error is not valid.
     pub fn status(&self) -> Result<()> {
+        if let Some(e) = &self.err {
+            return Err(e.duplicate());
+        }
         self.inner.status()
+    }
+
+    /// Replaces a value pointer at the current position by its value. The iterator holds
+    /// its version, so the value-log file cannot be deleted meanwhile.
+    fn resolve(&mut self, kind: ValueKind) {
+        if kind != ValueKind::ValuePointer {
+            return;
+        }
+        match self.vlog.get(&self.key, &self.value) {
+            Ok(v) => self.value = v,
+            Err(e) => {
+                self.err = Some(e);
+                self.valid = false;
+            }
+        }
     }
 
     fn above_upper(&self, k: &[u8]) -> bool {
@@ -407,12 +431,13 @@ impl DbIterator {
                             skip.extend_from_slice(p.user_key);
                             skipping = true;
                         }
-                        Some(_) => {
+                        Some(kind) => {
                             self.key.clear();
                             self.key.extend_from_slice(p.user_key);
                             self.value.clear();
                             self.value.extend_from_slice(self.inner.value());
                             self.valid = true;
+                            self.resolve(kind);
                             return;
                         }
                         None => break,
@@ -461,6 +486,7 @@ impl DbIterator {
             self.key = key;
             self.value = value;
             self.valid = true;
+            self.resolve(kind);
         }
     }
 }

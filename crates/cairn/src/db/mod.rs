@@ -115,6 +115,10 @@ pub(crate) struct DbInner {
     pub(crate) stats: Arc<StatsInner>,
     pub(crate) shutdown: AtomicBool,
     pub(crate) next_mem_id: AtomicU64,
+    /// Separated values: reads, file sizes, counters.
+    pub(crate) vlog: Arc<crate::vlog::VlogStore>,
+    /// Value-log files chosen for GC: compactions move the values they read from them.
+    pub(crate) gc_targets: Mutex<std::collections::HashSet<u64>>,
     _lock: File,
 }
 
@@ -532,6 +536,7 @@ impl Db {
             }
             s.levels.truncate(sv.version.levels.len());
         }
+        s.vlog = self.inner.vlog.stats(&self.inner.vlog_usage());
         s
     }
 
@@ -613,18 +618,20 @@ impl DbInner {
         let seq = self.read_seq(ro);
         let sv = self.super_version(cf)?;
         self.stats.gets.fetch_add(1, Ordering::Relaxed);
+        // `sv` holds the tables found, and they hold the value-log files they point into.
         let found = |kind: ValueKind, v: Vec<u8>| match kind {
-            ValueKind::Deletion => None,
-            _ => Some(v),
+            ValueKind::Deletion => Ok(None),
+            ValueKind::Value => Ok(Some(v)),
+            ValueKind::ValuePointer => self.resolve_value(key, &v).map(Some),
         };
         if let Some((kind, v)) = sv.mem.get(key, seq) {
             self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(found(kind, v));
+            return found(kind, v);
         }
         for (m, _) in &sv.imms {
             if let Some((kind, v)) = m.get(key, seq) {
                 self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(found(kind, v));
+                return found(kind, v);
             }
         }
         let lookup = make_lookup_key(key, seq);
@@ -650,12 +657,19 @@ impl DbInner {
                         })?;
                     if p.0 {
                         counters.gets_served.fetch_add(1, Ordering::Relaxed);
-                        return Ok(found(p.1, value));
+                        return found(p.1, value);
                     }
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The value a `ValuePointer` entry of `user_key` points to (one read of exactly the
+    /// record, checksum verified). The caller must hold a version that contains the entry,
+    /// so that the value-log file is not deleted under it.
+    pub(crate) fn resolve_value(&self, user_key: &[u8], pointer: &[u8]) -> Result<Vec<u8>> {
+        self.vlog.get(user_key, pointer)
     }
 
     fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
@@ -669,6 +683,7 @@ impl DbInner {
             ro.upper_bound.clone(),
             self.stats.clone(),
             ro.snapshot.clone(),
+            self.vlog.clone(),
         ))
     }
 
