@@ -773,6 +773,40 @@ fn model_learned_index() {
     }
 }
 
+/// Key-value separation: every value (threshold 0) or the larger half of the model's
+/// values (threshold 30) go to value logs, with an eager GC target so that value-log
+/// garbage collection runs often between the model's snapshots, reopens and compactions.
+#[test]
+fn model_value_separation() {
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    for (seed, threshold, gc, background) in [
+        (4000, 0, 1.1, false),
+        (4001, 30, 1.1, false),
+        (4002, 0, 1.5, true),
+        (4003, 30, 1.05, true),
+        (4004, 0, 1.01, false),
+    ] {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, b"", |o| {
+                o.value_threshold = Some(threshold);
+                o.vlog_gc_space_amp = Some(gc);
+            })
+        }));
+        match r {
+            Ok(stats) => {
+                assert!(stats.vlog.records_written > 0, "seed {seed}: nothing separated");
+                assert!(stats.vlog.reads > 0, "seed {seed}: no value read from a value log");
+            }
+            Err(e) => {
+                eprintln!(
+                    "value-separation model test failed: seed {seed}, threshold {threshold}"
+                );
+                resume_unwind(e);
+            }
+        }
+    }
+}
+
 /// Regression: a WAL started after the manifest's last edit (a memtable switch with no
 /// flush yet) was numbered `next_file_no` of the recovered manifest, so reopening chose the
 /// same number for its new WAL, skipped replaying the old one and truncated it.

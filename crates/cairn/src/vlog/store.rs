@@ -101,7 +101,8 @@ pub struct VlogStats {
     pub bytes_written: u64,
     /// Records written by flushes.
     pub records_written: u64,
-    /// Records read to answer reads (gets and iterators).
+    /// Records read to answer reads (gets and iterators; GC's reads are not counted here
+    /// but in the I/O counters of `FileKind::ValueLog`).
     pub reads: u64,
     /// Bytes of those reads.
     pub read_bytes: u64,
@@ -175,17 +176,16 @@ impl VlogStore {
     /// function every read path calls.
     pub fn get(&self, user_key: &[u8], pointer: &[u8]) -> Result<Vec<u8>> {
         let p = ValuePointer::decode(pointer)?;
-        self.read(&p, user_key)
+        let v = self.read(&p, user_key)?;
+        self.counters.reads.fetch_add(1, Relaxed);
+        self.counters.read_bytes.fetch_add(p.len as u64, Relaxed);
+        Ok(v)
     }
 
     /// Reads the record `p` points to and checks it holds `user_key`.
     pub fn read(&self, p: &ValuePointer, user_key: &[u8]) -> Result<Vec<u8>> {
         let f = self.open(p.file_no)?;
         let rec = f.read_at(p.offset, p.len as usize)?;
-        self.counters.reads.fetch_add(1, Relaxed);
-        self.counters
-            .read_bytes
-            .fetch_add(p.len as u64, Relaxed);
         decode_record(&Self::name(p.file_no), &rec, user_key)
     }
 
