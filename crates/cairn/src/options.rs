@@ -263,9 +263,7 @@ impl Options {
         }
         if let Some(a) = self.vlog_gc_space_amp {
             if !(a.is_finite() && a > 1.0) {
-                return invalid(format!(
-                    "vlog_gc_space_amp {a} must be a finite number > 1"
-                ));
+                return invalid(format!("vlog_gc_space_amp {a} must be a finite number > 1"));
             }
         }
         if !(self.latency_scale.is_finite() && self.latency_scale >= 0.0) {

@@ -11,6 +11,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("moderate", "RusKey's 'Moderate' baseline: K=5 at every level"),
     ("lazy-leveling", "Dostoevsky's Lazy-Leveling: K=T at every level but the last, K=1 there; Monkey blooms"),
     ("monkey", "leveling with Monkey bloom-filter allocation"),
+    ("wisckey", "WiscKey key-value separation alone: every value in a value log, GC at space amplification 1.5; fence pointers"),
     ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8) on every table, learned at open; fence pointers as fallback"),
 ];
 
@@ -31,7 +32,12 @@ pub fn by_name(name: &str) -> Option<Options> {
         }
         "monkey" => o.bloom_allocation = BloomAllocation::Monkey,
         "bourbon" => o.index = IndexPolicy::Learned { delta: 8 },
+        "wisckey" => o.value_threshold = Some(0),
         _ => return None,
+    }
+    // Bourbon runs on WiscKey: every value separated.
+    if name == "bourbon" {
+        o.value_threshold = Some(0);
     }
     Some(o)
 }
@@ -52,5 +58,7 @@ mod tests {
             by_name("bourbon").unwrap().index,
             IndexPolicy::Learned { delta: 8 }
         );
+        assert_eq!(by_name("bourbon").unwrap().value_threshold, Some(0));
+        assert_eq!(by_name("baseline").unwrap().value_threshold, None);
     }
 }

@@ -146,9 +146,17 @@ fn mid_size_threshold_separates_only_large_values() {
     assert_eq!(db.stats().vlog.records_written, 100);
     let before = db.stats().vlog.reads;
     assert_eq!(db.get(&key(2)).unwrap(), Some(val(2, 0, 20)));
-    assert_eq!(db.stats().vlog.reads, before, "an inline value read the value log");
+    assert_eq!(
+        db.stats().vlog.reads,
+        before,
+        "an inline value read the value log"
+    );
     assert_eq!(db.get(&key(3)).unwrap(), Some(val(3, 0, 200)));
-    assert_eq!(db.stats().vlog.reads, before + 1, "one value-log read per get");
+    assert_eq!(
+        db.stats().vlog.reads,
+        before + 1,
+        "one value-log read per get"
+    );
 }
 
 /// Overwrites half the keys and compacts, so the first value-log file is half garbage;
@@ -247,7 +255,10 @@ fn snapshots_and_open_iterators_read_old_values_across_gc() {
         ..Default::default()
     };
     for (k, v) in &old {
-        assert_eq!(db.get_opt(&ro, &db.default_cf(), k).unwrap().as_ref(), Some(v));
+        assert_eq!(
+            db.get_opt(&ro, &db.default_cf(), k).unwrap().as_ref(),
+            Some(v)
+        );
     }
     let at_snap: Model = db
         .scan_opt::<&[u8], _>(&ro, &db.default_cf(), .., false)
@@ -463,9 +474,16 @@ fn corrupt_value_log_gives_corruption_errors_never_wrong_values() {
                 }
             }
         }
-        assert_eq!(scan_err, errors > 0, "pos {pos}: the scan and the gets disagree");
+        assert_eq!(
+            scan_err,
+            errors > 0,
+            "pos {pos}: the scan and the gets disagree"
+        );
     }
-    assert!(detected > tried / 2, "{detected} of {tried} damaged files were noticed");
+    assert!(
+        detected > tried / 2,
+        "{detected} of {tried} damaged files were noticed"
+    );
 }
 
 #[test]
@@ -503,7 +521,9 @@ fn truncated_or_missing_value_log_is_corruption() {
     let d = tempfile::tempdir().unwrap();
     copy_dir(base.path(), d.path());
     std::fs::remove_file(d.path().join(&name)).unwrap();
-    let e = Db::open(d.path(), opts(Some(0))).err().expect("open must fail");
+    let e = Db::open(d.path(), opts(Some(0)))
+        .err()
+        .expect("open must fail");
     assert!(e.is_corruption(), "{e}");
     assert!(e.to_string().contains("missing"), "{e}");
 }
@@ -525,7 +545,13 @@ fn orphan_value_logs_are_removed_at_open() {
     db.put(&WriteOptions::default(), b"zz", &[7u8; 64]).unwrap();
     db.flush().unwrap();
     let newest = vlog_files(dir.path()).pop().unwrap();
-    let no: u64 = newest.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let no: u64 = newest
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(no > 999_999, "{no}");
 }
 
@@ -533,26 +559,41 @@ fn orphan_value_logs_are_removed_at_open() {
 fn bad_value_log_options_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
     for (what, o) in [
-        ("amp 1", Options {
-            vlog_gc_space_amp: Some(1.0),
-            ..opts(Some(0))
-        }),
-        ("amp below 1", Options {
-            vlog_gc_space_amp: Some(0.5),
-            ..opts(Some(0))
-        }),
-        ("amp NaN", Options {
-            vlog_gc_space_amp: Some(f64::NAN),
-            ..opts(Some(0))
-        }),
-        ("amp inf", Options {
-            vlog_gc_space_amp: Some(f64::INFINITY),
-            ..opts(Some(0))
-        }),
-        ("threshold", Options {
-            value_threshold: Some(usize::MAX),
-            ..opts(None)
-        }),
+        (
+            "amp 1",
+            Options {
+                vlog_gc_space_amp: Some(1.0),
+                ..opts(Some(0))
+            },
+        ),
+        (
+            "amp below 1",
+            Options {
+                vlog_gc_space_amp: Some(0.5),
+                ..opts(Some(0))
+            },
+        ),
+        (
+            "amp NaN",
+            Options {
+                vlog_gc_space_amp: Some(f64::NAN),
+                ..opts(Some(0))
+            },
+        ),
+        (
+            "amp inf",
+            Options {
+                vlog_gc_space_amp: Some(f64::INFINITY),
+                ..opts(Some(0))
+            },
+        ),
+        (
+            "threshold",
+            Options {
+                value_threshold: Some(usize::MAX),
+                ..opts(None)
+            },
+        ),
     ] {
         match Db::open(dir.path().join(what), o) {
             Err(Error::InvalidArgument(_)) => {}

@@ -10,8 +10,8 @@ use crate::iter::InternalIterator;
 use crate::storage::{FileKind, StorageEnv};
 use crate::table::{TableBuildOptions, TableBuilder, TableSummary};
 use crate::types::{make_internal_key, parse_internal_key, SeqNo, ValueKind};
-use crate::vlog::ValuePointer;
 use crate::version::FileDesc;
+use crate::vlog::ValuePointer;
 use crate::{Error, Result};
 
 /// Where and how to write the output.
@@ -43,8 +43,12 @@ pub struct MergeParams<'a> {
 pub trait ValueRewriter {
     /// A value-log pointer to store instead of `(kind, value)` of `user_key` (the entry
     /// becomes a `ValuePointer`), or `None` to keep the entry as it is.
-    fn rewrite(&mut self, user_key: &[u8], kind: ValueKind, value: &[u8])
-        -> Result<Option<Vec<u8>>>;
+    fn rewrite(
+        &mut self,
+        user_key: &[u8],
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>>;
 }
 
 /// One table written by a merge.

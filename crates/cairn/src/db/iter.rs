@@ -218,6 +218,8 @@ pub struct DbIterator {
     vlog: Arc<crate::vlog::VlogStore>,
     /// A failure to resolve a value pointer (the iterator stops, invalid).
     err: Option<Error>,
+    /// Leave value pointers unresolved (callers that need only keys).
+    keys_only: bool,
     _sv: Arc<SuperVersion>,
     _snapshot: Option<super::Snapshot>,
 }
@@ -245,9 +247,17 @@ impl DbIterator {
             stats,
             vlog,
             err: None,
+            keys_only: false,
             _sv: sv,
             _snapshot: snapshot,
         }
+    }
+
+    /// An iterator whose values are unspecified for separated values (no value-log
+    /// reads): for callers that need only the keys.
+    pub(crate) fn keys_only(mut self) -> Self {
+        self.keys_only = true;
+        self
     }
 
     /// True if positioned at a key.
@@ -276,7 +286,7 @@ impl DbIterator {
     /// Replaces a value pointer at the current position by its value. The iterator holds
     /// its version, so the value-log file cannot be deleted meanwhile.
     fn resolve(&mut self, kind: ValueKind) {
-        if kind != ValueKind::ValuePointer {
+        if kind != ValueKind::ValuePointer || self.keys_only {
             return;
         }
         match self.vlog.get(&self.key, &self.value) {

@@ -49,7 +49,10 @@ impl ValuePointer {
         })();
         match p {
             Some(p) if r.is_empty() && p.offset >= HEADER_LEN && p.len >= 6 => Ok(p),
-            _ => Err(Error::corruption("value pointer", "undecodable value pointer")),
+            _ => Err(Error::corruption(
+                "value pointer",
+                "undecodable value pointer",
+            )),
         }
     }
 }
@@ -157,11 +160,15 @@ mod tests {
     fn record_round_trip_and_damage() {
         let rec = encode_record(b"key", b"some value");
         assert_eq!(decode_record("f", &rec, b"key").unwrap(), b"some value");
-        assert!(decode_record("f", &rec, b"other").unwrap_err().is_corruption());
+        assert!(decode_record("f", &rec, b"other")
+            .unwrap_err()
+            .is_corruption());
         for i in 0..rec.len() {
             let mut bad = rec.clone();
             bad[i] ^= 0x40;
-            assert!(decode_record("f", &bad, b"key").unwrap_err().is_corruption());
+            assert!(decode_record("f", &bad, b"key")
+                .unwrap_err()
+                .is_corruption());
         }
         for cut in 0..rec.len() {
             assert!(decode_record("f", &rec[..cut], b"key").is_err());

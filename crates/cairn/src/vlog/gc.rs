@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use super::format::HEADER_LEN;
 use crate::version::{CfVersion, FileMeta};
 
 /// One value-log file's bytes.
@@ -19,7 +20,7 @@ use crate::version::{CfVersion, FileMeta};
 pub struct VlogUsage {
     /// File number.
     pub file_no: u64,
-    /// Size of the file.
+    /// Bytes of the file's records (its size less the header).
     pub total: u64,
     /// Bytes of records some current table references.
     pub live: u64,
@@ -33,7 +34,8 @@ impl VlogUsage {
 }
 
 /// Usage of every file referenced by `versions`; `size` gives a file's size (a file of
-/// unknown size counts as fully live).
+/// unknown size counts as fully live). The file header is not garbage: a new file has
+/// none, so collecting it could never pay (and GC would rewrite it forever).
 pub fn usage<'a>(
     versions: impl IntoIterator<Item = &'a CfVersion>,
     size: impl Fn(u64) -> Option<u64>,
@@ -48,7 +50,8 @@ pub fn usage<'a>(
     }
     live.into_iter()
         .map(|(file_no, live)| {
-            let total = size(file_no).unwrap_or(live).max(live);
+            let records = size(file_no).map(|s| s.saturating_sub(HEADER_LEN));
+            let total = records.unwrap_or(live).max(live);
             VlogUsage {
                 file_no,
                 total,
@@ -123,6 +126,39 @@ mod tests {
             total,
             live,
         }
+    }
+
+    /// A fresh file (all its records referenced) has no garbage, however small it is:
+    /// counting its header as garbage made GC rewrite such files forever.
+    #[test]
+    fn a_fresh_file_has_no_garbage() {
+        use crate::version::{FileDesc, VersionEdit};
+        let desc = |file_no, vlog_refs| FileDesc {
+            file_no,
+            tier: 0,
+            size: 100,
+            smallest: crate::types::make_internal_key(b"a", 1, crate::types::ValueKind::Value),
+            largest: crate::types::make_internal_key(b"b", 1, crate::types::ValueKind::Value),
+            num_entries: 2,
+            min_seq: 1,
+            max_seq: 1,
+            vlog_refs,
+        };
+        let edit = VersionEdit {
+            added: vec![(0, 0, 1, desc(9, vec![(5, 30), (6, 40)]))],
+            ..Default::default()
+        };
+        let v = CfVersion::empty(|_| 1, 3)
+            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .unwrap();
+        let sizes = |no| Some(HEADER_LEN + if no == 5 { 30 } else { 80 });
+        let us = usage([&v], sizes);
+        assert_eq!(us, vec![u(5, 30, 30), u(6, 80, 40)]);
+        assert_eq!(pick_files(&us[..1], 1.0001), Vec::<u64>::new());
+        assert_eq!(pick_files(&us, 1.1), vec![6]);
+        let targets: HashSet<u64> = [6].into();
+        assert_eq!(pick_table(&v, &targets).map(|t| (t.0, t.1)), Some((0, 1)));
+        assert!(pick_table(&v, &[7].into()).is_none());
     }
 
     #[test]

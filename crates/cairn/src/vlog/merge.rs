@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use super::format::ValuePointer;
 use super::store::VlogStore;
 use super::writer::VlogWriter;
-use crate::storage::StorageEnv;
 use crate::compaction::merge::ValueRewriter;
+use crate::storage::StorageEnv;
 use crate::types::ValueKind;
 use crate::Result;
 
@@ -130,5 +130,4 @@ impl ValueRewriter for VlogMerge<'_> {
             _ => Ok(None),
         }
     }
-
 }

@@ -116,7 +116,7 @@ pub struct VlogStats {
     pub files_deleted: u64,
     /// Live value-log files (referenced by a current table).
     pub files_live: u64,
-    /// Bytes of the live files.
+    /// Record bytes of the live files (their sizes less the headers).
     pub total_bytes: u64,
     /// Bytes of records the current tables reference.
     pub live_bytes: u64,
@@ -153,7 +153,10 @@ impl VlogStore {
             return Ok(f.clone());
         }
         let path = vlog_path(self.env.root(), file_no);
-        let f = match self.env.open_read(&path, FileKind::ValueLog, 0, None, false) {
+        let f = match self
+            .env
+            .open_read(&path, FileKind::ValueLog, 0, None, false)
+        {
             Ok(f) => f,
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::corruption(
