@@ -213,6 +213,8 @@ fn gc_reclaims_the_space_of_overwritten_values() {
     check_all(&db, &m, "after GC and reopen");
 }
 
+/// GC moves values that only a snapshot still sees, and deletes a collected file only
+/// after an iterator opened before the GC is gone.
 #[test]
 fn snapshots_and_open_iterators_read_old_values_across_gc() {
     let dir = tempfile::tempdir().unwrap();
@@ -226,46 +228,51 @@ fn snapshots_and_open_iterators_read_old_values_across_gc() {
     .unwrap();
     let wo = WriteOptions::default();
     let n = 300;
-    let mut old = Model::new();
-    for i in 0..n {
-        db.put(&wo, &key(i), &val(i, 0, 400)).unwrap();
-        old.insert(key(i), val(i, 0, 400));
-    }
-    db.flush().unwrap();
-    let snap = db.snapshot();
-    // An iterator positioned in the middle before any GC.
+    let put_all = |m: &mut Model, round: u32, step: usize| {
+        for i in (0..n).step_by(step) {
+            db.put(&wo, &key(i), &val(i, round, 400)).unwrap();
+            m.insert(key(i), val(i, round, 400));
+        }
+        db.flush().unwrap();
+    };
+    let mut first = Model::new();
+    put_all(&mut first, 0, 1);
+    let first_files = vlog_files(dir.path());
+    // An iterator over the first version, positioned before any GC.
     let mut it = db.iter(&ReadOptions::default(), &db.default_cf()).unwrap();
     it.seek(&key(100));
     assert_eq!(it.value(), val(100, 0, 400).as_slice());
-    let mut new = old.clone();
-    for round in 1..4 {
-        for i in (0..n).step_by(round as usize + 1) {
-            db.put(&wo, &key(i), &val(i, round, 400)).unwrap();
-            new.insert(key(i), val(i, round, 400));
-        }
-        db.flush().unwrap();
-        db.compact_range(None, None).unwrap();
-        db.run_background_work().unwrap();
-    }
-    // The snapshot keeps the old versions alive; GC must have moved some of them.
+    // Half the first values become garbage.
+    let mut at_snap = first.clone();
+    put_all(&mut at_snap, 1, 2);
+    db.compact_range(None, None).unwrap();
+    // The snapshot sees odd keys' first values: GC must move them, not drop them.
+    let snap = db.snapshot();
+    let mut latest = at_snap.clone();
+    put_all(&mut latest, 2, 1);
+    db.compact_range(None, None).unwrap();
+    db.run_background_work().unwrap();
     let s = db.stats();
     assert!(s.vlog.gc_rewrites > 0, "no GC ran: {:?}", s.vlog);
+    assert!(s.vlog.gc_records_relocated > 0, "{:?}", s.vlog);
+    assert!(
+        first_files.iter().all(|f| f.exists()),
+        "a file was deleted while an iterator still reads it"
+    );
     let ro = ReadOptions {
         snapshot: Some(snap.clone()),
         ..Default::default()
     };
-    for (k, v) in &old {
-        assert_eq!(
-            db.get_opt(&ro, &db.default_cf(), k).unwrap().as_ref(),
-            Some(v)
-        );
+    for (k, v) in &at_snap {
+        let got = db.get_opt(&ro, &db.default_cf(), k).unwrap();
+        assert_eq!(got.as_ref(), Some(v), "at the snapshot");
     }
-    let at_snap: Model = db
+    let scanned: Model = db
         .scan_opt::<&[u8], _>(&ro, &db.default_cf(), .., false)
         .unwrap()
         .map(|r| r.unwrap())
         .collect();
-    assert!(at_snap == old, "scan at the snapshot differs");
+    assert!(scanned == at_snap, "scan at the snapshot differs");
     // The iterator opened before GC still reads its version's values.
     let mut seen = 0;
     while it.valid() {
@@ -277,15 +284,21 @@ fn snapshots_and_open_iterators_read_old_values_across_gc() {
     it.status().unwrap();
     assert_eq!(seen, n - 100);
     drop(it);
+    check_all(&db, &latest, "after GC");
+    // Once the iterator is gone, the next purge deletes what GC collected.
+    db.compact_range(None, None).unwrap();
+    assert!(
+        first_files.iter().any(|f| !f.exists()),
+        "collected files outlived their readers"
+    );
     drop(ro);
     drop(snap);
-    check_all(&db, &new, "after GC");
-    // With the snapshot gone, the old versions are garbage and GC reclaims them.
+    // With the snapshot gone, its versions are garbage and GC reclaims them too.
     db.compact_range(None, None).unwrap();
     db.run_background_work().unwrap();
     let s = db.stats();
     assert!(s.vlog.space_amp <= 1.1, "{:?}", s.vlog);
-    check_all(&db, &new, "after the snapshot went");
+    check_all(&db, &latest, "after the snapshot went");
 }
 
 /// Writers and readers run while background threads flush, compact and collect: readers

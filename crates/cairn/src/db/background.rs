@@ -687,9 +687,20 @@ impl DbInner {
             self.stats
                 .compactions_running
                 .fetch_sub(1, Ordering::Relaxed);
-            r?;
+            let outputs = r?;
             self.vlog.add_gc_rewrite();
-            return Ok(true);
+            // Every pointer into a chosen file moved; were one left, GC would pick the
+            // same table again forever. A bug, never bad input: stop collecting.
+            let v = cf.sv.load().version.clone();
+            let kept = v
+                .levels
+                .iter()
+                .flat_map(|l| &l.runs)
+                .flat_map(|r| &r.files)
+                .filter(|f| outputs.iter().any(|o| o.file_no == f.file_no()))
+                .any(|f| f.desc.vlog_refs.iter().any(|(no, _)| targets.contains(no)));
+            debug_assert!(!kept, "a GC rewrite kept pointers into a collected file");
+            return Ok(!kept);
         }
         Ok(false)
     }
