@@ -332,7 +332,7 @@ fn gc_runs_concurrently_with_reads_and_writes() {
                     let head = format!("v{i}-");
                     assert!(v.starts_with(head.as_bytes()), "key {i}: wrong value");
                     assert_eq!(v.len(), 300);
-                    if reads % 50 == 0 {
+                    if reads.is_multiple_of(50) {
                         let snap = db.snapshot();
                         let ro = ReadOptions {
                             snapshot: Some(snap),

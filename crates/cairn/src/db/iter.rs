@@ -215,7 +215,7 @@ pub struct DbIterator {
     key: Vec<u8>,
     value: Vec<u8>,
     stats: Arc<StatsInner>,
-    vlog: Arc<crate::vlog::VlogStore>,
+    vlog: Option<Arc<crate::vlog::VlogStore>>,
     /// A failure to resolve a value pointer (the iterator stops, invalid).
     err: Option<Error>,
     /// Leave value pointers unresolved (callers that need only keys).
@@ -233,7 +233,6 @@ impl DbIterator {
         upper: Option<Vec<u8>>,
         stats: Arc<StatsInner>,
         snapshot: Option<super::Snapshot>,
-        vlog: Arc<crate::vlog::VlogStore>,
     ) -> Self {
         DbIterator {
             inner: merged_iter(&sv, tables, &stats),
@@ -245,12 +244,18 @@ impl DbIterator {
             key: Vec::new(),
             value: Vec::new(),
             stats,
-            vlog,
+            vlog: None,
             err: None,
             keys_only: false,
             _sv: sv,
             _snapshot: snapshot,
         }
+    }
+
+    /// Resolves value pointers through `vlog` (key-value separation).
+    pub(crate) fn with_vlog(mut self, vlog: Arc<crate::vlog::VlogStore>) -> Self {
+        self.vlog = Some(vlog);
+        self
     }
 
     /// An iterator whose values are unspecified for separated values (no value-log
@@ -289,7 +294,14 @@ impl DbIterator {
         if kind != ValueKind::ValuePointer || self.keys_only {
             return;
         }
-        match self.vlog.get(&self.key, &self.value) {
+        let r = match &self.vlog {
+            Some(vlog) => vlog.get(&self.key, &self.value),
+            None => Err(Error::corruption(
+                "iterator",
+                "a value pointer where no value log is open",
+            )),
+        };
+        match r {
             Ok(v) => self.value = v,
             Err(e) => {
                 self.err = Some(e);

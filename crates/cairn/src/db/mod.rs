@@ -683,8 +683,8 @@ impl DbInner {
             ro.upper_bound.clone(),
             self.stats.clone(),
             ro.snapshot.clone(),
-            self.vlog.clone(),
-        ))
+        )
+        .with_vlog(self.vlog.clone()))
     }
 
     pub(crate) fn request_compaction(&self) {
