@@ -37,6 +37,7 @@ pub mod storage;
 pub mod table;
 pub mod types;
 pub mod version;
+pub mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::{ColumnFamily, Db, DbIterator, LevelInfo, RunInfo, Scan, Snapshot};

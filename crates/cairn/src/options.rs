@@ -243,6 +243,16 @@ pub struct Options {
     /// How the read-cache budget (`block_cache_bytes`) is split between KV, KP and block
     /// caches (AC-Key). Other than `Block`, `block_cache` must be unset.
     pub read_cache: ReadCachePolicy,
+    /// Key-value separation (WiscKey): values of at least this many bytes are written to a
+    /// value log at flush, and the tree keeps the key and a pointer. `Some(0)` separates
+    /// every value, `None` (the default) none. Values already separated stay readable
+    /// whatever this is set to at a later open.
+    pub value_threshold: Option<usize>,
+    /// Value-log garbage collection: when the value log's bytes exceed this many times
+    /// the bytes tables still reference, the files with the most garbage are collected by
+    /// rewriting the tables that point into them. Must be a finite number > 1; `None`
+    /// turns GC off (files are still deleted once nothing references them).
+    pub vlog_gc_space_amp: Option<f64>,
 }
 
 impl Default for Options {
@@ -274,6 +284,8 @@ impl Default for Options {
             background_work: true,
             index: IndexPolicy::Fence,
             read_cache: ReadCachePolicy::Block,
+            value_threshold: None,
+            vlog_gc_space_amp: Some(1.5),
         }
     }
 }
@@ -295,6 +307,8 @@ impl std::fmt::Debug for Options {
             .field("tiers", &self.tiers)
             .field("index", &self.index)
             .field("read_cache", &self.read_cache)
+            .field("value_threshold", &self.value_threshold)
+            .field("vlog_gc_space_amp", &self.vlog_gc_space_amp)
             .finish_non_exhaustive()
     }
 }
@@ -385,6 +399,20 @@ impl Options {
         self.read_cache.validate()?;
         if self.read_cache != ReadCachePolicy::Block && self.block_cache.is_some() {
             return invalid("a custom block_cache needs read_cache = Block".into());
+        }
+        if self
+            .value_threshold
+            .is_some_and(|t| t > crate::types::MAX_VALUE_SIZE)
+        {
+            return invalid(format!(
+                "value_threshold above the largest value ({} bytes) would separate nothing",
+                crate::types::MAX_VALUE_SIZE
+            ));
+        }
+        if let Some(a) = self.vlog_gc_space_amp {
+            if !(a.is_finite() && a > 1.0) {
+                return invalid(format!("vlog_gc_space_amp {a} must be a finite number > 1"));
+            }
         }
         if !(self.latency_scale.is_finite() && self.latency_scale >= 0.0) {
             return invalid("latency_scale must be a finite number >= 0".into());

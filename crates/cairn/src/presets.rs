@@ -11,9 +11,10 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("moderate", "RusKey's 'Moderate' baseline: K=5 at every level"),
     ("lazy-leveling", "Dostoevsky's Lazy-Leveling: K=T at every level but the last, K=1 there; Monkey blooms"),
     ("monkey", "leveling with Monkey bloom-filter allocation"),
-    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8): tables learned in the background after 50 ms when the cost-benefit analyzer says it pays; fence pointers as fallback"),
-    ("bourbon-always", "Bourbon's always-learn baseline: every table read is learned after 50 ms"),
-    ("bourbon-never", "Bourbon's no-learn baseline: the learner's statistics, no model (fence pointers)"),
+    ("wisckey", "WiscKey key-value separation alone: every value in a value log, GC at space amplification 1.5; fence pointers"),
+    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8): tables learned in the background after 50 ms when the cost-benefit analyzer says it pays; fence pointers as fallback; on WiscKey (every value in the value log)"),
+    ("bourbon-always", "Bourbon's always-learn baseline: every table read is learned after 50 ms; on WiscKey"),
+    ("bourbon-never", "Bourbon's no-learn baseline: the learner's statistics, no model (fence pointers); on WiscKey"),
     ("ac-key", "AC-Key: KV, KP and block caches sharing the cache budget, sized by E-ARC, evicting by E-LRU"),
     ("block", "AC-Key's baseline (RocksDB's default): the whole cache budget to the block cache"),
     ("pure-kv", "AC-Key's baseline: the whole cache budget to a key-value cache"),
@@ -66,7 +67,12 @@ pub fn by_name(name: &str) -> Option<Options> {
         "block" => o.read_cache = ReadCachePolicy::Block,
         "pure-kv" => o.read_cache = ReadCachePolicy::PureKv,
         "pure-kp" => o.read_cache = ReadCachePolicy::PureKp,
+        "wisckey" => o.value_threshold = Some(0),
         _ => o.read_cache = fixed_split(name)?,
+    }
+    // Bourbon runs on WiscKey: every value separated.
+    if name.starts_with("bourbon") {
+        o.value_threshold = Some(0);
     }
     Some(o)
 }
@@ -102,5 +108,9 @@ mod tests {
             assert!(by_name(bad).is_none(), "{bad}");
         }
         assert_eq!(by_name("bourbon").unwrap().index, IndexPolicy::BOURBON);
+        for b in ["bourbon", "bourbon-always", "bourbon-never", "wisckey"] {
+            assert_eq!(by_name(b).unwrap().value_threshold, Some(0), "{b}");
+        }
+        assert_eq!(by_name("baseline").unwrap().value_threshold, None);
     }
 }

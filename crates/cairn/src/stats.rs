@@ -367,6 +367,8 @@ pub struct DbStats {
     /// The read cache's components (AC-Key's KV, KP and block caches; only `block_*` is
     /// non-zero for a plain block cache).
     pub read_cache: ReadCacheStats,
+    /// Key-value separation: value-log bytes, reads, GC and space amplification.
+    pub vlog: crate::vlog::VlogStats,
 }
 
 /// Sizes and hits of the read cache's components. For AC-Key (paper section 4) the three
@@ -408,7 +410,8 @@ pub struct ReadCacheStats {
 }
 
 impl DbStats {
-    /// Table bytes written by flushes and compactions per user byte written.
+    /// Table and value-log bytes written by flushes and compactions per user byte
+    /// written.
     pub fn write_amplification(&self) -> f64 {
         if self.user_bytes_written == 0 {
             0.0

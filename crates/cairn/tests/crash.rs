@@ -52,7 +52,25 @@ fn crash_options() -> Options {
 /// the process (the other test's LOCK file included) until it execs, so for a moment after
 /// the other test closed its database, its flock still looks taken.
 fn open_db(dir: &Path) -> cairn::Result<Db> {
-    open_with(dir, crash_options)
+    if dir.file_name().is_some_and(|n| n == VLOG_DB) {
+        open_with(dir, vlog_crash_options)
+    } else {
+        open_with(dir, crash_options)
+    }
+}
+
+/// Directory name that selects key-value separation, so that the child process (which
+/// gets only the directory) opens the database with the same options as its parent.
+const VLOG_DB: &str = "db-vlog";
+
+/// [`crash_options`] with every value in value logs and an eager value-log GC, so that
+/// kills land in flushes that write value logs and in GC rewrites.
+fn vlog_crash_options() -> Options {
+    Options {
+        value_threshold: Some(0),
+        vlog_gc_space_amp: Some(1.1),
+        ..crash_options()
+    }
 }
 
 fn open_with(dir: &Path, o: impl Fn() -> Options) -> cairn::Result<Db> {
@@ -457,7 +475,11 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
     eprintln!("{test_name}: seed {seed} (set CAIRN_CRASH_SEED to repeat), {cycles} cycles");
     let mut rng = SmallRng::seed_from_u64(seed);
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("db");
+    let dir = tmp.path().join(if test_name.contains("vlog") {
+        VLOG_DB
+    } else {
+        "db"
+    });
     let mut models: Vec<BTreeMap<u32, Vec<u8>>> = (0..THREADS).map(|_| BTreeMap::new()).collect();
     let start = Instant::now();
     let mut total_ops = 0;
@@ -470,6 +492,13 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
     }
     let db = open_db(&dir).unwrap();
     let files: Vec<usize> = db.stats().levels.iter().map(|l| l.files).collect();
+    if test_name.contains("vlog") && cycles >= 10 {
+        let v = db.stats().vlog;
+        assert!(
+            v.files_live > 0 && v.live_bytes > 0,
+            "nothing separated: {v:?}"
+        );
+    }
     let tables = std::fs::read_dir(&dir)
         .unwrap()
         .filter(|e| {
@@ -495,6 +524,13 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
 #[test]
 fn crash_sync_writes_survive_sigkill() {
     crash_cycles("crash_sync_writes_survive_sigkill", true, 50);
+}
+
+/// Kills during flushes that separate values and during value-log GC lose no
+/// acknowledged write.
+#[test]
+fn crash_vlog_sync_writes_survive_sigkill() {
+    crash_cycles("crash_vlog_sync_writes_survive_sigkill", true, 50);
 }
 
 #[test]

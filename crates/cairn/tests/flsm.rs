@@ -80,6 +80,7 @@ impl Sim {
             num_entries: (hi - lo + 1) as u64,
             min_seq: seq,
             max_seq: seq,
+            vlog_refs: Vec::new(),
         }
     }
 
@@ -277,6 +278,7 @@ impl Sim {
                     num_entries: all.iter().map(|f| f.desc.num_entries).sum(),
                     min_seq,
                     max_seq,
+                    vlog_refs: Vec::new(),
                 };
                 for f in inputs {
                     edit.deleted.push((CF, *from as u32, f.file_no()));

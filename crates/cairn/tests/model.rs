@@ -848,6 +848,80 @@ fn model_read_cache() {
     }
 }
 
+/// Key-value separation: every value (threshold 0) or the larger half of the model's
+/// values (threshold 30) go to value logs, with an eager GC target so that value-log
+/// garbage collection runs often between the model's snapshots, reopens and compactions.
+#[test]
+fn model_value_separation() {
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    let mut gc_rewrites = 0;
+    for (seed, threshold, gc, background) in [
+        (4000, 0, 1.1, false),
+        (4001, 30, 1.1, false),
+        (4002, 0, 1.5, true),
+        (4003, 30, 1.05, true),
+        (4004, 0, 1.01, false),
+    ] {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, b"", |o| {
+                o.value_threshold = Some(threshold);
+                o.vlog_gc_space_amp = Some(gc);
+            })
+        }));
+        match r {
+            Ok(stats) => {
+                assert!(
+                    stats.vlog.records_written > 0,
+                    "seed {seed}: nothing separated"
+                );
+                assert!(
+                    stats.vlog.reads > 0,
+                    "seed {seed}: no value read from a value log"
+                );
+                gc_rewrites += stats.vlog.gc_rewrites;
+            }
+            Err(e) => {
+                eprintln!("value-separation model test failed: seed {seed}, threshold {threshold}");
+                resume_unwind(e);
+            }
+        }
+    }
+    assert!(gc_rewrites > 0, "value-log GC never ran");
+}
+
+/// Every part at once: AC-Key's read cache on a small budget, key-value separation with
+/// an eager GC, and the learned index, so KP hits resolve value pointers and GC rewrites
+/// repoint cached entries; answers must stay the model's.
+#[test]
+fn model_all_parts_together() {
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    for (seed, background) in [(4100, false), (4101, true)] {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, b"", |o| {
+                o.read_cache = ReadCachePolicy::AcKey(AcKeyParams {
+                    ghost_window: 64,
+                    ..AcKeyParams::default()
+                });
+                o.block_cache_bytes = 16 << 10;
+                o.value_threshold = Some(20);
+                o.vlog_gc_space_amp = Some(1.1);
+                o.index = IndexPolicy::learn_all(4);
+            })
+        }));
+        match r {
+            Ok(stats) => {
+                assert!(stats.vlog.reads > 0, "seed {seed}: no value-log read");
+                let rc = &stats.read_cache;
+                assert!(rc.kv_hits + rc.kp_hits > 0, "seed {seed}: {rc:?}");
+            }
+            Err(e) => {
+                eprintln!("all-parts model test failed: seed {seed}");
+                resume_unwind(e);
+            }
+        }
+    }
+}
+
 /// Regression: a WAL started after the manifest's last edit (a memtable switch with no
 /// flush yet) was numbered `next_file_no` of the recovered manifest, so reopening chose the
 /// same number for its new WAL, skipped replaying the old one and truncated it.

@@ -3,13 +3,15 @@
 //! can be below, and write tables cut at the target size (never splitting one user key's
 //! versions across two files, which the picker's key-range units rely on).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::iter::InternalIterator;
 use crate::storage::{FileKind, StorageEnv};
 use crate::table::{BlockSink, TableBuildOptions, TableBuilder, TableSummary};
-use crate::types::{parse_internal_key, SeqNo, ValueKind};
+use crate::types::{make_internal_key, parse_internal_key, SeqNo, ValueKind};
 use crate::version::FileDesc;
+use crate::vlog::ValuePointer;
 use crate::{Error, Result};
 
 /// Where and how to write the output.
@@ -35,6 +37,21 @@ pub struct MergeParams<'a> {
     /// Gives each output table (by file number) a sink for its data blocks (AC-Key hands
     /// new blocks to the cache this way).
     pub block_sink: Option<&'a dyn Fn(u64) -> BlockSink>,
+    /// Rewrites values of kept entries (key-value separation and value-log GC); `None`
+    /// keeps every value as it is.
+    pub values: Option<&'a mut dyn ValueRewriter>,
+}
+
+/// Rewrites the value of an entry the merge keeps.
+pub trait ValueRewriter {
+    /// A value-log pointer to store instead of `(kind, value)` of `user_key` (the entry
+    /// becomes a `ValuePointer`), or `None` to keep the entry as it is.
+    fn rewrite(
+        &mut self,
+        user_key: &[u8],
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>>;
 }
 
 /// One table written by a merge.
@@ -58,6 +75,8 @@ pub struct MergeCounts {
 
 struct Open {
     builder: TableBuilder,
+    /// Bytes of value-log records referenced, per value-log file.
+    vlog_refs: BTreeMap<u64, u64>,
     file_no: u64,
     path: PathBuf,
 }
@@ -134,12 +153,33 @@ fn merge_inner(
                 }
                 open = Some(Open {
                     builder,
+                    vlog_refs: BTreeMap::new(),
                     file_no,
                     path,
                 });
             }
             let o = open.as_mut().expect("opened above");
-            o.builder.add(ikey, input.value())?;
+            let kind = parsed.value_kind().expect("checked above");
+            let value = input.value();
+            let new_pointer = match p.values.as_mut() {
+                Some(v) => v.rewrite(parsed.user_key, kind, value)?,
+                None => None,
+            };
+            let pointer = match &new_pointer {
+                Some(ptr) => {
+                    let k = make_internal_key(parsed.user_key, parsed.seq, ValueKind::ValuePointer);
+                    o.builder.add(&k, ptr)?;
+                    Some(ptr.as_slice())
+                }
+                None => {
+                    o.builder.add(ikey, value)?;
+                    (kind == ValueKind::ValuePointer).then_some(value)
+                }
+            };
+            if let Some(ptr) = pointer {
+                let ptr = ValuePointer::decode(ptr)?;
+                *o.vlog_refs.entry(ptr.file_no).or_default() += ptr.len as u64;
+            }
             counts.entries_out += 1;
             last_written_user.clear();
             last_written_user.extend_from_slice(parsed.user_key);
@@ -155,6 +195,7 @@ fn merge_inner(
 
 fn finish(o: Open, tier: usize) -> Result<MergeOutput> {
     let _ = &o.path;
+    let vlog_refs = o.vlog_refs.into_iter().collect();
     let summary = o.builder.finish()?;
     Ok(MergeOutput {
         desc: FileDesc {
@@ -166,6 +207,7 @@ fn finish(o: Open, tier: usize) -> Result<MergeOutput> {
             num_entries: summary.num_entries,
             min_seq: summary.min_seq,
             max_seq: summary.max_seq,
+            vlog_refs,
         },
         summary,
     })

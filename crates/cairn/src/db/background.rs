@@ -1,6 +1,7 @@
 //! Background work: flushing immutable memtables to level 0, compactions chosen by the
 //! picker, manual compactions, and deletion of files no version references.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use crate::memtable::Memtable;
 use crate::merging::MergingIterator;
 use crate::table::{BlockSink, TableBuildOptions};
 use crate::version::{FileDesc, VersionEdit};
+use crate::vlog::VlogMerge;
 use crate::{Error, Result};
 
 impl DbInner {
@@ -109,6 +111,16 @@ impl DbInner {
             let no = self.versions.lock().new_file_no();
             (no, table_path(&self.env, tier, no))
         };
+        let no_gc = HashSet::new();
+        let mut new_vlog = || self.new_vlog_file();
+        let mut vlog = VlogMerge::new(
+            &self.env,
+            &self.vlog,
+            self.opts.value_threshold,
+            &no_gc,
+            &mut new_vlog,
+        );
+        let separate = !vlog.is_noop();
         let mut params = MergeParams {
             env: &self.env,
             tier,
@@ -123,8 +135,33 @@ impl DbInner {
             new_file: &mut new_file,
             should_stop: &|| false,
             block_sink: None,
+            values: if separate { Some(&mut vlog) } else { None },
         };
-        let (outputs, _) = merge(&mut it, &mut params)?;
+        let (outputs, _) = match merge(&mut it, &mut params) {
+            Ok(r) => r,
+            Err(e) => {
+                vlog.abandon();
+                return Err(e);
+            }
+        };
+        // The value-log file is synced before the edit that makes tables point into it.
+        let vlog_file = match vlog.finish() {
+            Ok(f) => f,
+            Err(e) => {
+                vlog.abandon();
+                for o in &outputs {
+                    let _ = self
+                        .env
+                        .remove(&table_path(&self.env, tier, o.desc.file_no));
+                }
+                return Err(e);
+            }
+        };
+        if let Some((_, size)) = vlog_file {
+            self.stats
+                .flush_bytes_written
+                .fetch_add(size, Ordering::Relaxed);
+        }
         let mut edit = VersionEdit::default();
         let mut files = Vec::new();
         if !outputs.is_empty() {
@@ -291,6 +328,9 @@ impl DbInner {
                     self.execute(&cf, task)?;
                     did = true;
                 }
+            }
+            if !did {
+                did = self.vlog_gc_step()?;
             }
             // The picked version and task held the inputs until here.
             self.purge_obsolete();
@@ -539,6 +579,16 @@ impl DbInner {
                 }
             })
         };
+        let gc = self.gc_targets.lock().clone();
+        let mut new_vlog = || self.new_vlog_file();
+        let mut vlog = VlogMerge::new(
+            &self.env,
+            &self.vlog,
+            self.opts.value_threshold,
+            &gc,
+            &mut new_vlog,
+        );
+        let rewrite_values = !vlog.is_noop();
         let mut params = MergeParams {
             env: &self.env,
             tier,
@@ -552,8 +602,32 @@ impl DbInner {
             block_sink: replacer
                 .as_ref()
                 .map(|_| &sink as &dyn Fn(u64) -> BlockSink),
+            values: if rewrite_values {
+                Some(&mut vlog)
+            } else {
+                None
+            },
         };
-        let (outputs, _) = merge(&mut it, &mut params)?;
+        let (outputs, _) = match merge(&mut it, &mut params) {
+            Ok(r) => r,
+            Err(e) => {
+                vlog.abandon();
+                return Err(e);
+            }
+        };
+        // The value-log file is synced before the edit that makes tables point into it.
+        let vlog_size = match vlog.finish() {
+            Ok(f) => f.map_or(0, |(_, size)| size),
+            Err(e) => {
+                vlog.abandon();
+                for o in &outputs {
+                    let _ = self
+                        .env
+                        .remove(&table_path(&self.env, tier, o.desc.file_no));
+                }
+                return Err(e);
+            }
+        };
         let run = match dest_run {
             Some(r) => r,
             None => self.versions.lock().new_run_id(),
@@ -581,6 +655,7 @@ impl DbInner {
                     .env
                     .remove(&table_path(&self.env, d.tier as usize, d.file_no));
             }
+            vlog.abandon();
             return Err(e);
         }
         if let Some(rc) = &self.read_cache {
@@ -591,18 +666,86 @@ impl DbInner {
         }
         self.stats
             .compaction_bytes_written
-            .fetch_add(written, Ordering::Relaxed);
+            .fetch_add(written + vlog_size, Ordering::Relaxed);
         self.stats
             .compaction_bytes_read
             .fetch_add(bytes_in, Ordering::Relaxed);
         Ok(files)
     }
 
+    /// Allocates a value-log file number and its path.
+    fn new_vlog_file(&self) -> (u64, std::path::PathBuf) {
+        let no = self.versions.lock().new_file_no();
+        (no, crate::vlog::vlog_path(self.env.root(), no))
+    }
+
+    /// Value-log usage of the current versions of every column family.
+    pub(crate) fn vlog_usage(&self) -> Vec<crate::vlog::gc::VlogUsage> {
+        let versions: Vec<_> = self
+            .versions
+            .lock()
+            .cfs
+            .values()
+            .map(|e| e.version.clone())
+            .collect();
+        crate::vlog::gc::usage(versions.iter().map(|v| &**v), |no| self.vlog.size(no))
+    }
+
+    /// One step of value-log GC (the caller holds the compaction lock): when space
+    /// amplification is above the target, chooses the files to collect and rewrites one
+    /// table that references them. Returns true if it did something.
+    fn vlog_gc_step(&self) -> Result<bool> {
+        let Some(target) = self.opts.vlog_gc_space_amp else {
+            return Ok(false);
+        };
+        let usage = self.vlog_usage();
+        let targets: HashSet<u64> = crate::vlog::gc::pick_files(&usage, target)
+            .into_iter()
+            .collect();
+        *self.gc_targets.lock() = targets.clone();
+        if targets.is_empty() {
+            return Ok(false);
+        }
+        let cfs: Vec<Arc<CfState>> = self.cfs.read().values().cloned().collect();
+        for cf in cfs {
+            let v = cf.sv.load().version.clone();
+            let Some((level, run, file)) = crate::vlog::gc::pick_table(&v, &targets) else {
+                continue;
+            };
+            let pointer = v.levels[level].compact_pointer.clone();
+            self.stats
+                .compactions_running
+                .fetch_add(1, Ordering::Relaxed);
+            // In place: the same level and run, so the tree's shape does not change.
+            let r = self.run_merge(&cf, level, level, &[file], &[], Some(run), false, pointer);
+            self.stats
+                .compactions_running
+                .fetch_sub(1, Ordering::Relaxed);
+            let outputs = r?;
+            self.vlog.add_gc_rewrite();
+            // Every pointer into a chosen file moved; were one left, GC would pick the
+            // same table again forever. A bug, never bad input: stop collecting.
+            let v = cf.sv.load().version.clone();
+            let kept = v
+                .levels
+                .iter()
+                .flat_map(|l| &l.runs)
+                .flat_map(|r| &r.files)
+                .filter(|f| outputs.iter().any(|o| o.file_no == f.file_no()))
+                .any(|f| f.desc.vlog_refs.iter().any(|(no, _)| targets.contains(no)));
+            debug_assert!(!kept, "a GC rewrite kept pointers into a collected file");
+            return Ok(!kept);
+        }
+        Ok(false)
+    }
+
     /// Deletes table files that no version references any more.
     pub(crate) fn purge_obsolete(&self) {
         let vs = self.versions.lock();
         let queued = vs.obsolete.take();
-        if queued.is_empty() {
+        let vlogs = vs.vlogs.clone();
+        let dead_vlogs = vlogs.take_obsolete();
+        if queued.is_empty() && dead_vlogs.is_empty() {
             return;
         }
         let live = vs.live_files();
@@ -613,6 +756,12 @@ impl DbInner {
             }
             self.tables.evict(no);
             let _ = self.env.remove(&table_path(&self.env, tier as usize, no));
+        }
+        // After the tables: a value-log file dies when the last table holding it is gone.
+        for no in dead_vlogs {
+            if !vlogs.is_live(no) {
+                self.vlog.delete(no);
+            }
         }
     }
 }

@@ -215,6 +215,11 @@ pub struct DbIterator {
     key: Vec<u8>,
     value: Vec<u8>,
     stats: Arc<StatsInner>,
+    vlog: Option<Arc<crate::vlog::VlogStore>>,
+    /// A failure to resolve a value pointer (the iterator stops, invalid).
+    err: Option<Error>,
+    /// Leave value pointers unresolved (callers that need only keys).
+    keys_only: bool,
     _sv: Arc<SuperVersion>,
     _snapshot: Option<super::Snapshot>,
 }
@@ -239,9 +244,25 @@ impl DbIterator {
             key: Vec::new(),
             value: Vec::new(),
             stats,
+            vlog: None,
+            err: None,
+            keys_only: false,
             _sv: sv,
             _snapshot: snapshot,
         }
+    }
+
+    /// Resolves value pointers through `vlog` (key-value separation).
+    pub(crate) fn with_vlog(mut self, vlog: Arc<crate::vlog::VlogStore>) -> Self {
+        self.vlog = Some(vlog);
+        self
+    }
+
+    /// An iterator whose values are unspecified for separated values (no value-log
+    /// reads): for callers that need only the keys.
+    pub(crate) fn keys_only(mut self) -> Self {
+        self.keys_only = true;
+        self
     }
 
     /// True if positioned at a key.
@@ -261,7 +282,32 @@ impl DbIterator {
 
     /// The first error met; an iterator that stopped early on an error is not valid.
     pub fn status(&self) -> Result<()> {
+        if let Some(e) = &self.err {
+            return Err(e.duplicate());
+        }
         self.inner.status()
+    }
+
+    /// Replaces a value pointer at the current position by its value. The iterator holds
+    /// its version, so the value-log file cannot be deleted meanwhile.
+    fn resolve(&mut self, kind: ValueKind) {
+        if kind != ValueKind::ValuePointer || self.keys_only {
+            return;
+        }
+        let r = match &self.vlog {
+            Some(vlog) => vlog.get(&self.key, &self.value),
+            None => Err(Error::corruption(
+                "iterator",
+                "a value pointer where no value log is open",
+            )),
+        };
+        match r {
+            Ok(v) => self.value = v,
+            Err(e) => {
+                self.err = Some(e);
+                self.valid = false;
+            }
+        }
     }
 
     fn above_upper(&self, k: &[u8]) -> bool {
@@ -407,12 +453,13 @@ impl DbIterator {
                             skip.extend_from_slice(p.user_key);
                             skipping = true;
                         }
-                        Some(_) => {
+                        Some(kind) => {
                             self.key.clear();
                             self.key.extend_from_slice(p.user_key);
                             self.value.clear();
                             self.value.extend_from_slice(self.inner.value());
                             self.valid = true;
+                            self.resolve(kind);
                             return;
                         }
                         None => break,
@@ -461,6 +508,7 @@ impl DbIterator {
             self.key = key;
             self.value = value;
             self.valid = true;
+            self.resolve(kind);
         }
     }
 }

@@ -119,6 +119,10 @@ pub(crate) struct DbInner {
     pub(crate) stats: Arc<StatsInner>,
     pub(crate) shutdown: AtomicBool,
     pub(crate) next_mem_id: AtomicU64,
+    /// Separated values: reads, file sizes, counters.
+    pub(crate) vlog: Arc<crate::vlog::VlogStore>,
+    /// Value-log files chosen for GC: compactions move the values they read from them.
+    pub(crate) gc_targets: Mutex<std::collections::HashSet<u64>>,
     _lock: File,
 }
 
@@ -553,6 +557,7 @@ impl Db {
             }
             s.levels.truncate(sv.version.levels.len());
         }
+        s.vlog = self.inner.vlog.stats(&self.inner.vlog_usage());
         s
     }
 
@@ -653,12 +658,12 @@ impl DbInner {
         self.stats.gets.fetch_add(1, Ordering::Relaxed);
         if let Some((kind, v)) = sv.mem.get(key, seq) {
             self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
-            return self.resolve_entry(kind, v);
+            return self.resolve_entry(key, kind, v);
         }
         for (m, _) in &sv.imms {
             if let Some((kind, v)) = m.get(key, seq) {
                 self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
-                return self.resolve_entry(kind, v);
+                return self.resolve_entry(key, kind, v);
             }
         }
         // Memtables, then the point cache (KV, KP), then the levels.
@@ -697,7 +702,7 @@ impl DbInner {
                         })?;
                     if p.0 {
                         counters.gets_served.fetch_add(1, Ordering::Relaxed);
-                        let found = self.resolve_entry(p.1, value)?;
+                        let found = self.resolve_entry(key, p.1, value)?;
                         if let (Some((rc, g, ghost_hit)), Some(v)) = (admit, &found) {
                             if let Some(block) = table.index().locate(&lookup) {
                                 rc.admit(
@@ -721,13 +726,22 @@ impl DbInner {
         Ok(None)
     }
 
-    /// The one place a table or memtable entry becomes the user's answer (a value log
-    /// would resolve `ValuePointer` here; the point cache keeps what this returns).
-    pub(crate) fn resolve_entry(&self, kind: ValueKind, v: Vec<u8>) -> Result<Option<Vec<u8>>> {
-        Ok(match kind {
-            ValueKind::Deletion => None,
-            _ => Some(v),
-        })
+    /// The one place a table or memtable entry of `user_key` becomes the user's answer:
+    /// a tombstone is `None`, a `ValuePointer` is resolved through the value log (one read
+    /// of exactly the record, checksum verified). The point cache keeps what this returns.
+    /// The caller must hold a version that contains the entry, so that the value-log file
+    /// is not deleted under it.
+    pub(crate) fn resolve_entry(
+        &self,
+        user_key: &[u8],
+        kind: ValueKind,
+        v: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>> {
+        match kind {
+            ValueKind::Deletion => Ok(None),
+            ValueKind::Value => Ok(Some(v)),
+            ValueKind::ValuePointer => self.vlog.get(user_key, &v).map(Some),
+        }
     }
 
     fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
@@ -742,7 +756,8 @@ impl DbInner {
             ro.upper_bound.clone(),
             self.stats.clone(),
             ro.snapshot.clone(),
-        ))
+        )
+        .with_vlog(self.vlog.clone()))
     }
 
     pub(crate) fn request_compaction(&self) {

@@ -85,11 +85,16 @@ impl DbInner {
         let Some(p) = parse_internal_key(ikey) else {
             return Ok(None);
         };
-        if p.user_key != key || p.seq != ptr.seq || p.value_kind() != Some(ValueKind::Value) {
+        let kind = p.value_kind();
+        if p.user_key != key
+            || p.seq != ptr.seq
+            || !matches!(kind, Some(ValueKind::Value | ValueKind::ValuePointer))
+        {
             rc.forget_pointer(cf, key, ptr); // cannot happen while the entry is kept in sync
             return Ok(None);
         }
         counters.gets_served.fetch_add(1, Ordering::Relaxed);
-        Ok(Some(self.resolve_entry(ValueKind::Value, value.to_vec())?))
+        let kind = kind.unwrap_or(ValueKind::Value);
+        Ok(Some(self.resolve_entry(key, kind, value.to_vec())?))
     }
 }

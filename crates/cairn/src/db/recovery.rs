@@ -48,6 +48,7 @@ fn is_cairn_file(name: &str) -> bool {
         || name.starts_with("MANIFEST-")
         || name.ends_with(".log")
         || name.ends_with(".sst")
+        || name.ends_with(".vlog")
 }
 
 pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
@@ -98,6 +99,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
                 opts.num_levels
             )));
         }
+    }
+    // Every value-log file a table references must be there: a missing one would turn
+    // reads of its values into errors later, so it is corruption now.
+    let vlog = Arc::new(crate::vlog::VlogStore::new(env.clone()));
+    for no in vs.vlogs.live_files() {
+        vlog.check_present(no)?;
     }
     let (block_cache, read_cache) = DbInner::new_caches(&opts);
     let shape = LevelShape {
@@ -166,6 +173,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         stats,
         shutdown: AtomicBool::new(false),
         next_mem_id: AtomicU64::new(1),
+        vlog,
+        gc_targets: Mutex::new(Default::default()),
         _lock: lock,
     };
     inner.replay_wals(log_number, first_wal)?;
@@ -308,10 +317,30 @@ impl DbInner {
         }
         let live = vs.live_files();
         let manifest_no = vs.manifest_no();
+        let vlogs = vs.vlogs.clone();
         drop(vs);
         self.remove_old_wals(new_wal);
         self.remove_orphans(&live, manifest_no);
+        self.remove_orphan_vlogs(&vlogs);
         Ok(())
+    }
+
+    /// Removes value-log files no table references: outputs of a flush or GC cut short
+    /// by a crash before its edit, or files whose last table went away before a crash.
+    fn remove_orphan_vlogs(&self, registry: &crate::vlog::VlogRegistry) {
+        let _ = registry.take_obsolete();
+        let Ok(rd) = std::fs::read_dir(&self.path) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(no) = name.to_str().and_then(crate::vlog::parse_vlog_name) else {
+                continue;
+            };
+            if !registry.is_live(no) {
+                self.vlog.delete(no);
+            }
+        }
     }
 
     /// Removes tables no version references (outputs of work cut short by a crash) and
@@ -373,6 +402,7 @@ fn max_file_no_on_disk(env: &StorageEnv) -> Result<u64> {
             if let Some(no) = name
                 .strip_suffix(".log")
                 .or_else(|| name.strip_suffix(".sst"))
+                .or_else(|| name.strip_suffix(".vlog"))
                 .and_then(|n| n.parse::<u64>().ok())
             {
                 max = max.max(no);

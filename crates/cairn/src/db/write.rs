@@ -213,7 +213,7 @@ impl DbInner {
                         upper_bound: Some(end.to_vec()),
                         ..Default::default()
                     };
-                    let mut it = self.iter(&ro, op.cf)?;
+                    let mut it = self.iter(&ro, op.cf)?.keys_only();
                     it.seek_to_first();
                     while it.valid() {
                         keys.insert(it.key().to_vec());

@@ -23,6 +23,9 @@ pub struct FileDesc {
     pub min_seq: u64,
     /// Largest sequence number.
     pub max_seq: u64,
+    /// Value-log files the table's pointers reference: (file number, bytes of the records
+    /// referenced), ascending by file number. Empty without key-value separation.
+    pub vlog_refs: Vec<(u64, u64)>,
 }
 
 /// A level's compaction policy state.
@@ -81,6 +84,8 @@ const T_SEALED: u8 = 9;
 const T_POLICY: u8 = 10;
 const T_POINTER: u8 = 11;
 const T_FORMAT: u8 = 12;
+/// A file added, with value-log references (T_ADDED's fields, then the references).
+const T_ADDED_VLOG: u8 = 13;
 
 impl VersionEdit {
     /// True if the edit changes nothing.
@@ -122,7 +127,11 @@ impl VersionEdit {
             put_varint(&mut o, *f);
         }
         for (cf, level, run, f) in &self.added {
-            o.push(T_ADDED);
+            o.push(if f.vlog_refs.is_empty() {
+                T_ADDED
+            } else {
+                T_ADDED_VLOG
+            });
             put_varint(&mut o, *cf as u64);
             put_varint(&mut o, *level as u64);
             put_varint(&mut o, *run);
@@ -134,6 +143,13 @@ impl VersionEdit {
             put_varint(&mut o, f.num_entries);
             put_varint(&mut o, f.min_seq);
             put_varint(&mut o, f.max_seq);
+            if !f.vlog_refs.is_empty() {
+                put_varint(&mut o, f.vlog_refs.len() as u64);
+                for &(no, bytes) in &f.vlog_refs {
+                    put_varint(&mut o, no);
+                    put_varint(&mut o, bytes);
+                }
+            }
         }
         for (cf, level, run) in &self.sealed {
             o.push(T_SEALED);
@@ -192,9 +208,9 @@ impl VersionEdit {
                 }
                 T_CF_DROP => e.cf_dropped.push(r.varint32()?),
                 T_DELETED => e.deleted.push((r.varint32()?, r.varint32()?, r.varint()?)),
-                T_ADDED => {
+                tag @ (T_ADDED | T_ADDED_VLOG) => {
                     let (cf, level, run) = (r.varint32()?, r.varint32()?, r.varint()?);
-                    let f = FileDesc {
+                    let mut f = FileDesc {
                         file_no: r.varint()?,
                         tier: r.varint32()?,
                         size: r.varint()?,
@@ -203,7 +219,21 @@ impl VersionEdit {
                         num_entries: r.varint()?,
                         min_seq: r.varint()?,
                         max_seq: r.varint()?,
+                        vlog_refs: Vec::new(),
                     };
+                    if tag == T_ADDED_VLOG {
+                        let n = r.varint()?;
+                        if n == 0 || n > buf.len() as u64 {
+                            return None;
+                        }
+                        for _ in 0..n {
+                            f.vlog_refs.push((r.varint()?, r.varint()?));
+                        }
+                        // Ascending and distinct, as written: one encoding per state.
+                        if f.vlog_refs.windows(2).any(|w| w[0].0 >= w[1].0) {
+                            return None;
+                        }
+                    }
                     e.added.push((cf, level, run, f));
                 }
                 T_SEALED => e.sealed.push((r.varint32()?, r.varint32()?, r.varint()?)),
@@ -261,6 +291,7 @@ mod tests {
                     num_entries: 10,
                     min_seq: 1,
                     max_seq: 9,
+                    vlog_refs: vec![(3, 1000), (8, 20)],
                 },
             )],
             sealed: vec![(0, 2, 4)],

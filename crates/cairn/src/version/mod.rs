@@ -26,12 +26,28 @@ pub struct FileMeta {
     /// The durable description.
     pub desc: FileDesc,
     obsolete: Option<Arc<ObsoleteFiles>>,
+    /// Holds on the value-log files the table references (dropped with the table).
+    _vlogs: Vec<Arc<crate::vlog::VlogRef>>,
 }
 
 impl FileMeta {
     /// Wraps a description; `obsolete` receives the file number when it is dropped.
     pub fn new(desc: FileDesc, obsolete: Option<Arc<ObsoleteFiles>>) -> Self {
-        FileMeta { desc, obsolete }
+        FileMeta {
+            desc,
+            obsolete,
+            _vlogs: Vec::new(),
+        }
+    }
+    /// Takes a hold, in `registry`, on every value-log file the table references.
+    pub fn with_vlogs(mut self, registry: &Arc<crate::vlog::VlogRegistry>) -> Self {
+        self._vlogs = self
+            .desc
+            .vlog_refs
+            .iter()
+            .map(|&(no, _)| registry.acquire(no))
+            .collect();
+        self
     }
     /// File number.
     pub fn file_no(&self) -> u64 {

@@ -66,6 +66,8 @@ pub struct VersionSet {
     pub max_cf_id: u32,
     /// Queue of files no version references any more.
     pub obsolete: Arc<ObsoleteFiles>,
+    /// Which value-log files installed tables reference.
+    pub vlogs: Arc<crate::vlog::VlogRegistry>,
     saw_format: bool,
 }
 
@@ -98,6 +100,7 @@ impl VersionSet {
             cfs: BTreeMap::new(),
             max_cf_id: 0,
             obsolete: Arc::new(ObsoleteFiles::default()),
+            vlogs: Arc::new(crate::vlog::VlogRegistry::default()),
             saw_format: false,
         }
     }
@@ -196,7 +199,8 @@ impl VersionSet {
 
     fn make_meta(&self) -> impl Fn(&FileDesc) -> Arc<FileMeta> + '_ {
         let o = self.obsolete.clone();
-        move |d: &FileDesc| Arc::new(FileMeta::new(d.clone(), Some(o.clone())))
+        let v = self.vlogs.clone();
+        move |d: &FileDesc| Arc::new(FileMeta::new(d.clone(), Some(o.clone())).with_vlogs(&v))
     }
 
     /// Computes the state after `edit` without touching the manifest.
