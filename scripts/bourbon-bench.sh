@@ -27,6 +27,9 @@ DATASETS=${DATASETS:-"linear seg1 normal seg10 clustered"}
 DISTS=${DISTS:-"sequential zipfian hotspot exponential uniform latest"}
 MIXES=${MIXES:-"read=0.5,update=0.5 read=0.1,update=0.9"}
 YCSB=${YCSB:-"a b c d e f"}
+# The fence-pointer baseline: Bourbon's presets run on key-value separation (WiscKey), so
+# cairn:wisckey is the like-for-like baseline; BASE=cairn:baseline compares with values inline.
+BASE=${BASE:-cairn:wisckey}
 
 cargo build --release -p cairn-bench
 BIN=target/release/cairn-bench
@@ -59,11 +62,11 @@ j() { jq -r "$2" "$1"/"$(echo "$3" | tr ':' '-')".json; }
 for d in $DATASETS; do
   echo "== dataset $d =="
   dir="$OUT/dataset-$d"
-  run "$dir" cairn:baseline,cairn:bourbon --workload readrandom --ops "$OPS" --dataset "$d"
-  b=$(j "$dir" .ops_per_sec cairn:baseline)
+  run "$dir" "$BASE,cairn:bourbon" --workload readrandom --ops "$OPS" --dataset "$d"
+  b=$(j "$dir" .ops_per_sec "$BASE")
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
   s=$(j "$dir" '.engine_stats | "\(.learned_tables) | \(.learned_segments) | \(.learned_pct_segments * 1000 | round / 1000)%"' cairn:bourbon)
-  f=$(j "$dir" '.engine_stats | "\(.fence_path_ns | round) (\(.fence_index_ns | round))"' cairn:baseline)
+  f=$(j "$dir" '.engine_stats | "\(.fence_path_ns | round) (\(.fence_index_ns | round))"' "$BASE")
   mo=$(j "$dir" '.engine_stats | "\(.model_path_ns | round) (\(.model_index_ns | round))"' cairn:bourbon)
   printf '| %s | %.0f | %.0f | %.2fx | %s | %s | %s |\n' "$d" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$s" "$f" "$mo" >>"$summary"
 done
@@ -78,9 +81,9 @@ done
 for q in $DISTS; do
   echo "== distribution $q =="
   dir="$OUT/dist-$q"
-  run "$dir" cairn:baseline,cairn:bourbon --workload readrandom --ops "$OPS" --dataset seg1 \
+  run "$dir" "$BASE,cairn:bourbon" --workload readrandom --ops "$OPS" --dataset seg1 \
     --distribution "$q"
-  b=$(j "$dir" .ops_per_sec cairn:baseline)
+  b=$(j "$dir" .ops_per_sec "$BASE")
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
   printf '| %s | %.0f | %.0f | %.2fx |\n' "$q" "$b" "$l" "$(echo "$l / $b" | bc -l)" >>"$summary"
 done
@@ -95,10 +98,10 @@ done
 for y in $YCSB; do
   echo "== ycsb-$y =="
   dir="$OUT/ycsb-$y"
-  run "$dir" cairn:baseline,cairn:bourbon --workload "ycsb-$y" --ops "$WOPS"
-  b=$(j "$dir" .ops_per_sec cairn:baseline)
+  run "$dir" "$BASE,cairn:bourbon" --workload "ycsb-$y" --ops "$WOPS"
+  b=$(j "$dir" .ops_per_sec "$BASE")
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
-  bp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' cairn:baseline)
+  bp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' "$BASE")
   lp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' cairn:bourbon)
   printf '| ycsb-%s | %.0f | %.0f | %.2fx | %s | %s |\n' "$y" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$bp" "$lp" >>"$summary"
 done
@@ -113,10 +116,10 @@ done
 for m in $MIXES; do
   echo "== mix $m =="
   dir="$OUT/mix-$(echo "$m" | tr ',=' '-_')"
-  engines=cairn:baseline,cairn:bourbon-never,cairn:bourbon-always,cairn:bourbon
+  engines=$BASE,cairn:bourbon-never,cairn:bourbon-always,cairn:bourbon
   run "$dir" "$engines" --workload mix --mix "$m" --distribution uniform --ops "$WOPS" \
     --dataset seg1
-  base=$(j "$dir" .ops_per_sec cairn:baseline)
+  base=$(j "$dir" .ops_per_sec "$BASE")
   for e in ${engines//,/ }; do
     ops=$(j "$dir" .ops_per_sec "$e")
     row=$(j "$dir" '"\(.latency_us.p99 * 10 | round / 10) | \(.engine_stats.learned_tables) | \(.engine_stats.learn_cpu_ms | round) | \((.cpu.user_s + .cpu.sys_s) * 100 | round / 100)"' "$e")
