@@ -8,6 +8,12 @@
 #   scripts/ac-key-bench.sh                  # every figure: about an hour on 2 shared cores
 #   FIGURES=fig8,fig12 scripts/ac-key-bench.sh   # one figure takes minutes
 #   ENGINES=cairn:baseline,cairn:default REFERENCE=cairn:baseline FIGURES=fig9 scripts/ac-key-bench.sh
+#   OPS=40000 FIGURES=fig11 EXTRA="--fixed 5-0-5" scripts/ac-key-bench.sh   # nearer steady state
+#
+# Read storage reads per op first: a count, the same on every run of a seed. QPS needs a
+# quiet machine (two sweeps at once on 2 cores move it by 25%). At 10k ops each hot key is
+# read about five times, so AC-Key's KP stage (one extra read per hot key) weighs more
+# than it would in the paper's million-op runs.
 #
 # Storage reads cost what they would on an SSD: cairn's device profile `ssd` (228 us added
 # per 4 KiB read) on top of direct I/O (O_DIRECT; cairn falls back to buffered reads where
