@@ -58,6 +58,7 @@ use crate::options::{AcKeyParams, ReadCachePolicy};
 use crate::stats::ReadCacheStats;
 use crate::table::Block;
 use crate::types::{make_lookup_key, parse_internal_key, ValueKind, MAX_SEQ};
+use crate::vlog::ValuePointer;
 
 /// Bytes a KP entry's pointer is charged (the paper's `<SstID|BlockOffset>`, 24 B).
 pub const POINTER_BYTES: usize = 24;
@@ -73,6 +74,11 @@ pub struct KpPointer {
     pub seq: u64,
     /// Runs probed when the entry was found (for E).
     pub m: u32,
+    /// With key-value separation, where the entry's value lives in the value log: a KP
+    /// hit then reads the value directly, without the data block (AC-Key on WiscKey).
+    /// Cleared when a flush or compaction repoints the entry (GC may have moved the value);
+    /// the block path then finds the new pointer.
+    pub value: Option<ValuePointer>,
 }
 
 /// What the point cache knows about a key.
@@ -356,6 +362,7 @@ impl ReadCache {
         m: u32,
         file_no: u64,
         block: u32,
+        value_ptr: Option<ValuePointer>,
         ghost_hit: bool,
     ) {
         let mut st = self.state.lock();
@@ -376,6 +383,7 @@ impl ReadCache {
                 block,
                 seq,
                 m,
+                value: value_ptr,
             };
             self.insert_kp(&mut st, k, ukey.len(), KpVal { ptr, inline });
         }
@@ -710,6 +718,7 @@ impl ReadCache {
                         block,
                         seq,
                         m,
+                        value: None,
                     };
                     v.inline = (value.len() <= POINTER_BYTES).then(|| value.to_vec());
                     let c = kp_charge(klen);
@@ -746,6 +755,7 @@ impl ReadCache {
                 Some((file_no, block)) => st.kp.update(&k, |v| {
                     v.ptr.file_no = file_no;
                     v.ptr.block = block;
+                    v.ptr.value = None;
                     let c = kp_charge(k.len() - 4);
                     (c, kp_efficiency(v, c))
                 }),
@@ -1002,7 +1012,7 @@ mod tests {
             c.lookup_point(CF, &key(1), 50),
             PointLookup::Miss { ghost_hit: false }
         );
-        c.admit(g, CF, &key(1), &big, 10, 3, 5, 2, false);
+        c.admit(g, CF, &key(1), &big, 10, 3, 5, 2, None, false);
         let PointLookup::Pointer(p) = c.lookup_point(CF, &key(1), 50) else {
             panic!("a warm key is a KP entry");
         };
@@ -1018,7 +1028,7 @@ mod tests {
         );
         assert_eq!(s.kv_bytes, 8 + 100);
         // A value no longer than a pointer stays in the KP entry and is served from it.
-        c.admit(g, CF, &key(2), b"tiny", 11, 1, 5, 0, false);
+        c.admit(g, CF, &key(2), b"tiny", 11, 1, 5, 0, None, false);
         assert_eq!(
             c.lookup_point(CF, &key(2), 50),
             PointLookup::Value(b"tiny".to_vec())
@@ -1034,7 +1044,7 @@ mod tests {
     #[test]
     fn reads_older_than_an_entry_bypass_it() {
         let c = ReadCache::new(ReadCachePolicy::PureKv, 1 << 20, 4096);
-        c.admit(c.generation(), CF, &key(1), b"v", 10, 1, 5, 0, false);
+        c.admit(c.generation(), CF, &key(1), b"v", 10, 1, 5, 0, None, false);
         assert_eq!(
             c.lookup_point(CF, &key(1), 9),
             PointLookup::Miss { ghost_hit: false }
@@ -1051,7 +1061,7 @@ mod tests {
         let g = c.generation();
         let mem = Arc::new(Memtable::new(1));
         c.on_flush(CF, &mem, &[]);
-        c.admit(g, CF, &key(1), b"old", 10, 1, 5, 0, false);
+        c.admit(g, CF, &key(1), b"old", 10, 1, 5, 0, None, false);
         c.promote(
             g,
             CF,
@@ -1062,6 +1072,7 @@ mod tests {
                 block: 0,
                 seq: 10,
                 m: 1,
+                value: None,
             },
         );
         assert_eq!(c.read_cache_stats().kv_entries, 0);
@@ -1081,14 +1092,14 @@ mod tests {
             );
             let g = c.generation();
             let big = vec![1u8; 50];
-            c.admit(g, CF, &key(1), &big, 10, 2, 5, 0, true); // KV
-            c.admit(g, CF, &key(2), &big, 11, 2, 5, 0, false); // KP
-            c.admit(g, CF, &key(3), &big, 12, 2, 5, 0, true); // KV, deleted later
-            c.admit(g, CF, &key(4), &big, 12, 2, 5, 0, false); // KP, untouched
+            c.admit(g, CF, &key(1), &big, 10, 2, 5, 0, None, true); // KV
+            c.admit(g, CF, &key(2), &big, 11, 2, 5, 0, None, false); // KP
+            c.admit(g, CF, &key(3), &big, 12, 2, 5, 0, None, true); // KV, deleted later
+            c.admit(g, CF, &key(4), &big, 12, 2, 5, 0, None, false); // KP, untouched
             if many_cached {
                 // More cached keys than flushed ones: the flush walks the memtable.
                 for i in 100..120 {
-                    c.admit(g, CF, &key(i), &big, 13, 2, 5, 0, true);
+                    c.admit(g, CF, &key(i), &big, 13, 2, 5, 0, None, true);
                 }
             }
             let mem = Arc::new(Memtable::new(1));
@@ -1114,7 +1125,8 @@ mod tests {
                     file_no: 77,
                     block: 1,
                     seq: 21,
-                    m: 1
+                    m: 1,
+                    value: None,
                 })
             );
             assert_eq!(
@@ -1133,10 +1145,10 @@ mod tests {
         let c = ReadCache::new(ReadCachePolicy::PureKp, 1 << 20, 4096);
         let g = c.generation();
         let big = vec![1u8; 50];
-        c.admit(g, CF, &key(5), &big, 10, 2, 7, 0, false);
-        c.admit(g, CF, &key(50), &big, 10, 2, 7, 3, false);
-        c.admit(g, CF, &key(60), &big, 10, 2, 8, 3, false); // not an input
-        c.admit(g, CF, &key(99), &big, 10, 2, 7, 3, false); // outside every output: dropped
+        c.admit(g, CF, &key(5), &big, 10, 2, 7, 0, None, false);
+        c.admit(g, CF, &key(50), &big, 10, 2, 7, 3, None, false);
+        c.admit(g, CF, &key(60), &big, 10, 2, 8, 3, None, false); // not an input
+        c.admit(g, CF, &key(99), &big, 10, 2, 7, 3, None, false); // outside every output: dropped
         c.on_compaction(
             CF,
             &[7, 6],
@@ -1156,7 +1168,7 @@ mod tests {
     fn overflow_kv(c: &ReadCache, n: u32) {
         let g = c.generation();
         for i in 0..n {
-            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, true);
+            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, None, true);
         }
     }
 
@@ -1223,10 +1235,10 @@ mod tests {
         c.insert(bkey(1), BlockKind::Data, block_for_tests(4), 1300);
         let g = c.generation();
         for i in 0..10 {
-            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, true);
+            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, None, true);
         }
         for i in 100..300 {
-            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, false);
+            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, None, false);
         }
         assert_eq!(c.read_cache_stats().kv_entries, 10, "KV within its target");
 
@@ -1285,13 +1297,13 @@ mod tests {
         // and with no point entry to evict the entry is not cached.
         c.set_targets(900.0, 450.0);
         let g = c.generation();
-        c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, 0, true);
+        c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, 0, None, true);
         let s = c.read_cache_stats();
         assert_eq!((s.block_bytes, s.kv_entries), (10_000, 0));
         // A whole block of room in the target: one block goes, the point cache grows.
         c.set_targets(1200.0, 600.0);
         let g = c.generation();
-        c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, 0, true);
+        c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, 0, None, true);
         let s = c.read_cache_stats();
         assert_eq!((s.block_bytes, s.kv_entries), (9_000, 1));
         // A block beyond the block target evicts a block, not point entries.
@@ -1323,7 +1335,7 @@ mod tests {
         }
         let s = b.read_cache_stats();
         assert_eq!((s.block_bytes, s.kv_bytes), (10_000, 0));
-        b.admit(b.generation(), CF, &key(1), b"v", 1, 1, 1, 0, true);
+        b.admit(b.generation(), CF, &key(1), b"v", 1, 1, 1, 0, None, true);
         assert_eq!(
             b.read_cache_stats().kv_entries + b.read_cache_stats().kp_entries,
             0

@@ -702,6 +702,10 @@ impl DbInner {
                         })?;
                     if p.0 {
                         counters.gets_served.fetch_add(1, Ordering::Relaxed);
+                        // AC-Key on WiscKey: a KP entry also keeps the value's pointer.
+                        let value_ptr = (admit.is_some() && p.1 == ValueKind::ValuePointer)
+                            .then(|| crate::vlog::ValuePointer::decode(&value).ok())
+                            .flatten();
                         let found = self.resolve_entry(key, p.1, value)?;
                         if let (Some((rc, g, ghost_hit)), Some(v)) = (admit, &found) {
                             if let Some(block) = table.index().locate(&lookup) {
@@ -714,6 +718,7 @@ impl DbInner {
                                     probed,
                                     f.file_no(),
                                     block as u32,
+                                    value_ptr,
                                     ghost_hit,
                                 );
                             }

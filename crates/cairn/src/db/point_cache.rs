@@ -67,13 +67,19 @@ impl DbInner {
             // input whose entry is being repointed. The levels answer.
             return Ok(None);
         };
+        let counters = self.stats.level(level);
+        if let Some(vp) = ptr.value {
+            // The table is in the read's version, so the value-log files it points into
+            // are alive; tables are immutable, so the entry admitted from it is still there.
+            counters.gets_served.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(Some(self.vlog.get_decoded(key, &vp)?)));
+        }
         let table = self.tables.get(&f, level)?;
         if ptr.block as usize >= table.index().num_blocks() {
             return Ok(None);
         }
         let mut trace = ReadTrace::default();
         let block = table.read_block(ptr.block as usize, &mut trace);
-        let counters = self.stats.level(level);
         counters.record(&trace);
         let block = block?;
         let lookup = make_lookup_key(key, seq);

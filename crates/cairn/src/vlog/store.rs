@@ -178,8 +178,12 @@ impl VlogStore {
     /// Resolves a `ValueKind::ValuePointer` entry of `user_key` to its value. The one
     /// function every read path calls.
     pub fn get(&self, user_key: &[u8], pointer: &[u8]) -> Result<Vec<u8>> {
-        let p = ValuePointer::decode(pointer)?;
-        let v = self.read(&p, user_key)?;
+        self.get_decoded(user_key, &ValuePointer::decode(pointer)?)
+    }
+
+    /// As [`get`](Self::get), with the pointer already decoded (a KP cache entry keeps it).
+    pub fn get_decoded(&self, user_key: &[u8], p: &ValuePointer) -> Result<Vec<u8>> {
+        let v = self.read(p, user_key)?;
         self.counters.reads.fetch_add(1, Relaxed);
         self.counters.read_bytes.fetch_add(p.len as u64, Relaxed);
         Ok(v)
