@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::table_cache::table_path;
 use super::write::wal_path;
 use super::{CfState, DbInner, SuperVersion};
-use crate::compaction::merge::{merge, MergeParams};
+use crate::compaction::merge::{merge, MergeOutput, MergeParams};
 use crate::compaction::{picker, Task};
 use crate::events::{CompactionInfo, FlushInfo, InputFile, OutputFile};
 use crate::iter::InternalIterator;
@@ -144,24 +144,10 @@ impl DbInner {
                 return Err(e);
             }
         };
-        // The value-log file is synced before the edit that makes tables point into it.
-        let vlog_file = match vlog.finish() {
-            Ok(f) => f,
-            Err(e) => {
-                vlog.abandon();
-                for o in &outputs {
-                    let _ = self
-                        .env
-                        .remove(&table_path(&self.env, tier, o.desc.file_no));
-                }
-                return Err(e);
-            }
-        };
-        if let Some((_, size)) = vlog_file {
-            self.stats
-                .flush_bytes_written
-                .fetch_add(size, Ordering::Relaxed);
-        }
+        let vlog_size = self.finish_vlog(&mut vlog, &outputs, tier)?;
+        self.stats
+            .flush_bytes_written
+            .fetch_add(vlog_size, Ordering::Relaxed);
         let mut edit = VersionEdit::default();
         let mut files = Vec::new();
         if !outputs.is_empty() {
@@ -615,19 +601,7 @@ impl DbInner {
                 return Err(e);
             }
         };
-        // The value-log file is synced before the edit that makes tables point into it.
-        let vlog_size = match vlog.finish() {
-            Ok(f) => f.map_or(0, |(_, size)| size),
-            Err(e) => {
-                vlog.abandon();
-                for o in &outputs {
-                    let _ = self
-                        .env
-                        .remove(&table_path(&self.env, tier, o.desc.file_no));
-                }
-                return Err(e);
-            }
-        };
+        let vlog_size = self.finish_vlog(&mut vlog, &outputs, tier)?;
         let run = match dest_run {
             Some(r) => r,
             None => self.versions.lock().new_run_id(),
@@ -674,6 +648,28 @@ impl DbInner {
     }
 
     /// Allocates a value-log file number and its path.
+    /// Syncs a merge's value-log file (if it wrote one) before the edit that makes tables
+    /// point into it; returns its size. On failure the file and the merge's tables go.
+    fn finish_vlog(
+        &self,
+        vlog: &mut VlogMerge,
+        outputs: &[MergeOutput],
+        tier: usize,
+    ) -> Result<u64> {
+        match vlog.finish() {
+            Ok(f) => Ok(f.map_or(0, |(_, size)| size)),
+            Err(e) => {
+                vlog.abandon();
+                for o in outputs {
+                    let _ = self
+                        .env
+                        .remove(&table_path(&self.env, tier, o.desc.file_no));
+                }
+                Err(e)
+            }
+        }
+    }
+
     fn new_vlog_file(&self) -> (u64, std::path::PathBuf) {
         let no = self.versions.lock().new_file_no();
         (no, crate::vlog::vlog_path(self.env.root(), no))
