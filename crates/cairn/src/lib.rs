@@ -40,7 +40,9 @@ pub mod version;
 pub mod vlog;
 
 pub use batch::WriteBatch;
-pub use db::{ColumnFamily, Db, DbIterator, LevelInfo, RunInfo, Scan, Snapshot};
+pub use db::{
+    ColumnFamily, Db, DbIterator, LevelInfo, RepairMethod, RepairReport, RunInfo, Scan, Snapshot,
+};
 pub use error::{Error, Result};
 pub use events::{CompactionInfo, EventListener, FlushInfo};
 pub use options::{

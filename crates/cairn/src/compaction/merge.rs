@@ -22,6 +22,8 @@ pub struct MergeParams<'a> {
     pub tier: usize,
     /// Output level (for I/O accounting).
     pub level: usize,
+    /// Column family (id, name), recorded in each output's properties.
+    pub column_family: (u32, &'a str),
     /// Table format options.
     pub build: TableBuildOptions,
     /// Cut output files at this size.
@@ -148,6 +150,7 @@ fn merge_inner(
                     .env
                     .create(&path, FileKind::Table, p.tier, Some(p.level))?;
                 let mut builder = TableBuilder::new(f, p.build);
+                builder.set_column_family(p.column_family.0, p.column_family.1);
                 if let Some(make) = p.block_sink {
                     builder.set_block_sink(make(file_no));
                 }

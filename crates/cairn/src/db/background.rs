@@ -105,6 +105,12 @@ impl DbInner {
         deepest: usize,
     ) -> Result<(VersionEdit, Vec<OutputFile>)> {
         let tier = self.env.tier_for_level(0);
+        let cf_name = self
+            .cfs
+            .read()
+            .get(&cf)
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
         let snapshots = self.snapshots.all();
         let mut it = mem.iter();
         let mut new_file = || {
@@ -125,6 +131,7 @@ impl DbInner {
             env: &self.env,
             tier,
             level: 0,
+            column_family: (cf, &cf_name),
             build: self.table_options(0, deepest),
             target_file_size: self
                 .opts
@@ -579,6 +586,7 @@ impl DbInner {
             env: &self.env,
             tier,
             level: to,
+            column_family: (id, &cf.name),
             build: self.table_options(to, deepest),
             target_file_size: self.opts.target_file_size,
             snapshots: &snapshots,

@@ -6,11 +6,13 @@ mod iter;
 mod learner;
 mod point_cache;
 mod recovery;
+mod repair;
 mod snapshot;
 mod table_cache;
 mod write;
 
 pub use iter::{DbIterator, Scan};
+pub use repair::{RepairMethod, RepairReport};
 pub use snapshot::Snapshot;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -164,6 +166,17 @@ pub struct LevelInfo {
 }
 
 impl Db {
+    /// Repairs the database at `path` whose `CURRENT` file or manifest is missing or
+    /// damaged (an open then fails with a corruption error), as RocksDB's `RepairDB` does.
+    /// If the newest manifest is intact, `CURRENT` is pointed at it; otherwise the manifest
+    /// is rebuilt from the tables (their properties name their column families) and the
+    /// write-ahead logs, and every column family's data is merged into one run at the
+    /// bottom level. Unreadable tables are moved to `lost/`, never deleted. See
+    /// [`RepairReport`] for what it did; open the database afterwards as usual.
+    pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
+        repair::repair(path.as_ref(), opts)
+    }
+
     /// Opens (or creates) the database at `path`.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = recovery::open(path.as_ref(), opts)?;

@@ -25,7 +25,7 @@ use crate::types::ValueKind;
 use crate::version::{set::current_path, VersionEdit, VersionSet};
 use crate::{Error, Result};
 
-fn lock_dir(path: &Path) -> Result<File> {
+pub(crate) fn lock_dir(path: &Path) -> Result<File> {
     let lock_path = path.join("LOCK");
     let f = OpenOptions::new()
         .create(true)
@@ -49,6 +49,33 @@ fn is_cairn_file(name: &str) -> bool {
         || name.ends_with(".log")
         || name.ends_with(".sst")
         || name.ends_with(".vlog")
+        || name.ends_with(".plr")
+        || name.ends_with(".plr.tmp")
+}
+
+/// Files that only exist once a database holds data (or its manifest): without `CURRENT`
+/// they mean the database lost its pointer to the manifest, not that it is new.
+fn is_data_file(name: &str) -> bool {
+    name.starts_with("MANIFEST-")
+        || name.ends_with(".log")
+        || name.ends_with(".sst")
+        || name.ends_with(".vlog")
+}
+
+/// The data files in the database directory and its tier directories (sorted).
+pub(crate) fn data_files(path: &Path, opts: &Options) -> Vec<String> {
+    let mut dirs = vec![path.to_path_buf()];
+    dirs.extend(opts.tiers.iter().map(|t| path.join(&t.dir)));
+    let mut found: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten())
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| is_data_file(n))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
@@ -58,9 +85,6 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     }
     let exists = current_path(path).exists();
     if !exists {
-        if !opts.create_if_missing {
-            return Err(Error::NotFound(path.to_path_buf()));
-        }
         if path.is_dir() {
             let foreign = std::fs::read_dir(path)
                 .map_err(|e| Error::io(path.display().to_string(), e))?
@@ -73,6 +97,24 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             if foreign {
                 return Err(Error::NotADatabase(path.to_path_buf()));
             }
+            // Creating a database here would treat the tables and logs as leftovers of a
+            // crash and delete them: refuse, and point at the repair path instead.
+            let data = data_files(path, &opts);
+            if !data.is_empty() {
+                return Err(Error::corruption(
+                    "CURRENT",
+                    format!(
+                        "missing, but {} holds database files ({}{}): nothing was changed; \
+                         Db::repair rebuilds the manifest from them",
+                        path.display(),
+                        data[..data.len().min(3)].join(", "),
+                        if data.len() > 3 { ", ..." } else { "" }
+                    ),
+                ));
+            }
+        }
+        if !opts.create_if_missing {
+            return Err(Error::NotFound(path.to_path_buf()));
         }
         std::fs::create_dir_all(path).map_err(|e| Error::io(path.display().to_string(), e))?;
     } else if opts.error_if_exists {
@@ -390,7 +432,7 @@ impl DbInner {
 }
 
 /// The largest number of a WAL or table file in the database's directories (0 if none).
-fn max_file_no_on_disk(env: &StorageEnv) -> Result<u64> {
+pub(crate) fn max_file_no_on_disk(env: &StorageEnv) -> Result<u64> {
     let mut max = 0;
     let mut dirs = vec![env.root().to_path_buf()];
     dirs.extend((0..env.num_tiers()).map(|t| env.tier_dir(t).to_path_buf()));

@@ -110,6 +110,11 @@ impl TableBuilder {
         }
     }
 
+    /// Records the column family the table belongs to in its properties (read by repair).
+    pub fn set_column_family(&mut self, id: u32, name: &str) {
+        self.props.column_family = Some((id, name.to_owned()));
+    }
+
     /// Hands every data block written from now on to `sink`.
     pub fn set_block_sink(&mut self, sink: BlockSink) {
         self.block_sink = Some(sink);

@@ -2,7 +2,10 @@
 //!
 //! Layout: varints num_entries, num_deletions, num_data_blocks, raw_key_bytes,
 //! raw_value_bytes, min_seq, max_seq, then the smallest and largest internal keys, each
-//! as a varint length and bytes.
+//! as a varint length and bytes, then (tables written since repair exists; absent in older
+//! ones) the column family: varint id, varint name length and name bytes. The column
+//! family lets `Db::repair` rebuild a manifest from tables alone, as RocksDB's RepairDB
+//! does from its table properties.
 
 use super::format::{get_len, get_varint, put_varint};
 use crate::{Error, Result};
@@ -28,6 +31,9 @@ pub struct TableProperties {
     pub min_seq: u64,
     /// Largest sequence number (0 for an empty table).
     pub max_seq: u64,
+    /// Column family (id, name) the table was written for; `None` in tables written
+    /// before the field existed.
+    pub column_family: Option<(u32, String)>,
 }
 
 impl TableProperties {
@@ -48,6 +54,11 @@ impl TableProperties {
         for k in [&self.smallest, &self.largest] {
             put_varint(&mut b, k.len() as u64);
             b.extend_from_slice(k);
+        }
+        if let Some((id, name)) = &self.column_family {
+            put_varint(&mut b, u64::from(*id));
+            put_varint(&mut b, name.len() as u64);
+            b.extend_from_slice(name.as_bytes());
         }
         b
     }
@@ -71,6 +82,15 @@ impl TableProperties {
         };
         let smallest = key()?;
         let largest = key()?;
+        let column_family = if pos < buf.len() {
+            let id = u32::try_from(get_varint(buf, &mut pos)?).ok()?;
+            let n = get_len(buf, &mut pos)?;
+            let name = std::str::from_utf8(&buf[pos..pos + n]).ok()?.to_owned();
+            pos += n;
+            Some((id, name))
+        } else {
+            None
+        };
         if pos != buf.len() || v[1] > v[0] || v[5] > v[6] {
             return None;
         }
@@ -84,6 +104,7 @@ impl TableProperties {
             max_seq: v[6],
             smallest,
             largest,
+            column_family,
         })
     }
 }
@@ -105,13 +126,25 @@ mod tests {
             largest: b"zzzzzzzzzz".to_vec(),
             min_seq: 4,
             max_seq: 99,
+            column_family: None,
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(&enc, "t").unwrap(), p);
         assert!(TableProperties::decode(&enc[..enc.len() - 1], "t").is_err());
         let mut longer = enc.clone();
-        longer.push(0);
+        longer.extend_from_slice(&[0, 5]); // a column family whose name is cut short
         assert!(TableProperties::decode(&longer, "t").is_err());
+        let with_cf = TableProperties {
+            column_family: Some((7, "logs".into())),
+            ..p.clone()
+        };
+        let enc = with_cf.encode();
+        assert_eq!(TableProperties::decode(&enc, "t").unwrap(), with_cf);
+        // Older tables (no column family) still decode.
+        assert_eq!(TableProperties::decode(&p.encode(), "t").unwrap(), p);
+        for cut in 1..enc.len() - p.encode().len() {
+            assert!(TableProperties::decode(&enc[..enc.len() - cut], "t").is_err());
+        }
     }
 
     #[test]

@@ -82,7 +82,10 @@ pub fn manifest_path(root: &Path, no: u64) -> PathBuf {
 }
 
 impl VersionSet {
-    fn blank(
+    /// A version set with no column family and no manifest yet: the first
+    /// [`log_and_apply`](Self::log_and_apply) writes a manifest describing the whole state
+    /// and only then points `CURRENT` at it (repair builds its state this way).
+    pub(crate) fn blank(
         env: StorageEnv,
         num_levels: usize,
         initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
@@ -137,7 +140,21 @@ impl VersionSet {
         let manifest_no: u64 = name["MANIFEST-".len()..]
             .parse()
             .map_err(|_| Error::corruption("CURRENT", "bad manifest number"))?;
-        let data = env.read_whole(&root.join(name), FileKind::Manifest)?;
+        Self::recover_manifest(env, num_levels, initial_k, manifest_no)
+    }
+
+    /// Rebuilds the state from manifest number `manifest_no` (whether or not `CURRENT`
+    /// names it: repair tries the manifests present). The next edit starts a new manifest.
+    pub(crate) fn recover_manifest(
+        env: StorageEnv,
+        num_levels: usize,
+        initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
+        manifest_no: u64,
+    ) -> Result<Self> {
+        let path = manifest_path(env.root(), manifest_no);
+        let name = format!("MANIFEST-{manifest_no:06}");
+        let name = name.as_str();
+        let data = env.read_whole(&path, FileKind::Manifest)?;
         let mut vs = Self::blank(env, num_levels, initial_k);
         vs.manifest_no = manifest_no;
         let mut reader = LogReader::new(data, name, false);

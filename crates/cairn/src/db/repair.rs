@@ -1,0 +1,415 @@
+//! Repair: bringing back a database whose `CURRENT` or manifest is lost or damaged, in
+//! the manner of RocksDB's `RepairDB`.
+//!
+//! Two ways, tried in order:
+//! 1. The newest manifest on disk recovers cleanly and every table and value-log file it
+//!    names is present: `CURRENT` is pointed at it. Nothing else changes.
+//! 2. Otherwise the state is rebuilt from the files themselves. Every table is read whole
+//!    (each block's checksum, each key, each value pointer checked against its value-log
+//!    file); a table that fails is moved to `lost/`, never deleted. Each table's properties
+//!    name its column family. The write-ahead logs are read (skipping damaged records), and
+//!    for each column family the entries newer than its tables are kept. Then, per column
+//!    family, one merge of all its tables and log entries (newest version of each key by
+//!    sequence number, so the order the tables once had does not matter) writes a single
+//!    run at the bottom level. The new tables are synced, their directory entries synced,
+//!    and only then is a manifest written and named by `CURRENT`; a crash before that
+//!    leaves the old files in place for the next repair. The merged tables and logs are
+//!    deleted last.
+//!
+//! What cannot come back: a column family whose tables all predate the column-family
+//! property (they go to `default`), the name of a column family that only has log
+//! entries (it comes back as `lost-cf-<id>`), and a column family dropped while its files
+//! were still on disk (it comes back).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::recovery::{lock_dir, max_file_no_on_disk};
+use super::table_cache::{model_path, table_path};
+use super::write::wal_path;
+use crate::batch::{BatchOpKind, WriteBatch};
+use crate::compaction::merge::{merge, MergeParams};
+use crate::iter::InternalIterator;
+use crate::log::LogReader;
+use crate::memtable::Memtable;
+use crate::merging::MergingIterator;
+use crate::options::Options;
+use crate::storage::{FileKind, StorageEnv};
+use crate::table::{Table, TableBuildOptions};
+use crate::types::{parse_internal_key, ValueKind};
+use crate::version::set::{current_path, manifest_path};
+use crate::version::{VersionEdit, VersionSet};
+use crate::vlog::{vlog_path, ValuePointer};
+use crate::{Error, Result};
+
+/// How [`Db::repair`](super::Db::repair) brought the database back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RepairMethod {
+    /// `CURRENT` now names this manifest, which was intact.
+    Manifest(u64),
+    /// The manifest was rebuilt from the tables and write-ahead logs.
+    Rebuilt,
+}
+
+/// What a repair did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepairReport {
+    /// Which path was taken.
+    pub method: RepairMethod,
+    /// Tables read and merged (rebuild only).
+    pub tables_merged: usize,
+    /// Entries written to the new tables (rebuild only).
+    pub entries: u64,
+    /// Write-ahead log entries newer than the tables, kept (rebuild only).
+    pub wal_entries: u64,
+    /// Files that could not be read, moved to `lost/`, with the reason.
+    pub lost: Vec<(PathBuf, String)>,
+    /// Column families of the repaired database, by id.
+    pub column_families: Vec<(u32, String)>,
+}
+
+/// One column family being rebuilt.
+#[derive(Default)]
+struct CfPlan {
+    name: Option<String>,
+    tables: Vec<Arc<Table>>,
+    /// Largest sequence number in its tables: log entries at or below it are already
+    /// there (a flush takes whole memtables, in order).
+    table_max_seq: u64,
+    mem: Option<Arc<Memtable>>,
+}
+
+pub(crate) fn repair(path: &Path, opts: Options) -> Result<RepairReport> {
+    opts.validate()?;
+    if !path.is_dir() {
+        return Err(Error::NotFound(path.to_path_buf()));
+    }
+    let _lock = lock_dir(path)?;
+    let env = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?;
+    if let Some(report) = try_newest_manifest(&env, &opts)? {
+        return Ok(report);
+    }
+    rebuild(&env, &opts)
+}
+
+fn initial_k(opts: &Options) -> Arc<dyn Fn(usize) -> usize + Send + Sync> {
+    let o = opts.clone();
+    Arc::new(move |l| o.initial_runs(l))
+}
+
+fn manifest_numbers(root: &Path) -> Result<Vec<u64>> {
+    let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
+    let mut v: Vec<u64> = rd
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("MANIFEST-"))
+                .and_then(|n| n.parse().ok())
+        })
+        .collect();
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// Points `CURRENT` at the newest manifest if it recovers and names only files present.
+/// An older manifest is never used: tables written since would be deleted as orphans.
+fn try_newest_manifest(env: &StorageEnv, opts: &Options) -> Result<Option<RepairReport>> {
+    let Some(&no) = manifest_numbers(env.root())?.last() else {
+        return Ok(None);
+    };
+    let vs = match VersionSet::recover_manifest(env.clone(), opts.num_levels, initial_k(opts), no) {
+        Ok(vs) => vs,
+        // A level count that does not match is the caller's options, not damage.
+        Err(e @ Error::InvalidArgument(_)) => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let tables_present = vs.cfs.values().all(|e| {
+        e.version.levels.iter().all(|l| {
+            l.runs.iter().all(|r| {
+                r.files
+                    .iter()
+                    .all(|f| table_path(env, f.desc.tier as usize, f.file_no()).exists())
+            })
+        })
+    });
+    let vlogs_present = vs
+        .vlogs
+        .live_files()
+        .iter()
+        .all(|&v| vlog_path(env.root(), v).exists());
+    if !tables_present || !vlogs_present {
+        return Ok(None);
+    }
+    env.write_atomic(
+        &current_path(env.root()),
+        FileKind::Manifest,
+        format!("MANIFEST-{no:06}\n").as_bytes(),
+    )?;
+    Ok(Some(RepairReport {
+        method: RepairMethod::Manifest(no),
+        tables_merged: 0,
+        entries: 0,
+        wal_entries: 0,
+        lost: Vec::new(),
+        column_families: vs.cfs.iter().map(|(&id, e)| (id, e.name.clone())).collect(),
+    }))
+}
+
+/// Reads a whole table: every block, key and value pointer. Returns the open table, its
+/// column family and largest sequence number.
+fn scan_table(
+    env: &StorageEnv,
+    tier: usize,
+    no: u64,
+    vlog_sizes: &mut HashMap<u64, Option<u64>>,
+) -> Result<(Arc<Table>, (u32, String), u64)> {
+    let path = table_path(env, tier, no);
+    let name = path.display().to_string();
+    let file = env.open_read(&path, FileKind::Table, tier, None, false)?;
+    let table = Arc::new(Table::open(file, no, None)?);
+    let mut it = table.iter();
+    let mut max_seq = 0;
+    it.seek_to_first();
+    while it.valid() {
+        let k = parse_internal_key(it.key())
+            .filter(|k| k.value_kind().is_some())
+            .ok_or_else(|| Error::corruption(&name, "malformed internal key"))?;
+        max_seq = max_seq.max(k.seq);
+        if k.kind == ValueKind::ValuePointer as u8 {
+            let p = ValuePointer::decode(it.value())?;
+            let size = *vlog_sizes.entry(p.file_no).or_insert_with(|| {
+                std::fs::metadata(vlog_path(env.root(), p.file_no))
+                    .ok()
+                    .map(|m| m.len())
+            });
+            if size.is_none_or(|s| p.offset.saturating_add(u64::from(p.len)) > s) {
+                return Err(Error::corruption(
+                    &name,
+                    format!(
+                        "points past the end of value log {} (or it is missing)",
+                        p.file_no
+                    ),
+                ));
+            }
+        }
+        it.next();
+    }
+    it.status()?;
+    let cf = table
+        .properties()
+        .column_family
+        .clone()
+        .unwrap_or_else(|| (0, "default".into()));
+    Ok((table, cf, max_seq))
+}
+
+fn move_to_lost(env: &StorageEnv, path: &Path) -> Result<PathBuf> {
+    let lost = env.root().join("lost");
+    std::fs::create_dir_all(&lost).map_err(|e| Error::io(lost.display().to_string(), e))?;
+    let to = lost.join(path.file_name().unwrap_or_default());
+    env.rename(path, &to)?;
+    Ok(to)
+}
+
+fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
+    let root = env.root().to_path_buf();
+    let mut plans: BTreeMap<u32, CfPlan> = BTreeMap::new();
+    let mut lost = Vec::new();
+    let mut inputs: Vec<(usize, u64)> = Vec::new();
+    let mut max_seq = 0u64;
+    let mut vlog_sizes = HashMap::new();
+    for tier in 0..env.num_tiers() {
+        let dir = env.tier_dir(tier).to_path_buf();
+        let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+        let mut numbers: Vec<u64> = rd
+            .flatten()
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_suffix(".sst"))
+                    .and_then(|n| n.parse().ok())
+            })
+            .collect();
+        numbers.sort_unstable();
+        for no in numbers {
+            let path = table_path(env, tier, no);
+            match scan_table(env, tier, no, &mut vlog_sizes) {
+                Ok((table, (cf, name), seq)) => {
+                    let plan = plans.entry(cf).or_default();
+                    plan.name.get_or_insert(name);
+                    plan.table_max_seq = plan.table_max_seq.max(seq);
+                    plan.tables.push(table);
+                    max_seq = max_seq.max(seq);
+                    inputs.push((tier, no));
+                }
+                Err(e) => {
+                    let to = move_to_lost(env, &path)?;
+                    lost.push((to, e.to_string()));
+                }
+            }
+        }
+    }
+    let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut plans)?;
+    max_seq = max_seq.max(wal_max_seq);
+    plans.entry(0).or_default();
+
+    let mut vs = VersionSet::blank(env.clone(), opts.num_levels, initial_k(opts));
+    let mut next_no =
+        max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
+    let level = opts.num_levels - 1;
+    let tier = env.tier_for_level(level);
+    let build = TableBuildOptions {
+        block_size: opts.block_size,
+        bloom_bits_per_key: opts.bloom_bits_for_level(level, level),
+    };
+    let mut edit = VersionEdit {
+        last_seq: Some(max_seq),
+        // The logs' entries are in the new tables: none is replayed again.
+        log_number: Some(wals.last().map_or(0, |&n| n + 1)),
+        ..Default::default()
+    };
+    let mut entries = 0;
+    let mut written: Vec<PathBuf> = Vec::new();
+    let mut column_families = Vec::new();
+    for (&id, plan) in &plans {
+        let name = match (&plan.name, id) {
+            (Some(n), _) => n.clone(),
+            (None, 0) => "default".to_string(),
+            (None, _) => format!("lost-cf-{id}"),
+        };
+        edit.cf_added.push((id, name.clone()));
+        column_families.push((id, name.clone()));
+        let mut children: Vec<Box<dyn InternalIterator>> = plan
+            .tables
+            .iter()
+            .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
+            .collect();
+        if let Some(m) = &plan.mem {
+            children.push(Box::new(m.iter()));
+        }
+        if children.is_empty() {
+            continue;
+        }
+        let mut it = MergingIterator::new(children);
+        let mut new_file = || {
+            let no = next_no;
+            next_no += 1;
+            (no, table_path(env, tier, no))
+        };
+        let mut params = MergeParams {
+            env,
+            tier,
+            level,
+            column_family: (id, &name),
+            build,
+            target_file_size: opts.target_file_size,
+            snapshots: &[],
+            bottommost: true,
+            new_file: &mut new_file,
+            should_stop: &|| false,
+            block_sink: None,
+            values: None,
+        };
+        let outputs = match merge(&mut it, &mut params) {
+            Ok((outputs, counts)) => {
+                entries += counts.entries_out;
+                outputs
+            }
+            Err(e) => {
+                remove_all(env, &written);
+                return Err(e);
+            }
+        };
+        let run = vs.new_run_id();
+        for o in outputs {
+            written.push(table_path(env, tier, o.desc.file_no));
+            edit.added.push((id, level as u32, run, o.desc));
+        }
+    }
+    vs.next_file_no = next_no;
+    // The new tables are synced; their names must be durable before a manifest names them.
+    let synced = (0..env.num_tiers())
+        .map(|t| env.tier_dir(t).to_path_buf())
+        .chain(std::iter::once(root.clone()))
+        .try_for_each(|d| env.sync_dir(&d));
+    if let Err(e) = synced.and_then(|_| vs.log_and_apply(edit)) {
+        // No CURRENT names anything yet: the old files are untouched, repair can run again.
+        remove_all(env, &written);
+        return Err(e);
+    }
+    // The new state is durable: the merged tables (and their learned models) and logs go.
+    for &(tier, no) in &inputs {
+        let _ = env.remove(&table_path(env, tier, no));
+        let model = model_path(env, tier, no);
+        if model.exists() {
+            let _ = env.remove(&model);
+        }
+    }
+    for no in &wals {
+        let _ = env.remove(&wal_path(&root, *no));
+    }
+    for no in manifest_numbers(&root)? {
+        if no != vs.manifest_no() {
+            let _ = env.remove(&manifest_path(&root, no));
+        }
+    }
+    Ok(RepairReport {
+        method: RepairMethod::Rebuilt,
+        tables_merged: inputs.len(),
+        entries,
+        wal_entries,
+        lost,
+        column_families,
+    })
+}
+
+fn remove_all(env: &StorageEnv, paths: &[PathBuf]) {
+    for p in paths {
+        let _ = env.remove(p);
+    }
+}
+
+/// Reads every write-ahead log, oldest first, into per-family memtables, keeping entries
+/// newer than the family's tables. Damaged records are skipped (repair salvages what it
+/// can). Returns the entries kept, the log numbers read and the largest sequence number.
+fn read_wals(env: &StorageEnv, plans: &mut BTreeMap<u32, CfPlan>) -> Result<(u64, Vec<u64>, u64)> {
+    let root = env.root();
+    let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
+    let mut wals: Vec<u64> = rd
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".log"))
+                .and_then(|n| n.parse().ok())
+        })
+        .collect();
+    wals.sort_unstable();
+    let (mut kept, mut max_seq) = (0u64, 0u64);
+    for &no in &wals {
+        let data = env.read_whole(&wal_path(root, no), FileKind::Wal)?;
+        let mut reader = LogReader::new(data, format!("{no:06}.log"), true);
+        // A damaged record ends the log's usable part only for that record: skip it.
+        while let Ok(Some(rec)) = reader.next_record() {
+            let Ok((first, batch)) = WriteBatch::decode(&rec) else {
+                continue;
+            };
+            for (seq, op) in (first..).zip(batch.iter()) {
+                let plan = plans.entry(op.cf).or_default();
+                if seq > plan.table_max_seq {
+                    let m = plan.mem.get_or_insert_with(|| Arc::new(Memtable::new(0)));
+                    match op.kind {
+                        BatchOpKind::Put => m.add(seq, ValueKind::Value, op.key, op.value),
+                        BatchOpKind::Delete => m.add(seq, ValueKind::Deletion, op.key, &[]),
+                        BatchOpKind::DeleteRange => {}
+                    }
+                    kept += 1;
+                }
+                max_seq = max_seq.max(seq);
+            }
+        }
+    }
+    Ok((kept, wals, max_seq))
+}

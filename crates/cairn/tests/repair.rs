@@ -1,0 +1,284 @@
+//! A database whose `CURRENT` or manifest is gone refuses to open and touches nothing;
+//! `Db::repair` brings it back, from the newest intact manifest or from the tables and
+//! write-ahead logs alone, and the repaired database answers as a model of every write says.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use cairn::{Db, Options, RepairMethod, WriteBatch, WriteOptions};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+type Model = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+fn opts() -> Options {
+    Options {
+        write_buffer_size: 8 << 10,
+        target_file_size: 8 << 10,
+        level1_bytes: 32 << 10,
+        size_ratio: 4,
+        num_levels: 4,
+        l0_compaction_trigger: 2,
+        block_size: 512,
+        ..Options::small()
+    }
+}
+
+fn separated() -> Options {
+    Options {
+        value_threshold: Some(0),
+        ..opts()
+    }
+}
+
+/// Every file under `dir` with its contents, to prove a refused open changed nothing.
+fn snapshot_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for e in walk(dir) {
+        if e.file_name().is_some_and(|n| n != "LOCK") {
+            let rel = e.strip_prefix(dir).unwrap().display().to_string();
+            out.insert(rel, std::fs::read(&e).unwrap());
+        }
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            v.extend(walk(&p));
+        } else {
+            v.push(p);
+        }
+    }
+    v
+}
+
+/// Random puts, overwrites, deletes and batches over three column families, with flushes
+/// and compactions in between, so versions of one key sit in several tables and levels
+/// and some writes are only in the write-ahead log at the end.
+fn fill(dir: &Path, o: Options, seed: u64) -> Model {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let db = Db::open(dir, o).unwrap();
+    let names = ["default", "logs", "users"];
+    for n in &names[1..] {
+        db.create_cf(n).unwrap();
+    }
+    let mut model: Model = names
+        .iter()
+        .map(|n| (n.to_string(), BTreeMap::new()))
+        .collect();
+    let wo = WriteOptions::default();
+    for round in 0..6 {
+        for _ in 0..400 {
+            let name = names[rng.random_range(0..names.len())];
+            let cf = db.cf(name).unwrap();
+            let m = model.get_mut(name).unwrap();
+            let key = format!("k{:04}", rng.random_range(0..300)).into_bytes();
+            match rng.random_range(0..10) {
+                0..=5 => {
+                    let v = format!("{name}-{round}-{}", rng.random::<u32>()).repeat(3);
+                    db.put_cf(&cf, &wo, &key, v.as_bytes()).unwrap();
+                    m.insert(key, v.into_bytes());
+                }
+                6..=7 => {
+                    db.delete_cf(&cf, &wo, &key).unwrap();
+                    m.remove(&key);
+                }
+                _ => {
+                    let mut b = WriteBatch::new();
+                    let k2 = format!("k{:04}", rng.random_range(0..300)).into_bytes();
+                    b.put_cf(cf.id(), &key, b"batched").unwrap();
+                    b.delete_cf(cf.id(), &k2).unwrap();
+                    db.write(&wo, b).unwrap();
+                    m.insert(key, b"batched".to_vec());
+                    m.remove(&k2);
+                }
+            }
+        }
+        if round == 5 {
+            break; // the last round stays in the WAL (close does not flush it)
+        }
+        db.flush().unwrap();
+        if round % 2 == 1 {
+            db.compact_range(None, None).unwrap(); // flushes too
+        }
+    }
+    db.close().unwrap();
+    model
+}
+
+fn check(dir: &Path, o: Options, model: &Model) {
+    let db = Db::open(dir, o).unwrap();
+    let mut names = db.cf_names();
+    names.sort();
+    let mut want: Vec<String> = model.keys().cloned().collect();
+    want.sort();
+    assert_eq!(names, want, "column families after repair");
+    for (name, m) in model {
+        let cf = db.cf(name).unwrap();
+        let ro = cairn::ReadOptions::default();
+        let mut it = db.iter(&ro, &cf).unwrap();
+        it.seek_to_first();
+        let mut got = BTreeMap::new();
+        while it.valid() {
+            got.insert(it.key().to_vec(), it.value().to_vec());
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(&got, m, "contents of {name}");
+        for k in m.keys().take(50) {
+            assert_eq!(
+                db.get_cf(&cf, k).unwrap().as_ref(),
+                m.get(k),
+                "get in {name}"
+            );
+        }
+    }
+    db.close().unwrap();
+}
+
+fn remove_matching(dir: &Path, f: impl Fn(&str) -> bool) -> usize {
+    let mut n = 0;
+    for p in walk(dir) {
+        if p.file_name().and_then(|n| n.to_str()).is_some_and(&f) {
+            std::fs::remove_file(p).unwrap();
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn a_missing_current_is_refused_and_nothing_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = fill(dir.path(), opts(), 1);
+    assert_eq!(remove_matching(dir.path(), |n| n == "CURRENT"), 1);
+    let before = snapshot_files(dir.path());
+    assert!(before.keys().any(|n| n.ends_with(".sst")));
+    for o in [
+        opts(),
+        Options {
+            create_if_missing: false,
+            ..opts()
+        },
+    ] {
+        let err = Db::open(dir.path(), o).err().expect("open must fail");
+        assert!(err.is_corruption(), "{err}");
+        assert!(err.to_string().contains("repair"), "{err}");
+    }
+    assert_eq!(
+        snapshot_files(dir.path()),
+        before,
+        "a refused open changed files"
+    );
+    // The manifest is intact: repair points CURRENT at it and changes nothing else.
+    let r = Db::repair(dir.path(), opts()).unwrap();
+    assert!(matches!(r.method, RepairMethod::Manifest(_)), "{r:?}");
+    let mut after = snapshot_files(dir.path());
+    assert!(after.remove("CURRENT").is_some());
+    assert_eq!(after, before);
+    check(dir.path(), opts(), &model);
+}
+
+#[test]
+fn repair_rebuilds_from_tables_and_logs_without_a_manifest() {
+    for (seed, o) in [(2, opts()), (3, separated())] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = fill(dir.path(), o.clone(), seed);
+        assert_eq!(
+            remove_matching(dir.path(), |n| n == "CURRENT" || n.starts_with("MANIFEST-")),
+            2
+        );
+        let r = Db::repair(dir.path(), o.clone()).unwrap();
+        assert_eq!(r.method, RepairMethod::Rebuilt);
+        assert!(r.tables_merged > 1, "{r:?}");
+        assert!(
+            r.wal_entries > 0,
+            "the last round is only in the log: {r:?}"
+        );
+        assert!(r.lost.is_empty(), "{r:?}");
+        check(dir.path(), o.clone(), &model);
+        // Reopened again (recovery of the repaired manifest, orphans gone) it still holds.
+        check(dir.path(), o, &model);
+    }
+}
+
+#[test]
+fn repair_rebuilds_when_the_manifest_is_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = fill(dir.path(), opts(), 4);
+    let manifest = walk(dir.path())
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("MANIFEST-")
+        })
+        .unwrap();
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    bytes[10] ^= 0x40;
+    std::fs::write(&manifest, bytes).unwrap();
+    assert!(Db::open(dir.path(), opts()).is_err());
+    let r = Db::repair(dir.path(), opts()).unwrap();
+    assert_eq!(r.method, RepairMethod::Rebuilt);
+    check(dir.path(), opts(), &model);
+}
+
+#[test]
+fn a_damaged_table_goes_to_lost_and_the_rest_is_repaired() {
+    let dir = tempfile::tempdir().unwrap();
+    let one_table_per_flush = Options {
+        write_buffer_size: 1 << 20,
+        target_file_size: 1 << 20,
+        ..opts()
+    };
+    let db = Db::open(dir.path(), one_table_per_flush).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..200u32 {
+        db.put(&wo, format!("a{i:04}").as_bytes(), b"first")
+            .unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..200u32 {
+        db.put(&wo, format!("b{i:04}").as_bytes(), b"second")
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let mut tables: Vec<_> = walk(dir.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    tables.sort();
+    assert_eq!(tables.len(), 2);
+    // Damage the first data block of the older table (the "a" keys).
+    let mut bytes = std::fs::read(&tables[0]).unwrap();
+    bytes[20] ^= 0xff;
+    std::fs::write(&tables[0], bytes).unwrap();
+    remove_matching(dir.path(), |n| n == "CURRENT" || n.starts_with("MANIFEST-"));
+    let r = Db::repair(dir.path(), opts()).unwrap();
+    assert_eq!(r.lost.len(), 1, "{r:?}");
+    assert!(r.lost[0].0.starts_with(dir.path().join("lost")));
+    assert!(r.lost[0].0.exists(), "the damaged table is kept in lost/");
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.get(b"b0007").unwrap().as_deref(), Some(&b"second"[..]));
+    assert_eq!(db.get(b"a0007").unwrap(), None);
+    db.close().unwrap();
+}
+
+#[test]
+fn repair_of_a_healthy_database_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = fill(dir.path(), opts(), 5);
+    let r = Db::repair(dir.path(), opts()).unwrap();
+    assert!(matches!(r.method, RepairMethod::Manifest(_)));
+    check(dir.path(), opts(), &model);
+    // Not a database at all: nothing to repair.
+    let empty = tempfile::tempdir().unwrap();
+    let r = Db::repair(empty.path().join("nope"), opts());
+    assert!(r.is_err());
+}
