@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod batch;
 pub mod cache;
 pub mod coding;

@@ -253,6 +253,9 @@ pub struct Options {
     /// rewriting the tables that point into them. Must be a finite number > 1; `None`
     /// turns GC off (files are still deleted once nothing references them).
     pub vlog_gc_space_amp: Option<f64>,
+    /// Access statistics per key range and time slot (Leaper's collector); `None` (the
+    /// default) collects nothing and costs nothing.
+    pub access: Option<crate::access::AccessOptions>,
 }
 
 impl Default for Options {
@@ -286,6 +289,7 @@ impl Default for Options {
             read_cache: ReadCachePolicy::Block,
             value_threshold: None,
             vlog_gc_space_amp: Some(1.5),
+            access: None,
         }
     }
 }
@@ -309,6 +313,7 @@ impl std::fmt::Debug for Options {
             .field("read_cache", &self.read_cache)
             .field("value_threshold", &self.value_threshold)
             .field("vlog_gc_space_amp", &self.vlog_gc_space_amp)
+            .field("access", &self.access)
             .finish_non_exhaustive()
     }
 }
@@ -416,6 +421,9 @@ impl Options {
         }
         if !(self.latency_scale.is_finite() && self.latency_scale >= 0.0) {
             return invalid("latency_scale must be a finite number >= 0".into());
+        }
+        if let Some(a) = &self.access {
+            a.validate()?;
         }
         Ok(())
     }

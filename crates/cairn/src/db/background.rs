@@ -66,6 +66,12 @@ impl DbInner {
                 self.background_error(e);
                 continue;
             }
+            // Leaper's collectors move ended slots into their traces off the request path.
+            for cf in self.cfs.read().values() {
+                if let Some(a) = &cf.access {
+                    a.fold();
+                }
+            }
             let mut bg = self.bg.lock();
             if !bg.compaction_requested && !self.stopping() {
                 self.bg_cv.wait_for(&mut bg, Duration::from_millis(500));

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::table_cache::TableCache;
 use super::SuperVersion;
+use crate::access::{Access, RangeCollector};
 use crate::iter::InternalIterator;
 use crate::merging::MergingIterator;
 use crate::stats::{OpKind, StatsInner};
@@ -220,6 +221,9 @@ pub struct DbIterator {
     err: Option<Error>,
     /// Leave value pointers unresolved (callers that need only keys).
     keys_only: bool,
+    /// Leaper's collector and the last range counted: a range query counts one read on
+    /// every range it touches.
+    access: Option<(Arc<RangeCollector>, u64)>,
     _sv: Arc<SuperVersion>,
     _snapshot: Option<super::Snapshot>,
 }
@@ -247,6 +251,7 @@ impl DbIterator {
             vlog: None,
             err: None,
             keys_only: false,
+            access: None,
             _sv: sv,
             _snapshot: snapshot,
         }
@@ -256,6 +261,23 @@ impl DbIterator {
     pub(crate) fn with_vlog(mut self, vlog: Arc<crate::vlog::VlogStore>) -> Self {
         self.vlog = Some(vlog);
         self
+    }
+
+    /// Counts the ranges the iterator visits in `collector`.
+    pub(crate) fn with_access(mut self, collector: Option<Arc<RangeCollector>>) -> Self {
+        self.access = collector.map(|c| (c, u64::MAX));
+        self
+    }
+
+    /// Counts a read of the current key's range, once per range in a row.
+    fn record_access(&mut self) {
+        if let Some((c, last)) = &mut self.access {
+            let r = c.range_of(&self.key);
+            if r != *last {
+                *last = r;
+                c.record_range(r, Access::Read);
+            }
+        }
     }
 
     /// An iterator whose values are unspecified for separated values (no value-log
@@ -459,6 +481,7 @@ impl DbIterator {
                             self.value.clear();
                             self.value.extend_from_slice(self.inner.value());
                             self.valid = true;
+                            self.record_access();
                             self.resolve(kind);
                             return;
                         }
@@ -508,6 +531,7 @@ impl DbIterator {
             self.key = key;
             self.value = value;
             self.valid = true;
+            self.record_access();
             self.resolve(kind);
         }
     }

@@ -27,6 +27,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use crate::access::{Access, RangeCollector};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, LruBlockCache, ReadCache};
 use crate::compaction::LevelShape;
@@ -57,6 +58,8 @@ pub(crate) struct CfState {
     pub(crate) id: u32,
     pub(crate) name: String,
     pub(crate) sv: ArcSwap<SuperVersion>,
+    /// Leaper's per-range access counters, when [`Options::access`] is set.
+    pub(crate) access: Option<Arc<RangeCollector>>,
 }
 
 /// A handle to a column family: a named, separate LSM-tree sharing the database's WAL.
@@ -294,6 +297,7 @@ impl Db {
             Arc::new(CfState {
                 id,
                 name: name.to_string(),
+                access: self.inner.new_collector(id),
                 sv: ArcSwap::from_pointee(SuperVersion {
                     mem: self.inner.new_memtable(),
                     mem_wal: wal,
@@ -414,6 +418,27 @@ impl Db {
         r
     }
 
+    /// Writes the access trace of a column family (the ended slots of Leaper's per-range
+    /// counters, and Algorithm 2's transfers) to `path`, for `python -m
+    /// cairn.learn.leaper train`. Returns the number of rows. Fails with
+    /// `InvalidArgument` when [`Options::access`] is not set.
+    pub fn export_access_trace(&self, cf: &ColumnFamily, path: impl AsRef<Path>) -> Result<usize> {
+        let state = self.inner.cf_state(cf.id)?;
+        let Some(a) = &state.access else {
+            return Err(Error::InvalidArgument(
+                "access statistics are off (Options::access)".into(),
+            ));
+        };
+        let (header, rows, transfers) = a.trace();
+        crate::access::trace::write(&self.inner.env, path.as_ref(), &header, &rows, &transfers)?;
+        Ok(rows.len())
+    }
+
+    /// The access collector of a column family, when [`Options::access`] is set.
+    pub fn access_collector(&self, cf: &ColumnFamily) -> Option<Arc<RangeCollector>> {
+        self.inner.cf_state(cf.id).ok()?.access.clone()
+    }
+
     /// Takes a snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
         self.inner
@@ -423,7 +448,10 @@ impl Db {
 
     /// An iterator over a column family (unpositioned: call a seek first).
     pub fn iter(&self, ro: &ReadOptions, cf: &ColumnFamily) -> Result<DbIterator> {
-        self.inner.iter(ro, cf.id)
+        Ok(self
+            .inner
+            .iter(ro, cf.id)?
+            .with_access(self.inner.cf_state(cf.id)?.access.clone()))
     }
 
     /// The key-value pairs of the default column family in `range`, in key order.
@@ -458,7 +486,11 @@ impl Db {
                 _ => hi,
             });
         }
-        Ok(Scan::new(self.inner.iter(&ro, cf.id)?, reverse))
+        let it = self
+            .inner
+            .iter(&ro, cf.id)?
+            .with_access(self.inner.cf_state(cf.id)?.access.clone());
+        Ok(Scan::new(it, reverse))
     }
 
     /// Flushes every memtable holding data to level 0 and waits for it.
@@ -645,6 +677,14 @@ impl DbInner {
             .ok_or_else(|| Error::UnknownColumnFamily(format!("id {cf}")))
     }
 
+    /// A collector for a column family, if access statistics are on.
+    pub(crate) fn new_collector(&self, cf: u32) -> Option<Arc<RangeCollector>> {
+        self.opts
+            .access
+            .clone()
+            .map(|a| Arc::new(RangeCollector::new(cf, a)))
+    }
+
     pub(crate) fn super_version(&self, cf: u32) -> Result<Arc<SuperVersion>> {
         Ok(self.cf_state(cf)?.sv.load_full())
     }
@@ -666,7 +706,11 @@ impl DbInner {
         // may be above the read's sequence number while the one the read should see is
         // gone, so the read fell back to an older table. This way every table entry of the
         // super version is at or below the sequence number.
-        let sv = self.super_version(cf)?;
+        let state = self.cf_state(cf)?;
+        if let Some(a) = &state.access {
+            a.record(key, Access::Read);
+        }
+        let sv = state.sv.load_full();
         let seq = self.read_seq(ro);
         self.stats.gets.fetch_add(1, Ordering::Relaxed);
         if let Some((kind, v)) = sv.mem.get(key, seq) {

@@ -173,6 +173,10 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
                 Arc::new(CfState {
                     id,
                     name: e.name.clone(),
+                    access: opts
+                        .access
+                        .clone()
+                        .map(|a| Arc::new(crate::access::RangeCollector::new(id, a))),
                     sv: ArcSwap::from_pointee(SuperVersion {
                         mem: Arc::new(Memtable::new(0)),
                         mem_wal: 0,

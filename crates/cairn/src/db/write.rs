@@ -35,8 +35,11 @@ impl DbInner {
         {
             let cfs = self.cfs.read();
             for op in batch.iter() {
-                if !cfs.contains_key(&op.cf) {
+                let Some(state) = cfs.get(&op.cf) else {
                     return Err(Error::UnknownColumnFamily(format!("id {}", op.cf)));
+                };
+                if let Some(a) = &state.access {
+                    a.record(op.key, crate::access::Access::Write);
                 }
             }
         }
