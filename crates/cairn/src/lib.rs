@@ -32,6 +32,7 @@ pub mod log;
 pub mod memtable;
 pub mod merging;
 pub mod options;
+pub mod policy;
 pub mod presets;
 pub mod stats;
 pub mod storage;
