@@ -1,0 +1,1 @@
+"""Offline learners whose models the engine loads (``leaper``: learned cache prefetcher)."""
