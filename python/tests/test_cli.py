@@ -72,7 +72,7 @@ def test_watch_retrains_on_a_new_trace(trace_file, tmp_path):
     folder = tmp_path / "traces"
     folder.mkdir()
     (folder / "a.ltr").write_bytes(trace_file.read_bytes())
-    out = tmp_path / "leaper.model"
+    out = folder / "leaper.model"  # in the watched folder: never taken for a trace
     args = ["train", "--watch", str(folder), "--out", str(out), "--every", "0", "--max-polls", "1", "--k", "1", *FAST]
     assert main(args) == 0
     first = out.stat().st_mtime_ns
@@ -80,10 +80,16 @@ def test_watch_retrains_on_a_new_trace(trace_file, tmp_path):
     assert main(args) == 0
     assert out.stat().st_mtime_ns == first
     # a damaged newer trace is skipped and the bundle kept
+    later = first + 10**9
     (folder / "b.ltr").write_bytes(b"CAIRNLTR" + b"\0" * 10)
-    os.utime(folder / "b.ltr", ns=(first + 10**9, first + 10**9))
+    os.utime(folder / "b.ltr", ns=(later, later))
     assert main(args) == 0
     assert out.stat().st_mtime_ns == first and read_bundle(out).metadata["k"] == 1
+    # a good newer one replaces the bundle
+    (folder / "c.ltr").write_bytes(trace_file.read_bytes())
+    os.utime(folder / "c.ltr", ns=(later + 10**9, later + 10**9))
+    assert main([*args[: -len(FAST) - 2], "--k", "2", *FAST]) == 0
+    assert read_bundle(out).metadata["k"] == 2
 
 
 def test_module_entry_point(trace_file, tmp_path):

@@ -83,3 +83,9 @@ def test_uncovered_share(samples):
     # reads in slots 1..7: (9,1), (1,2), (1,5), (1,6), (2,6); all follow a sampled pair
     # except (9, 1) (range 9 was silent before) and (2, 6) (range 2 silent in 0..5).
     assert uncovered_positive_share(c, samples, 1) == pytest.approx(2 / 5)
+
+
+def test_all_zero_rows_make_no_samples():
+    c = counts_of([(4, 0, 0, 0), (5, 0, 1, 0), (5, 3, 1, 0)])
+    s = build_samples(c, {}, k=1)
+    assert set(s.range.tolist()) == {5}

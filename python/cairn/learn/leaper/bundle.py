@@ -99,6 +99,8 @@ def _check_metadata(meta: object, n_models: int, err: Callable[[str], Exception]
         raise err(f"metadata lacks {', '.join(missing)}")
     if meta["version"] != VERSION:
         raise err(f"metadata version {meta['version']!r}, expected {VERSION}")
+    if not isinstance(meta["k"], int) or meta["k"] < 1:
+        raise err(f"metadata k = {meta['k']!r}, expected at least one model")
     if meta["k"] != n_models:
         raise err(f"metadata says k = {meta['k']!r} but the bundle has {n_models} models")
     if meta["features"] != FEATURE_NAMES:

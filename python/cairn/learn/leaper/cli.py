@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Sequence
 
 from .bundle import BundleError, read_bundle, write_bundle
 from .counts import coarsen, from_traces
@@ -127,7 +127,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise ValueError(f"trace key_offset {fine.key_offset} differs from the bundle's {meta['key_offset']}")
     m, rem = divmod(meta["range_width"], fine.range_width)
     if rem or m < 1:
-        raise ValueError(f"bundle range width {meta['range_width']} is not a multiple of the trace's {fine.range_width}")
+        raise ValueError(
+            f"bundle range width {meta['range_width']} is not a multiple of the trace's {fine.range_width}"
+        )
     counts = coarsen(fine, m)
     precursors = {int(r): [int(p) for p in ps] for r, ps in meta["precursors"].items()}
     samples = build_samples(counts, precursors, meta["k"])

@@ -12,8 +12,8 @@ trace of millions of rows costs a few arrays of that length.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -87,7 +87,8 @@ def from_traces(traces: Sequence[Trace]) -> Counts:
     Traces must agree on ``cf_id``, ``key_offset``, ``range_width`` and ``slot_ms`` (one
     bundle serves one key layout). They may differ in ``sample_p`` (eq. 1 is applied per
     trace). Their starts must lie on a common slot grid; the earliest start becomes slot 0
-    and the others' slots are shifted onto it. Counts of overlapping cells add up.
+    and the others' slots are shifted onto it. Counts of overlapping cells add up, and a
+    gap between traces reads as slots without accesses (so feed consecutive traces).
     """
     if not traces:
         raise ValueError("no trace given")
@@ -108,10 +109,11 @@ def from_traces(traces: Sequence[Trace]) -> Counts:
                 f"trace starting at {t.start_unix_ms} ms is not on the slot grid of the one "
                 f"starting at {start} ms (slot {t.slot_ms} ms)"
             )
-        slots.append(t.rows["slot"].astype(np.int64) + shift)
-        ranges.append(t.rows["range"].astype(np.uint64))
-        reads.append(estimate_counts(t.rows["reads"], t.sample_p))
-        writes.append(estimate_counts(t.rows["writes"], t.sample_p))
+        rows = t.rows[(t.rows["reads"] > 0) | (t.rows["writes"] > 0)]
+        slots.append(rows["slot"].astype(np.int64) + shift)
+        ranges.append(rows["range"].astype(np.uint64))
+        reads.append(estimate_counts(rows["reads"], t.sample_p))
+        writes.append(estimate_counts(rows["writes"], t.sample_p))
     slot, range_, (r, w) = group_sum(
         np.concatenate(slots), np.concatenate(ranges), np.concatenate(reads), np.concatenate(writes)
     )

@@ -24,8 +24,8 @@ sorted key array and looked up with ``np.searchsorted``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -60,7 +60,7 @@ class Samples:
     def __len__(self) -> int:
         return int(self.x.shape[0])
 
-    def subset(self, mask: np.ndarray) -> "Samples":
+    def subset(self, mask: np.ndarray) -> Samples:
         return Samples(self.x[mask], self.y[mask], self.range[mask], self.slot[mask])
 
 
@@ -96,9 +96,7 @@ class _CellIndex:
         return np.where(ok & (self.keys[pos] == key), values[pos], 0.0)
 
 
-def precursor_matrix(
-    index: "_CellIndex", precursors: Mapping[int, Sequence[int]]
-) -> np.ndarray:
+def precursor_matrix(index: _CellIndex, precursors: Mapping[int, Sequence[int]]) -> np.ndarray:
     """(n_ranges x 3) dense indexes of each range's precursors; -1 where absent."""
     out = np.full((index.ids.shape[0], N_PRECURSORS), -1, dtype=np.int64)
     tos, js, froms = [], [], []

@@ -113,8 +113,8 @@ def find_precursors(
     first[1:] = grp[1:] != grp[:-1]
     s2 = np.flatnonzero(first)
     rank_ok = np.arange(to.shape[0]) - np.repeat(s2, np.diff(np.append(s2, to.shape[0])))
-    sel = rank_ok < gamma
+    kept = rank_ok < gamma
     out: dict[int, list[int]] = {}
-    for t, f in zip(to[sel].tolist(), fr[sel].tolist()):
+    for t, f in zip(to[kept].tolist(), fr[kept].tolist()):
         out.setdefault(int(t), []).append(int(f))
     return out

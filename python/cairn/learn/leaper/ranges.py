@@ -32,7 +32,8 @@ The matrix: rows are the slots from the first to the last slot of the trace (emp
 included, they are part of the observed time); columns are the ranges of width ``m A0``
 covering the observed key span (smallest to largest fine range holding any count, read
 or write), which plays the paper's "total key range T". Phase 1 also stops when one range
-covers the whole span (further doubling cannot change M) or at ``max_multiplier``; a trace without reads keeps the fine width.
+covers the whole span (further doubling cannot change M) or at ``max_multiplier``; a
+trace without reads keeps the fine width.
 
 The zero proportion is computed from the sparse cells only: the number of ones at width
 ``m A0`` is the number of distinct ``(slot, fine // m)`` pairs, which, because the cells
@@ -61,7 +62,7 @@ class AccessMatrix:
     range_hi: int
 
     @classmethod
-    def from_counts(cls, counts: Counts, span: tuple[int, int] | None = None) -> "AccessMatrix":
+    def from_counts(cls, counts: Counts, span: tuple[int, int] | None = None) -> AccessMatrix:
         read = counts.reads > 0
         lo_slot, hi_slot = counts.slot_bounds()
         if span is None:

@@ -19,7 +19,7 @@ stronger ranking baseline than the rule itself.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -34,8 +34,8 @@ def baseline_decisions(x: np.ndarray, iw_window: int) -> dict[str, np.ndarray]:
     """The two baselines' hot/cold decisions from the feature rows."""
     reads = x[:, R_COLS]
     return {
-        "last_slot": reads[:, 0] >= 1.0,
-        "iw_proxy": (reads[:, :iw_window] >= 1.0).any(axis=1),
+        "last_slot": np.asarray(reads[:, 0] >= 1.0),
+        "iw_proxy": np.asarray((reads[:, :iw_window] >= 1.0).any(axis=1)),
     }
 
 

@@ -136,9 +136,7 @@ def decode_trace(data: bytes, name: str = "trace") -> Trace:
     if int(header["version"]) != VERSION:
         raise TraceError(f"{name}: unsupported version {int(header['version'])}, expected {VERSION}")
     n_rows, n_transfers = int(header["n_rows"]), int(header["n_transfers"])
-    expected = (
-        HEADER_DTYPE.itemsize + n_rows * ROW_DTYPE.itemsize + n_transfers * TRANSFER_DTYPE.itemsize + CRC_SIZE
-    )
+    expected = HEADER_DTYPE.itemsize + n_rows * ROW_DTYPE.itemsize + n_transfers * TRANSFER_DTYPE.itemsize + CRC_SIZE
     if len(view) != expected:
         what = "truncated" if len(view) < expected else "trailing bytes"
         raise TraceError(

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import lightgbm as lgb
 import numpy as np
@@ -163,9 +163,7 @@ def chronological_split(samples: Samples, test_share: float, val_share: float) -
     )
     for name in ("train", "val", "test"):
         if not getattr(split, name).any():
-            raise ValueError(
-                f"the {name} part is empty ({n} sample slots, k = {k}): give a longer trace"
-            )
+            raise ValueError(f"the {name} part is empty ({n} sample slots, k = {k}): give a longer trace")
     return split
 
 
@@ -189,7 +187,7 @@ def fit_model(
 
 def predict(model_texts: Sequence[str], x: np.ndarray) -> list[np.ndarray]:
     """Probabilities of each model (one per horizon) for the rows ``x``."""
-    return [lgb.Booster(model_str=text).predict(x) for text in model_texts]
+    return [np.asarray(lgb.Booster(model_str=text).predict(x), dtype=np.float64) for text in model_texts]
 
 
 @dataclass

@@ -13,9 +13,14 @@ from .trace import TraceError, read_trace
 from .train import TrainConfig, to_bundle, train
 
 
-def newest_trace(folder: Path, pattern: str = "*") -> Path | None:
-    """The most recently modified file matching ``pattern`` (temporary dot-files skipped)."""
-    files = [p for p in folder.glob(pattern) if p.is_file() and not p.name.startswith(".")]
+def newest_trace(folder: Path, pattern: str = "*", exclude: Path | None = None) -> Path | None:
+    """The most recently modified file matching ``pattern`` (dot-files, i.e. temporary
+    files, and ``exclude``, the bundle when it lives in the same folder, skipped)."""
+    files = [
+        p
+        for p in folder.glob(pattern)
+        if p.is_file() and not p.name.startswith(".") and (exclude is None or p.resolve() != exclude.resolve())
+    ]
     return max(files, key=lambda p: (p.stat().st_mtime_ns, p.name), default=None)
 
 
@@ -38,7 +43,7 @@ def watch(
     last: tuple | None = None
     written = polls = 0
     while True:
-        path = newest_trace(folder, pattern)
+        path = newest_trace(folder, pattern, exclude=out)
         if path is not None:
             st = path.stat()
             key = (str(path), st.st_mtime_ns, st.st_size)
