@@ -23,7 +23,9 @@ def small_trace() -> Trace:
 
 @pytest.fixture(scope="session")
 def trained(small_trace):
-    return train([small_trace], TrainConfig(k=2, rounds=100, threads=2, seed=0))
+    # One LightGBM thread: on a busy two-core machine, OpenMP threads waiting for each
+    # other make training many times slower; one thread keeps the suite's time steady.
+    return train([small_trace], TrainConfig(k=2, rounds=100, threads=1, seed=0))
 
 
 def trace_of(cells, transfers=(), *, range_width=10, slot_ms=60_000, sample_p=1.0, start_unix_ms=0) -> Trace:

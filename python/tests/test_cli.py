@@ -15,7 +15,7 @@ from cairn.learn.leaper.cli import main
 from cairn.learn.leaper.trace import read_trace
 
 SYNTH = ["--slots", "216", "--slot-ms", "1200000", "--ranges", "600", "--ops-per-slot", "400", "--seed", "7"]
-FAST = ["--rounds", "30", "--threads", "2"]
+FAST = ["--rounds", "30", "--threads", "1"]
 
 
 @pytest.fixture(scope="module")

@@ -65,3 +65,11 @@ def test_model_uses_the_18_features(trained):
     assert "feature_names=" + " ".join(FEATURE_NAMES) in text
     assert math.isfinite(trained.threshold)
     assert np.isfinite(trained.prepared.samples.x).all()
+
+
+def test_figure_is_optional(trained, tmp_path):
+    from cairn.learn.leaper.report import write_figure
+
+    path = tmp_path / "fig6.png"
+    drawn = write_figure(trained.report, str(path))  # False without matplotlib
+    assert drawn == path.exists()
