@@ -5,9 +5,17 @@
 //! is Bourbon's cost-benefit analyzer, which the database's background learner
 //! (`db/learner.rs`) asks whether a table is worth learning under
 //! [`LearnMode::Cba`](crate::options::LearnMode).
+//!
+//! Leaper (Yang et al., VLDB 2020), prefetching hot key ranges: [`gbdt`] evaluates the
+//! LightGBM models the offline learner trains, and [`leaper_model`] reads the model bundle
+//! it writes (`docs/leaper-formats.md`).
 
 pub mod cba;
+pub mod gbdt;
+pub mod leaper_model;
 pub mod plr;
 
 pub use cba::{CbaEstimate, CbaInput};
+pub use gbdt::{GbdtModel, Objective};
+pub use leaper_model::{LeaperMeta, LeaperModel};
 pub use plr::{key_to_u64, Plr, PlrBuilder, Segment};
