@@ -305,6 +305,24 @@ impl RangeCollector {
             .collect()
     }
 
+    /// Every range seen with its sampled (reads, writes) in each of the `n` slots before
+    /// the current one, most recent first; ranges with no access in them are left out.
+    pub fn all_history(&self, n: usize) -> Vec<(u64, Vec<(u32, u32)>)> {
+        let now = self.current_slot();
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            for (&range, c) in shard.read().iter() {
+                let h: Vec<(u32, u32)> = (1..=n as u64)
+                    .map(|back| now.checked_sub(back).map_or((0, 0), |s| c.counts(s)))
+                    .collect();
+                if h.iter().any(|&(r, w)| r > 0 || w > 0) {
+                    out.push((range, h));
+                }
+            }
+        }
+        out
+    }
+
     /// Ranges seen so far.
     pub fn num_ranges(&self) -> usize {
         self.shards.iter().map(|s| s.read().len()).sum()
