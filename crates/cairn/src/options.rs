@@ -256,6 +256,11 @@ pub struct Options {
     /// Access statistics per key range and time slot (Leaper's collector); `None` (the
     /// default) collects nothing and costs nothing.
     pub access: Option<crate::access::AccessOptions>,
+    /// What happens to cached blocks around flushes and compactions (Leaper and its
+    /// baselines). Default: blocks of deleted tables are erased.
+    pub prefetch: crate::policy::PrefetchPolicy,
+    /// T of the invalidation-miss metric (`DbStats::prefetch`), in milliseconds.
+    pub invalidation_window_ms: u64,
 }
 
 impl Default for Options {
@@ -290,6 +295,8 @@ impl Default for Options {
             value_threshold: None,
             vlog_gc_space_amp: Some(1.5),
             access: None,
+            prefetch: crate::policy::PrefetchPolicy::EagerEvict,
+            invalidation_window_ms: 10_000,
         }
     }
 }
@@ -314,6 +321,7 @@ impl std::fmt::Debug for Options {
             .field("value_threshold", &self.value_threshold)
             .field("vlog_gc_space_amp", &self.vlog_gc_space_amp)
             .field("access", &self.access)
+            .field("prefetch", &self.prefetch)
             .finish_non_exhaustive()
     }
 }
@@ -424,6 +432,11 @@ impl Options {
         }
         if let Some(a) = &self.access {
             a.validate()?;
+        }
+        if let crate::policy::PrefetchPolicy::Leaper(p) = &self.prefetch {
+            if p.model.is_some() && self.access.is_none() {
+                return invalid("a Leaper model needs access statistics (Options::access)".into());
+            }
         }
         Ok(())
     }

@@ -1,7 +1,9 @@
 //! Named option presets, used by `cairn-bench` as `cairn:NAME` and handy for users.
 //! Each learned part adds its preset and its baselines' presets here.
 
+use crate::access::AccessOptions;
 use crate::options::{BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy};
+use crate::policy::PrefetchPolicy;
 
 /// Names of every preset, with a one-line description.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -20,6 +22,13 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("pure-kv", "AC-Key's baseline: the whole cache budget to a key-value cache"),
     ("pure-kp", "AC-Key's baseline: the whole cache budget to a key-pointer cache"),
     ("fixed-X-Y-Z", "AC-Key's 'offline' baseline: a fixed split in tenths, X KV + Y KP + Z block = 10 (e.g. fixed-3-2-5)"),
+    ("lru", "Leaper's baseline (RocksDB's default): nothing warmed, blocks of deleted tables age out of the LRU"),
+    ("eager-evict", "Leaper's baseline: blocks of deleted tables erased when the files go (cairn's default)"),
+    ("warmup", "Leaper's baseline, Incremental Warmup: compaction output blocks overlapping cached input blocks are cached as written"),
+    ("warm-flush", "Leaper's baseline, RocksDB's kFlushOnly: every block a flush writes is cached"),
+    ("warm-all", "Leaper's baseline, RocksDB's kFlushAndCompaction: every block a flush or compaction writes is cached"),
+    ("leaper", "Leaper: access statistics per key range, and a two-phase prefetcher driven by the learner's models (load one with Db::load_leaper_model; without one nothing is warmed)"),
+    ("leaper-ac-key", "Leaper on AC-Key's read cache"),
 ];
 
 /// Parses `fixed-X-Y-Z` (tenths summing to 10).
@@ -68,6 +77,18 @@ pub fn by_name(name: &str) -> Option<Options> {
         "pure-kv" => o.read_cache = ReadCachePolicy::PureKv,
         "pure-kp" => o.read_cache = ReadCachePolicy::PureKp,
         "wisckey" => o.value_threshold = Some(0),
+        "lru" => o.prefetch = PrefetchPolicy::Lru,
+        "eager-evict" => o.prefetch = PrefetchPolicy::EagerEvict,
+        "warmup" => o.prefetch = PrefetchPolicy::Warmup,
+        "warm-flush" => o.prefetch = PrefetchPolicy::WarmFlush,
+        "warm-all" => o.prefetch = PrefetchPolicy::WarmAll,
+        "leaper" | "leaper-ac-key" => {
+            o.access = Some(AccessOptions::default());
+            o.prefetch = PrefetchPolicy::Leaper(Default::default());
+            if name == "leaper-ac-key" {
+                o.read_cache = ReadCachePolicy::AcKey(Default::default());
+            }
+        }
         _ => o.read_cache = fixed_split(name)?,
     }
     // Bourbon runs on WiscKey: every value separated.

@@ -369,6 +369,9 @@ pub struct DbStats {
     pub read_cache: ReadCacheStats,
     /// Key-value separation: value-log bytes, reads, GC and space amplification.
     pub vlog: crate::vlog::VlogStats,
+    /// The cache around flush and compaction (Leaper and its baselines), and the
+    /// invalidation-miss metric.
+    pub prefetch: crate::policy::prefetch::PrefetchStats,
 }
 
 /// Sizes and hits of the read cache's components. For AC-Key (paper section 4) the three

@@ -54,6 +54,8 @@ fn crash_options() -> Options {
 fn open_db(dir: &Path) -> cairn::Result<Db> {
     if dir.file_name().is_some_and(|n| n == VLOG_DB) {
         open_with(dir, vlog_crash_options)
+    } else if dir.file_name().is_some_and(|n| n == LEAPER_DB) {
+        open_with(dir, leaper_crash_options)
     } else {
         open_with(dir, crash_options)
     }
@@ -69,6 +71,25 @@ fn vlog_crash_options() -> Options {
     Options {
         value_threshold: Some(0),
         vlog_gc_space_amp: Some(1.1),
+        ..crash_options()
+    }
+}
+
+/// Directory name that selects Leaper (access statistics and the prefetcher with a model
+/// the Python learner wrote), so kills land while blocks are warmed and evicted.
+const LEAPER_DB: &str = "db-leaper";
+
+fn leaper_crash_options() -> Options {
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/leaper/synth.bundle");
+    Options {
+        access: Some(cairn::access::AccessOptions {
+            slot_ms: 5,
+            ..Default::default()
+        }),
+        prefetch: cairn::policy::PrefetchPolicy::Leaper(cairn::policy::LeaperParams {
+            model: Some(model),
+            ..Default::default()
+        }),
         ..crash_options()
     }
 }
@@ -477,6 +498,8 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(if test_name.contains("vlog") {
         VLOG_DB
+    } else if test_name.contains("leaper") {
+        LEAPER_DB
     } else {
         "db"
     });
@@ -531,6 +554,13 @@ fn crash_sync_writes_survive_sigkill() {
 #[test]
 fn crash_vlog_sync_writes_survive_sigkill() {
     crash_cycles("crash_vlog_sync_writes_survive_sigkill", true, 50);
+}
+
+/// Kills while Leaper warms and evicts blocks around flushes and compactions lose no
+/// acknowledged write.
+#[test]
+fn crash_leaper_sync_writes_survive_sigkill() {
+    crash_cycles("crash_leaper_sync_writes_survive_sigkill", true, 30);
 }
 
 #[test]

@@ -976,3 +976,82 @@ fn recreated_column_family_does_not_inherit_dropped_writes() {
         "a write to the dropped family came back in the new one"
     );
 }
+
+/// Hot ranges that cover half the key space, changing every call: an oracle that is
+/// often wrong, so every path of the prefetcher (keep, evict, warm) runs.
+struct HalfOracle(std::sync::atomic::AtomicU64);
+
+impl cairn::policy::HotRangeSource for HalfOracle {
+    fn hot_intervals(&self, steps: std::ops::Range<usize>) -> Option<Vec<(u64, u64)>> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let k0 = cairn::access::key_number(&key(0), 0);
+        let span = cairn::access::key_number(&key(99_999), 0) - k0;
+        let start = k0 + (n * 7919 + steps.start as u64) % span;
+        Some(vec![(start, start + span / 2)])
+    }
+    fn slot_ms(&self) -> u64 {
+        1000
+    }
+    fn steps(&self) -> usize {
+        3
+    }
+}
+
+/// Leaper and its baselines move blocks in and out of the cache around flushes and
+/// compactions; answers must stay the model's under each, with a small cache so that
+/// warming evicts, and the Leaper run with a model the Python learner wrote.
+#[test]
+fn model_prefetch_policies() {
+    use cairn::access::AccessOptions;
+    use cairn::policy::{LeaperParams, PrefetchPolicy};
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    let bundle =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/leaper/synth.bundle");
+    let policies: Vec<(u64, bool, PrefetchPolicy)> = vec![
+        (4200, false, PrefetchPolicy::Lru),
+        (4201, true, PrefetchPolicy::Warmup),
+        (4202, false, PrefetchPolicy::WarmFlush),
+        (4203, true, PrefetchPolicy::WarmAll),
+        (
+            4204,
+            true,
+            PrefetchPolicy::Oracle(std::sync::Arc::new(HalfOracle(Default::default()))),
+        ),
+        (
+            4205,
+            false,
+            PrefetchPolicy::Leaper(LeaperParams {
+                model: Some(bundle),
+                max_warm_blocks: 64,
+            }),
+        ),
+    ];
+    for (seed, background, policy) in policies {
+        let name = policy.name();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, b"", |o| {
+                o.block_cache_bytes = 32 << 10;
+                o.prefetch = policy.clone();
+                o.access = Some(AccessOptions {
+                    slot_ms: 1,
+                    ..AccessOptions::default()
+                });
+            })
+        }));
+        match r {
+            Ok(stats) => {
+                let p = stats.prefetch;
+                assert_eq!(p.model_errors, 0, "{name}: {p:?}");
+                match name {
+                    "warm-flush" | "warm-all" => assert!(p.warmed_blocks > 0, "{name}: {p:?}"),
+                    "oracle" | "leaper" => assert!(p.jobs_with_model > 0, "{name}: {p:?}"),
+                    _ => {}
+                }
+            }
+            Err(e) => {
+                eprintln!("prefetch model test failed: seed {seed}, policy {name}");
+                resume_unwind(e);
+            }
+        }
+    }
+}

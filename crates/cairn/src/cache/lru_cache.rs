@@ -175,6 +175,23 @@ impl BlockCache for LruBlockCache {
         self.capacity
     }
 
+    fn cached_data_blocks(
+        &self,
+        files: &std::collections::HashSet<u64>,
+    ) -> Vec<(BlockKey, Arc<Block>)> {
+        let mut out = Vec::new();
+        for shard in self.shards.iter() {
+            let s = shard.lock();
+            out.extend(
+                s.lru
+                    .iter()
+                    .filter(|(k, e)| e.kind == BlockKind::Data && files.contains(&k.file_no))
+                    .map(|(k, e)| (*k, e.block.clone())),
+            );
+        }
+        out
+    }
+
     fn stats(&self) -> CacheStats {
         let mut total = CacheStats::default();
         for s in self.shards.iter() {

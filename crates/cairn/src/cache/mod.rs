@@ -114,4 +114,13 @@ pub trait BlockCache: Send + Sync {
     fn capacity(&self) -> usize;
     /// Counters since creation.
     fn stats(&self) -> CacheStats;
+    /// The cached data blocks of the given files, without touching their recency (the
+    /// prefetchers around compaction look at what a job will invalidate). A cache that
+    /// cannot list its blocks returns none: the prefetchers then do less, never wrong.
+    fn cached_data_blocks(
+        &self,
+        _files: &std::collections::HashSet<u64>,
+    ) -> Vec<(BlockKey, Arc<Block>)> {
+        Vec::new()
+    }
 }

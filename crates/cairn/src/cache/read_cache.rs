@@ -939,6 +939,19 @@ impl BlockCache for ReadCache {
         self.capacity
     }
 
+    fn cached_data_blocks(&self, files: &HashSet<u64>) -> Vec<(BlockKey, Arc<Block>)> {
+        let st = self.state.lock();
+        st.blocks
+            .keys()
+            .into_iter()
+            .filter(|k| files.contains(&k.file_no))
+            .filter_map(|k| {
+                let s = st.blocks.peek(&k)?;
+                (s.value.1 == BlockKind::Data).then(|| (k, s.value.0.clone()))
+            })
+            .collect()
+    }
+
     fn stats(&self) -> CacheStats {
         self.state.lock().blocks_stats
     }

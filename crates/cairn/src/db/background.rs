@@ -15,6 +15,7 @@ use crate::events::{CompactionInfo, FlushInfo, InputFile, OutputFile};
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::merging::MergingIterator;
+use crate::policy::prefetch::{CompactionJob, Prefetcher, Warmer};
 use crate::table::{BlockSink, TableBuildOptions};
 use crate::version::{FileDesc, VersionEdit};
 use crate::vlog::VlogMerge;
@@ -66,6 +67,8 @@ impl DbInner {
                 self.background_error(e);
                 continue;
             }
+            self.prefetch
+                .sample_reads(self.stats.gets.load(Ordering::Relaxed));
             // Leaper's collectors move ended slots into their traces off the request path.
             for cf in self.cfs.read().values() {
                 if let Some(a) = &cf.access {
@@ -109,7 +112,16 @@ impl DbInner {
         cf: u32,
         mem: &Arc<Memtable>,
         deepest: usize,
+        warmer: Option<Arc<Warmer>>,
     ) -> Result<(VersionEdit, Vec<OutputFile>)> {
+        let sink = |file_no: u64| -> BlockSink {
+            let w = warmer.clone();
+            Box::new(move |h, first, last, contents| {
+                if let Some(w) = &w {
+                    w.offer(file_no, h, first, last, contents);
+                }
+            })
+        };
         let tier = self.env.tier_for_level(0);
         let cf_name = self
             .cfs
@@ -147,7 +159,7 @@ impl DbInner {
             bottommost: false,
             new_file: &mut new_file,
             should_stop: &|| false,
-            block_sink: None,
+            block_sink: warmer.as_ref().map(|_| &sink as &dyn Fn(u64) -> BlockSink),
             values: if separate { Some(&mut vlog) } else { None },
         };
         let (outputs, _) = match merge(&mut it, &mut params) {
@@ -217,7 +229,8 @@ impl DbInner {
             l.on_flush_begin(&info);
         }
         let deepest = cf.sv.load().version.deepest_nonempty();
-        let (mut edit, files) = self.write_level0(cf.id, mem, deepest)?;
+        let warmer = self.prefetch.flush_warmer(cf.id);
+        let (mut edit, files) = self.write_level0(cf.id, mem, deepest, warmer)?;
         if let Some(rc) = &self.read_cache {
             // AC-Key: sync cached entries while readers still see the memtable (they check
             // it before the cache), so none reads a cached version older than it.
@@ -281,6 +294,13 @@ impl DbInner {
         let log_number = vs.log_number;
         drop(vs);
         self.remove_old_wals(log_number);
+        // Reads of the flushed keys now go to the new tables (Leaper's metric).
+        self.prefetch.flush_done(
+            files
+                .iter()
+                .map(|f| (f.smallest.clone(), f.largest.clone()))
+                .collect(),
+        );
         info.outputs = files;
         for l in &self.opts.listeners {
             l.on_flush_end(&info);
@@ -539,6 +559,17 @@ impl DbInner {
         pointer: Vec<u8>,
     ) -> Result<Vec<OutputFile>> {
         let id = cf.id;
+        // The prefetch policy sees the job start and (on every path out) its end.
+        let job_inputs: Vec<(u64, u64)> = inputs
+            .iter()
+            .chain(dest_inputs)
+            .map(|f| (f.file_no(), f.size()))
+            .collect();
+        let job = JobGuard(
+            &self.prefetch,
+            Some(self.prefetch.compaction_begin(id, &job_inputs)),
+        );
+        let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         let mut bytes_in = 0u64;
         for (level, f) in inputs
@@ -572,9 +603,13 @@ impl DbInner {
             .map(Arc::new);
         let sink = |file_no: u64| -> BlockSink {
             let r = replacer.clone();
+            let w = warmer.clone();
             Box::new(move |h, first, last, contents| {
                 if let Some(r) = &r {
                     r.offer(file_no, h, first, last, contents);
+                }
+                if let Some(w) = &w {
+                    w.offer(file_no, h, first, last, contents);
                 }
             })
         };
@@ -599,9 +634,8 @@ impl DbInner {
             bottommost,
             new_file: &mut new_file,
             should_stop: &stop,
-            block_sink: replacer
-                .as_ref()
-                .map(|_| &sink as &dyn Fn(u64) -> BlockSink),
+            block_sink: (replacer.is_some() || warmer.is_some())
+                .then_some(&sink as &dyn Fn(u64) -> BlockSink),
             values: if rewrite_values {
                 Some(&mut vlog)
             } else {
@@ -764,7 +798,7 @@ impl DbInner {
             if live.contains(&no) {
                 continue; // moved to another level, still in use
             }
-            self.tables.evict(no);
+            self.tables.evict(no, self.prefetch.erase_obsolete());
             let _ = self.env.remove(&table_path(&self.env, tier as usize, no));
         }
         // After the tables: a value-log file dies when the last table holding it is gone.
@@ -772,6 +806,17 @@ impl DbInner {
             if !vlogs.is_live(no) {
                 self.vlog.delete(no);
             }
+        }
+    }
+}
+
+/// Ends a compaction's prefetch job however the merge ends.
+struct JobGuard<'a>(&'a Prefetcher, Option<CompactionJob>);
+
+impl Drop for JobGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(job) = self.1.take() {
+            self.0.compaction_end(job);
         }
     }
 }

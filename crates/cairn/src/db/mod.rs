@@ -34,6 +34,7 @@ use crate::compaction::LevelShape;
 use crate::log::LogWriter;
 use crate::memtable::Memtable;
 use crate::options::{Options, ReadCachePolicy, ReadOptions, Transition, WriteOptions};
+use crate::policy::prefetch::Prefetcher;
 use crate::stats::{DbStats, OpKind, ReadCacheStats, StatsInner};
 use crate::storage::StorageEnv;
 use crate::table::ReadTrace;
@@ -128,6 +129,8 @@ pub(crate) struct DbInner {
     pub(crate) vlog: Arc<crate::vlog::VlogStore>,
     /// Value-log files chosen for GC: compactions move the values they read from them.
     pub(crate) gc_targets: Mutex<std::collections::HashSet<u64>>,
+    /// The cache around flush and compaction (Leaper and its baselines).
+    pub(crate) prefetch: Prefetcher,
     _lock: File,
 }
 
@@ -434,6 +437,15 @@ impl Db {
         Ok(rows.len())
     }
 
+    /// Installs a Leaper model bundle (written by `python -m cairn.learn.leaper train`)
+    /// for a column family while the database runs; it replaces the one in use. A damaged
+    /// or foreign bundle, or one whose key ranges do not fit the column family's
+    /// collector, is refused with an error and the one in use (or none) stays. Needs
+    /// [`Options::access`] and a Leaper prefetch policy.
+    pub fn load_leaper_model(&self, cf: &ColumnFamily, path: impl AsRef<Path>) -> Result<()> {
+        self.inner.load_leaper_model(cf.id, path.as_ref())
+    }
+
     /// The access collector of a column family, when [`Options::access`] is set.
     pub fn access_collector(&self, cf: &ColumnFamily) -> Option<Arc<RangeCollector>> {
         self.inner.cf_state(cf.id).ok()?.access.clone()
@@ -603,6 +615,7 @@ impl Db {
             s.levels.truncate(sv.version.levels.len());
         }
         s.vlog = self.inner.vlog.stats(&self.inner.vlog_usage());
+        s.prefetch = self.inner.prefetch.stats();
         s
     }
 
@@ -677,6 +690,39 @@ impl DbInner {
             .ok_or_else(|| Error::UnknownColumnFamily(format!("id {cf}")))
     }
 
+    pub(crate) fn load_leaper_model(&self, cf: u32, path: &Path) -> Result<()> {
+        if !matches!(
+            self.prefetch.policy(),
+            crate::policy::PrefetchPolicy::Leaper(_)
+        ) {
+            return Err(Error::InvalidArgument(
+                "the prefetch policy is not Leaper".into(),
+            ));
+        }
+        let collector = self.cf_state(cf)?.access.clone().ok_or_else(|| {
+            Error::InvalidArgument(
+                "a Leaper model needs access statistics (Options::access)".into(),
+            )
+        })?;
+        let r = crate::learned::leaper_model::LeaperModel::load(path)
+            .and_then(|m| crate::policy::HotRangePredictor::new(Arc::new(m), collector));
+        match r {
+            Ok(p) => {
+                self.prefetch.set_source(cf, Arc::new(p));
+                Ok(())
+            }
+            Err(e) => {
+                // Advisory: the engine runs on without the model (principle 2).
+                log::warn!(
+                    "Leaper model {} refused, prefetching without it: {e}",
+                    path.display()
+                );
+                self.prefetch.model_error();
+                Err(e)
+            }
+        }
+    }
+
     /// A collector for a column family, if access statistics are on.
     pub(crate) fn new_collector(&self, cf: u32) -> Option<Arc<RangeCollector>> {
         self.opts
@@ -748,6 +794,10 @@ impl DbInner {
                 let r = table.get(&lookup, &mut trace);
                 let counters = self.stats.level(level);
                 counters.record(&trace);
+                if trace.data_misses > 0 || trace.warmed_hits > 0 {
+                    self.prefetch
+                        .note_read(key, trace.data_misses, trace.warmed_hits);
+                }
                 if let Some((ikey, value)) = r? {
                     let p = parse_internal_key(&ikey)
                         .and_then(|p| p.value_kind().map(|k| (p.user_key == key, k, p.seq)))

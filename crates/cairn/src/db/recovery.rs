@@ -149,6 +149,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         vlog.check_present(no)?;
     }
     let (block_cache, read_cache) = DbInner::new_caches(&opts);
+    let (opts_prefetch, block_cache_for_prefetch, opts_block_size, opts_window) = (
+        opts.prefetch.clone(),
+        block_cache.clone(),
+        opts.block_size,
+        opts.invalidation_window_ms,
+    );
     let shape = LevelShape {
         level1_bytes: opts.level1_bytes,
         size_ratio: opts.size_ratio,
@@ -221,9 +227,21 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         next_mem_id: AtomicU64::new(1),
         vlog,
         gc_targets: Mutex::new(Default::default()),
+        prefetch: crate::policy::prefetch::Prefetcher::new(
+            opts_prefetch,
+            block_cache_for_prefetch,
+            opts_block_size,
+            opts_window,
+        ),
         _lock: lock,
     };
     inner.replay_wals(log_number, first_wal)?;
+    if let crate::policy::PrefetchPolicy::Leaper(p) = &inner.opts.prefetch {
+        if let Some(model) = p.model.clone() {
+            // A model that cannot be used leaves Leaper without one: the open goes on.
+            let _ = inner.load_leaper_model(0, &model);
+        }
+    }
     Ok(inner)
 }
 
@@ -346,7 +364,7 @@ impl DbInner {
                 .read()
                 .get(cf)
                 .map_or(0, |c| c.sv.load().version.deepest_nonempty());
-            let (e, _) = self.write_level0(*cf, mem, deepest)?;
+            let (e, _) = self.write_level0(*cf, mem, deepest, None)?;
             edit.added.extend(e.added);
             edit.sealed.extend(e.sealed);
         }

@@ -110,8 +110,9 @@ impl TableCache {
         Ok(Arc::new(Table::open(file, f.file_no(), None)?))
     }
 
-    /// Forgets a deleted table and its cached blocks.
-    pub(crate) fn evict(&self, file_no: u64) {
+    /// Forgets a deleted table and, if `erase_blocks`, its cached blocks (the `Lru`
+    /// prefetch policy leaves them to age out, as RocksDB does).
+    pub(crate) fn evict(&self, file_no: u64, erase_blocks: bool) {
         self.shard(file_no).write().remove(&file_no);
         if let Some(l) = &self.learner {
             l.retire(file_no);
@@ -123,7 +124,7 @@ impl TableCache {
                 }
             }
         }
-        if let Some(c) = &self.cache {
+        if let (Some(c), true) = (&self.cache, erase_blocks) {
             c.erase_file(file_no);
         }
     }

@@ -59,6 +59,9 @@ pub struct Block {
     count: usize,
     /// Start of the offset array (= end of the entry area).
     offsets_at: usize,
+    /// Put in the cache by a prefetcher and not read since (Leaper's precision counts
+    /// the warmed blocks a read later finds).
+    warmed: std::sync::atomic::AtomicBool,
 }
 
 /// Bytes a cached block costs beyond its contents: the `Block` itself and the `Arc` counts.
@@ -104,6 +107,7 @@ impl Block {
             data,
             count,
             offsets_at,
+            warmed: std::sync::atomic::AtomicBool::new(false),
         };
         for i in 0..count {
             if block.parse(i).is_none() {
@@ -111,6 +115,20 @@ impl Block {
             }
         }
         Ok(block)
+    }
+
+    /// Marks the block as put in the cache by a prefetcher.
+    pub fn mark_warmed(&self) {
+        self.warmed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// True the first time a warmed block is read (and clears the mark).
+    pub fn take_warmed(&self) -> bool {
+        self.warmed.load(std::sync::atomic::Ordering::Relaxed)
+            && self
+                .warmed
+                .swap(false, std::sync::atomic::Ordering::Relaxed)
     }
 
     fn parse(&self, i: usize) -> Option<(&[u8], &[u8])> {

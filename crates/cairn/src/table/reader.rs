@@ -46,6 +46,8 @@ pub struct ReadTrace {
     pub learned_lookups: u32,
     /// Lookups the learned index handed to the fence pointers.
     pub learned_fallbacks: u32,
+    /// Cached data blocks read for the first time since a prefetcher put them there.
+    pub warmed_hits: u32,
     /// Nanoseconds of the index-and-block search when this lookup was sampled for timing
     /// (0: not sampled).
     pub sampled_ns: u64,
@@ -339,6 +341,9 @@ impl Table {
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.lookup(&key) {
                 trace.data_hits += 1;
+                if b.take_warmed() {
+                    trace.warmed_hits += 1;
+                }
                 return Ok(b);
             }
         }

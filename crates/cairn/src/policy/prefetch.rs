@@ -1,0 +1,630 @@
+//! The cache around flush and compaction (DESIGN.md's seam): what happens to cached
+//! blocks when a flush or compaction rewrites their keys, with Leaper and its baselines as
+//! siblings behind one [`PrefetchPolicy`].
+//!
+//! - `Lru`: nothing; blocks of deleted tables stay until the LRU pushes them out
+//!   (RocksDB's default).
+//! - `EagerEvict`: blocks of deleted tables are erased when the files go (cairn's default).
+//! - `Warmup` (Incremental Warmup, Leaper §2.2): output blocks that overlap a cached input
+//!   block go into the cache as they are written; the old blocks go.
+//! - `WarmFlush` / `WarmAll` (RocksDB's `kFlushOnly` / `kFlushAndCompaction`): every block
+//!   a flush (and a compaction) writes goes into the cache.
+//! - `Leaper` (§5.2-5.3, §6): at a compaction's start, T1 = alpha * N (N input blocks,
+//!   alpha fitted from earlier jobs) and T2 = beta * Q / S (Q reads per second, S cache
+//!   blocks, beta fitted from how long earlier jobs' invalidation misses lasted) pick the
+//!   steps of the k models (eq. 4): cached input blocks outside hot_T1 are evicted now,
+//!   output blocks inside hot_T2 go into the cache as the merge writes them (no read-back),
+//!   overlap by Algorithm 3. At a flush, output blocks inside the hot ranges of the next
+//!   T2 go in. No model: nothing is warmed or evicted early (as `EagerEvict`).
+//! - `Oracle`: Leaper's mechanism with hot ranges from a [`HotRangeSource`] that knows the
+//!   future (the bench's own op stream): an upper bound.
+//!
+//! Warming is capped per job, reads no storage (blocks come from the writer), and is never
+//! counted as a foreground read. Every policy only moves blocks in and out of the cache:
+//! no answer changes.
+//!
+//! The metric (issue 10): an *invalidation miss* is a foreground data-block miss on a key
+//! inside a block range that a flush or compaction invalidated (cached input blocks of a
+//! compaction; the key ranges a flush moved out of the memtable), while the job runs or
+//! within T after it. Counted for T = `invalidation_window_ms`, 1 s and 60 s.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::hot_ranges::HotRangePredictor;
+use super::overlap::{block_is_hot, overlapping_blocks, Interval};
+use crate::access::key_number;
+use crate::cache::{BlockCache, BlockKey, BlockKind};
+use crate::table::{Block, BlockHandle};
+use crate::types::user_key;
+
+/// Answers which key ranges will be read in the next slots.
+pub trait HotRangeSource: Send + Sync {
+    /// Inclusive key-number intervals (sorted, disjoint) read in any of `steps` (0: the
+    /// next slot); `None` means "everything".
+    fn hot_intervals(&self, steps: Range<usize>) -> Option<Vec<Interval>>;
+    /// Length of one step.
+    fn slot_ms(&self) -> u64;
+    /// Steps it can answer for.
+    fn steps(&self) -> usize;
+    /// Offset of the 8 key bytes the intervals are made of.
+    fn key_offset(&self) -> usize {
+        0
+    }
+}
+
+impl HotRangeSource for HotRangePredictor {
+    fn hot_intervals(&self, steps: Range<usize>) -> Option<Vec<Interval>> {
+        HotRangePredictor::hot_intervals(self, steps)
+    }
+    fn slot_ms(&self) -> u64 {
+        HotRangePredictor::slot_ms(self)
+    }
+    fn steps(&self) -> usize {
+        HotRangePredictor::steps(self)
+    }
+    fn key_offset(&self) -> usize {
+        self.key_offset()
+    }
+}
+
+/// Leaper's settings.
+#[derive(Clone, Debug)]
+pub struct LeaperParams {
+    /// A model bundle to load at open for the default column family (others:
+    /// [`Db::load_leaper_model`](crate::Db::load_leaper_model)). Needs `Options::access`.
+    pub model: Option<PathBuf>,
+    /// Most blocks one job may warm.
+    pub max_warm_blocks: usize,
+}
+
+impl Default for LeaperParams {
+    fn default() -> Self {
+        LeaperParams {
+            model: None,
+            max_warm_blocks: 4096,
+        }
+    }
+}
+
+/// What happens to cached blocks around flushes and compactions.
+#[derive(Clone, Default)]
+pub enum PrefetchPolicy {
+    /// Nothing; dead blocks age out of the LRU.
+    Lru,
+    /// Dead blocks are erased when their files go.
+    #[default]
+    EagerEvict,
+    /// Incremental Warmup.
+    Warmup,
+    /// Every block a flush writes is cached.
+    WarmFlush,
+    /// Every block a flush or compaction writes is cached.
+    WarmAll,
+    /// Leaper's two-phase prefetcher.
+    Leaper(LeaperParams),
+    /// Leaper's mechanism with hot ranges that a bench knows in advance.
+    Oracle(Arc<dyn HotRangeSource>),
+}
+
+impl std::fmt::Debug for PrefetchPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl PrefetchPolicy {
+    /// Short name (as in the presets).
+    pub fn name(&self) -> &'static str {
+        match self {
+            PrefetchPolicy::Lru => "lru",
+            PrefetchPolicy::EagerEvict => "eager-evict",
+            PrefetchPolicy::Warmup => "warmup",
+            PrefetchPolicy::WarmFlush => "warm-flush",
+            PrefetchPolicy::WarmAll => "warm-all",
+            PrefetchPolicy::Leaper(_) => "leaper",
+            PrefetchPolicy::Oracle(_) => "oracle",
+        }
+    }
+}
+
+/// Counters of the prefetcher and of the invalidation metric.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PrefetchStats {
+    /// Blocks put in the cache by warming.
+    pub warmed_blocks: u64,
+    /// Warmed blocks that a read found afterwards (precision = this / warmed_blocks).
+    pub warmed_hits: u64,
+    /// Cached input blocks a policy dropped before the job ended.
+    pub evicted_blocks: u64,
+    /// Cached blocks flushes and compactions made obsolete.
+    pub invalidated_blocks: u64,
+    /// Invalidation misses within `invalidation_window_ms` (or during the job).
+    pub invalidation_misses: u64,
+    /// Of those, while the job ran (T1).
+    pub invalidation_misses_during: u64,
+    /// Invalidation misses with T = 1 s.
+    pub invalidation_misses_1s: u64,
+    /// Invalidation misses with T = 60 s.
+    pub invalidation_misses_60s: u64,
+    /// Model bundles refused (damaged, foreign, not fitting the collector).
+    pub model_errors: u64,
+    /// Flushes and compactions that had hot ranges to act on.
+    pub jobs_with_model: u64,
+    /// Fitted alpha of eq. 3 (ms of compaction per input block); 0 until a job ran.
+    pub alpha_ms_per_block: f64,
+    /// Fitted beta of eq. 3 (T2 = beta * Q / S, seconds); 0 until fitted.
+    pub beta: f64,
+}
+
+#[derive(Default)]
+struct Counters {
+    warmed_blocks: AtomicU64,
+    warmed_hits: AtomicU64,
+    evicted_blocks: AtomicU64,
+    invalidated_blocks: AtomicU64,
+    misses: AtomicU64,
+    misses_during: AtomicU64,
+    misses_1s: AtomicU64,
+    misses_60s: AtomicU64,
+    model_errors: AtomicU64,
+    jobs_with_model: AtomicU64,
+}
+
+/// One flush's or compaction's invalidated key ranges.
+struct Event {
+    begin: Instant,
+    end: Mutex<Option<Instant>>,
+    /// Sorted by first key; may overlap.
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Reads per second over cache blocks when the job ran (eq. 3's Q / S).
+    q_over_s: f64,
+    last_miss: Mutex<Option<Instant>>,
+}
+
+impl Event {
+    fn contains(&self, key: &[u8]) -> bool {
+        let n = self.ranges.partition_point(|r| r.0.as_slice() <= key);
+        self.ranges[..n].iter().any(|r| r.1.as_slice() >= key)
+    }
+}
+
+const LONGEST_WINDOW: Duration = Duration::from_secs(60);
+
+/// Timing fits for eq. 3.
+#[derive(Default)]
+struct Fits {
+    alpha_ms_per_block: Option<f64>,
+    beta: Option<f64>,
+    /// (time, reads so far) of the last rate sample.
+    last_reads: Option<(Instant, u64)>,
+    reads_per_s: f64,
+}
+
+fn ewma(old: Option<f64>, new: f64) -> f64 {
+    old.map_or(new, |o| 0.7 * o + 0.3 * new)
+}
+
+/// Which output blocks a job puts in the cache.
+enum Warm {
+    All,
+    /// Inside these key-number intervals.
+    Hot {
+        hot: Vec<Interval>,
+        key_offset: usize,
+    },
+    /// Overlapping these user-key ranges (sorted by first key).
+    Overlapping(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+/// A job's warming: offered each block its writer finishes.
+pub(crate) struct Warmer {
+    warm: Warm,
+    cache: Arc<dyn BlockCache>,
+    left: AtomicUsize,
+    counters: Arc<Counters>,
+}
+
+impl Warmer {
+    /// A data block of table `file_no`, just written.
+    pub(crate) fn offer(
+        &self,
+        file_no: u64,
+        handle: BlockHandle,
+        first: &[u8],
+        last: &[u8],
+        contents: &[u8],
+    ) {
+        let wanted = match &self.warm {
+            Warm::All => true,
+            Warm::Hot { hot, key_offset } => block_is_hot(
+                (
+                    key_number(first, *key_offset),
+                    key_number(last, *key_offset),
+                ),
+                hot,
+            ),
+            Warm::Overlapping(olds) => {
+                let end = olds.partition_point(|o| o.0.as_slice() <= last);
+                olds[..end].iter().any(|o| o.1.as_slice() >= first)
+            }
+        };
+        if !wanted
+            || self
+                .left
+                .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+                .is_err()
+        {
+            return;
+        }
+        // A cache hint only: a block that does not decode is not cached.
+        let Ok(block) = Block::decode(contents.to_vec(), "new table") else {
+            return;
+        };
+        block.mark_warmed();
+        let key = BlockKey {
+            file_no,
+            offset: handle.offset,
+        };
+        let charge = block.charge();
+        self.cache
+            .insert(key, BlockKind::Data, Arc::new(block), charge);
+        self.counters.warmed_blocks.fetch_add(1, Relaxed);
+    }
+}
+
+/// What a compaction's start decided, for its end.
+pub(crate) struct CompactionJob {
+    event: Option<Arc<Event>>,
+    begin: Instant,
+    input_blocks: u64,
+    /// Warming of the job's output blocks, if any.
+    pub(crate) warmer: Option<Arc<Warmer>>,
+}
+
+/// The engine's side of the seam: one per database.
+pub(crate) struct Prefetcher {
+    policy: PrefetchPolicy,
+    cache: Arc<dyn BlockCache>,
+    block_size: u64,
+    window: Duration,
+    sources: RwLock<HashMap<u32, Arc<dyn HotRangeSource>>>,
+    counters: Arc<Counters>,
+    events: Mutex<VecDeque<Arc<Event>>>,
+    fits: Mutex<Fits>,
+}
+
+impl Prefetcher {
+    pub(crate) fn new(
+        policy: PrefetchPolicy,
+        cache: Arc<dyn BlockCache>,
+        block_size: usize,
+        window_ms: u64,
+    ) -> Self {
+        let mut sources: HashMap<u32, Arc<dyn HotRangeSource>> = HashMap::new();
+        if let PrefetchPolicy::Oracle(src) = &policy {
+            sources.insert(0, src.clone());
+        }
+        Prefetcher {
+            policy,
+            cache,
+            block_size: block_size.max(1) as u64,
+            window: Duration::from_millis(window_ms),
+            sources: RwLock::new(sources),
+            counters: Arc::default(),
+            events: Mutex::new(VecDeque::new()),
+            fits: Mutex::new(Fits::default()),
+        }
+    }
+
+    pub(crate) fn policy(&self) -> &PrefetchPolicy {
+        &self.policy
+    }
+
+    /// Whether blocks of deleted tables are erased from the cache.
+    pub(crate) fn erase_obsolete(&self) -> bool {
+        !matches!(self.policy, PrefetchPolicy::Lru)
+    }
+
+    /// Installs (or replaces) the hot-range source of a column family.
+    pub(crate) fn set_source(&self, cf: u32, src: Arc<dyn HotRangeSource>) {
+        self.sources.write().insert(cf, src);
+    }
+
+    pub(crate) fn model_error(&self) {
+        self.counters.model_errors.fetch_add(1, Relaxed);
+    }
+
+    fn source(&self, cf: u32) -> Option<Arc<dyn HotRangeSource>> {
+        match self.policy {
+            PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
+                self.sources.read().get(&cf).cloned()
+            }
+            _ => None,
+        }
+    }
+
+    fn cache_blocks(&self) -> f64 {
+        (self.cache.capacity() as u64 / self.block_size).max(1) as f64
+    }
+
+    /// Updates the read rate (Q of eq. 3) from the database's read counter.
+    pub(crate) fn sample_reads(&self, reads: u64) {
+        let mut f = self.fits.lock();
+        let now = Instant::now();
+        match f.last_reads {
+            Some((t, r)) if now.duration_since(t) >= Duration::from_millis(200) => {
+                let dt = now.duration_since(t).as_secs_f64();
+                f.reads_per_s = reads.saturating_sub(r) as f64 / dt;
+                f.last_reads = Some((now, reads));
+            }
+            None => f.last_reads = Some((now, reads)),
+            _ => {}
+        }
+    }
+
+    /// T2 of eq. 3 in milliseconds, if beta is fitted.
+    fn t2_ms(&self) -> Option<u64> {
+        let f = self.fits.lock();
+        let beta = f.beta?;
+        Some((beta * f.reads_per_s / self.cache_blocks() * 1000.0) as u64)
+    }
+
+    fn record_event(&self, ranges: Vec<(Vec<u8>, Vec<u8>)>, ended: bool) -> Option<Arc<Event>> {
+        if ranges.is_empty() {
+            return None;
+        }
+        let now = Instant::now();
+        let q_over_s = self.fits.lock().reads_per_s / self.cache_blocks();
+        let mut ranges = ranges;
+        ranges.sort();
+        let e = Arc::new(Event {
+            begin: now,
+            end: Mutex::new(ended.then_some(now)),
+            ranges,
+            q_over_s,
+            last_miss: Mutex::new(None),
+        });
+        let mut events = self.events.lock();
+        self.expire(&mut events, now);
+        events.push_back(e.clone());
+        Some(e)
+    }
+
+    /// Drops events past the longest window, fitting beta from how long each one's
+    /// misses lasted after its job ended (the recovery time T2).
+    fn expire(&self, events: &mut VecDeque<Arc<Event>>, now: Instant) {
+        while let Some(e) = events.front() {
+            let end = *e.end.lock();
+            match end {
+                Some(end) if now.duration_since(end) > LONGEST_WINDOW => {
+                    if let Some(last) = *e.last_miss.lock() {
+                        let recovery = last.saturating_duration_since(end).as_secs_f64();
+                        if e.q_over_s > 0.0 {
+                            let mut f = self.fits.lock();
+                            f.beta = Some(ewma(f.beta, recovery / e.q_over_s));
+                        }
+                    }
+                    events.pop_front();
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// A warmer for a flush of `cf`, if the policy warms flushed blocks.
+    pub(crate) fn flush_warmer(&self, cf: u32) -> Option<Arc<Warmer>> {
+        let warm = match &self.policy {
+            PrefetchPolicy::WarmFlush | PrefetchPolicy::WarmAll => Warm::All,
+            PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
+                let src = self.source(cf)?;
+                let steps = self
+                    .t2_ms()
+                    .map_or(1, |t| t.div_ceil(src.slot_ms().max(1)) as usize)
+                    .clamp(1, src.steps());
+                self.counters.jobs_with_model.fetch_add(1, Relaxed);
+                match src.hot_intervals(0..steps) {
+                    Some(hot) => Warm::Hot {
+                        hot,
+                        key_offset: src.key_offset(),
+                    },
+                    None => Warm::All,
+                }
+            }
+            _ => return None,
+        };
+        Some(self.warmer(warm))
+    }
+
+    fn warmer(&self, warm: Warm) -> Arc<Warmer> {
+        let cap = match &self.policy {
+            PrefetchPolicy::Leaper(p) => p.max_warm_blocks,
+            _ => usize::MAX,
+        };
+        Arc::new(Warmer {
+            warm,
+            cache: self.cache.clone(),
+            left: AtomicUsize::new(cap),
+            counters: self.counters.clone(),
+        })
+    }
+
+    /// A flush of key ranges `ranges` (each output table's smallest..largest user key) is
+    /// installed: reads of those keys now go to the new tables.
+    pub(crate) fn flush_done(&self, ranges: Vec<(Vec<u8>, Vec<u8>)>) {
+        self.record_event(ranges, true);
+    }
+
+    /// A compaction of `inputs` (file numbers, with their sizes) starts.
+    pub(crate) fn compaction_begin(&self, cf: u32, inputs: &[(u64, u64)]) -> CompactionJob {
+        let begin = Instant::now();
+        let input_blocks: u64 = inputs
+            .iter()
+            .map(|&(_, size)| size.div_ceil(self.block_size))
+            .sum();
+        let files: HashSet<u64> = inputs.iter().map(|&(f, _)| f).collect();
+        let cached = self.cache.cached_data_blocks(&files);
+        let ranges: Vec<(Vec<u8>, Vec<u8>)> = cached
+            .iter()
+            .filter(|(_, b)| b.entry_count() > 0)
+            .map(|(_, b)| {
+                (
+                    user_key(b.key(0)).to_vec(),
+                    user_key(b.key(b.entry_count() - 1)).to_vec(),
+                )
+            })
+            .collect();
+        self.counters
+            .invalidated_blocks
+            .fetch_add(ranges.len() as u64, Relaxed);
+        let event = self.record_event(ranges.clone(), false);
+        let warm = match &self.policy {
+            PrefetchPolicy::Warmup if !ranges.is_empty() => {
+                let mut olds = ranges;
+                olds.sort();
+                Some(Warm::Overlapping(olds))
+            }
+            PrefetchPolicy::WarmAll => Some(Warm::All),
+            PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
+                self.leaper_begin(cf, input_blocks, &cached)
+            }
+            _ => None,
+        };
+        CompactionJob {
+            event,
+            begin,
+            input_blocks,
+            warmer: warm.map(|w| self.warmer(w)),
+        }
+    }
+
+    /// Leaper's two phases at a compaction's start: evict the cached input blocks no one
+    /// reads during the job (outside hot_T1), and warm output blocks inside hot_T2.
+    fn leaper_begin(
+        &self,
+        cf: u32,
+        input_blocks: u64,
+        cached: &[(BlockKey, Arc<Block>)],
+    ) -> Option<Warm> {
+        let src = self.source(cf)?;
+        let t = src.slot_ms().max(1);
+        let k = src.steps().max(1);
+        let t1_ms = self
+            .fits
+            .lock()
+            .alpha_ms_per_block
+            .map_or(0, |a| (a * input_blocks as f64) as u64);
+        let k1 = (t1_ms.div_ceil(t) as usize).clamp(1, k);
+        let k2 = self.t2_ms().map_or(1, |t2| t2.div_ceil(t) as usize).max(1);
+        let t2_steps = k1.min(k - 1)..(k1 + k2).min(k);
+        self.counters.jobs_with_model.fetch_add(1, Relaxed);
+        let off = src.key_offset();
+        if let Some(hot_t1) = src.hot_intervals(0..k1) {
+            let intervals: Vec<Interval> = cached
+                .iter()
+                .filter(|(_, b)| b.entry_count() > 0)
+                .map(|(_, b)| {
+                    (
+                        key_number(user_key(b.key(0)), off),
+                        key_number(user_key(b.key(b.entry_count() - 1)), off),
+                    )
+                })
+                .collect();
+            // Overlap wants blocks sorted by start; cached blocks come in cache order.
+            let mut order: Vec<usize> = (0..intervals.len()).collect();
+            order.sort_by_key(|&i| intervals[i]);
+            let sorted: Vec<Interval> = order.iter().map(|&i| intervals[i]).collect();
+            let keep: HashSet<usize> = overlapping_blocks(&sorted, &hot_t1)
+                .into_iter()
+                .map(|j| order[j])
+                .collect();
+            for (i, (key, _)) in cached.iter().enumerate() {
+                if !keep.contains(&i) {
+                    self.cache.erase(key);
+                    self.counters.evicted_blocks.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        Some(match src.hot_intervals(t2_steps) {
+            Some(hot) => Warm::Hot {
+                hot,
+                key_offset: off,
+            },
+            None => Warm::All,
+        })
+    }
+
+    /// The compaction is installed (or failed).
+    pub(crate) fn compaction_end(&self, job: CompactionJob) {
+        let now = Instant::now();
+        if let Some(e) = &job.event {
+            *e.end.lock() = Some(now);
+        }
+        if job.input_blocks > 0 {
+            let ms = now.duration_since(job.begin).as_secs_f64() * 1000.0;
+            let mut f = self.fits.lock();
+            f.alpha_ms_per_block = Some(ewma(f.alpha_ms_per_block, ms / job.input_blocks as f64));
+        }
+    }
+
+    /// A foreground read of `key` finished: `misses` data blocks came from storage and
+    /// `warmed_hits` warmed blocks were found.
+    pub(crate) fn note_read(&self, key: &[u8], misses: u32, warmed_hits: u32) {
+        if warmed_hits > 0 {
+            self.counters
+                .warmed_hits
+                .fetch_add(u64::from(warmed_hits), Relaxed);
+        }
+        if misses == 0 {
+            return;
+        }
+        let now = Instant::now();
+        let events = self.events.lock();
+        let Some(e) = events.iter().rev().find(|e| e.contains(key)) else {
+            return;
+        };
+        let end = *e.end.lock();
+        let since_end = end.map(|t| now.saturating_duration_since(t));
+        if since_end.is_some_and(|d| d > LONGEST_WINDOW) || now < e.begin {
+            return;
+        }
+        *e.last_miss.lock() = Some(now);
+        let within = |w: Duration| since_end.is_none_or(|d| d <= w);
+        let c = &self.counters;
+        c.misses_60s.fetch_add(1, Relaxed);
+        if within(Duration::from_secs(1)) {
+            c.misses_1s.fetch_add(1, Relaxed);
+        }
+        if within(self.window) {
+            c.misses.fetch_add(1, Relaxed);
+        }
+        if since_end.is_none() {
+            c.misses_during.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub(crate) fn stats(&self) -> PrefetchStats {
+        let c = &self.counters;
+        let f = self.fits.lock();
+        PrefetchStats {
+            warmed_blocks: c.warmed_blocks.load(Relaxed),
+            warmed_hits: c.warmed_hits.load(Relaxed),
+            evicted_blocks: c.evicted_blocks.load(Relaxed),
+            invalidated_blocks: c.invalidated_blocks.load(Relaxed),
+            invalidation_misses: c.misses.load(Relaxed),
+            invalidation_misses_during: c.misses_during.load(Relaxed),
+            invalidation_misses_1s: c.misses_1s.load(Relaxed),
+            invalidation_misses_60s: c.misses_60s.load(Relaxed),
+            model_errors: c.model_errors.load(Relaxed),
+            jobs_with_model: c.jobs_with_model.load(Relaxed),
+            alpha_ms_per_block: f.alpha_ms_per_block.unwrap_or(0.0),
+            beta: f.beta.unwrap_or(0.0),
+        }
+    }
+}

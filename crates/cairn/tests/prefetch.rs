@@ -1,0 +1,205 @@
+//! The cache around flush and compaction, policy by policy, on scripted jobs: which
+//! blocks each keeps, warms and drops, and how the invalidation-miss metric counts.
+
+use std::sync::Arc;
+
+use cairn::policy::{HotRangeSource, LeaperParams, PrefetchPolicy};
+use cairn::{Db, Options, WriteOptions};
+
+fn key(n: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&n.to_be_bytes());
+    k
+}
+
+const KEYS: u64 = 4000;
+const HOT: std::ops::Range<u64> = 1000..1100;
+
+/// Knows that keys 1000..1100 will be read.
+struct Oracle;
+
+impl HotRangeSource for Oracle {
+    fn hot_intervals(&self, _steps: std::ops::Range<usize>) -> Option<Vec<(u64, u64)>> {
+        Some(vec![(HOT.start, HOT.end - 1)])
+    }
+    fn slot_ms(&self) -> u64 {
+        1000
+    }
+    fn steps(&self) -> usize {
+        2
+    }
+}
+
+fn options(policy: PrefetchPolicy) -> Options {
+    Options {
+        write_buffer_size: 1 << 20,
+        target_file_size: 64 << 10,
+        block_size: 1024,
+        block_cache_bytes: 8 << 20,
+        background_work: false,
+        prefetch: policy,
+        ..Options::small()
+    }
+}
+
+/// Loads every key, flushes and compacts, reads the hot keys (caching their blocks),
+/// then overwrites every tenth key and compacts again: the hot keys' blocks are rewritten.
+/// Returns the data-block misses of reading the hot keys after that, and the stats.
+fn run(policy: PrefetchPolicy) -> (u64, cairn::DbStats) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(policy)).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..KEYS {
+        db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in HOT {
+        assert!(db.get(&key(i)).unwrap().is_some());
+    }
+    for i in (0..KEYS).step_by(10) {
+        db.put(&wo, &key(i), &[b'b'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let before = db.stats().block_cache_misses;
+    for i in HOT {
+        let want = if i % 10 == 0 { b'b' } else { b'a' };
+        assert_eq!(db.get(&key(i)).unwrap(), Some(vec![want; 100]), "key {i}");
+    }
+    let stats = db.stats();
+    let misses = stats.block_cache_misses - before;
+    db.close().unwrap();
+    (misses, stats)
+}
+
+#[test]
+fn hot_blocks_survive_compaction_under_the_oracle_and_warmup() {
+    let (evict_misses, evict) = run(PrefetchPolicy::EagerEvict);
+    assert!(
+        evict_misses > 0,
+        "the rewritten hot blocks must be read again"
+    );
+    assert_eq!(evict.prefetch.warmed_blocks, 0);
+    assert!(evict.prefetch.invalidated_blocks > 0);
+    assert!(
+        evict.prefetch.invalidation_misses > 0,
+        "{:?}",
+        evict.prefetch
+    );
+    assert!(evict.prefetch.invalidation_misses_60s >= evict.prefetch.invalidation_misses);
+
+    let (oracle_misses, oracle) = run(PrefetchPolicy::Oracle(Arc::new(Oracle)));
+    assert_eq!(oracle_misses, 0, "{:?}", oracle.prefetch);
+    assert_eq!(oracle.prefetch.invalidation_misses, 0);
+    let p = oracle.prefetch;
+    assert!(p.warmed_blocks > 0 && p.warmed_hits > 0, "{p:?}");
+    // Only the hot blocks are warmed (about 13 per compaction, two compactions), not the
+    // whole output.
+    assert!(p.warmed_blocks < 40, "{p:?}");
+    assert!(p.warmed_hits <= p.warmed_blocks);
+
+    let (warmup_misses, warmup) = run(PrefetchPolicy::Warmup);
+    assert_eq!(warmup_misses, 0, "{:?}", warmup.prefetch);
+    assert!(warmup.prefetch.warmed_blocks > 0);
+
+    let (all_misses, all) = run(PrefetchPolicy::WarmAll);
+    assert_eq!(all_misses, 0);
+    // Warm-all caches every output block: far more than the hot ones.
+    assert!(
+        all.prefetch.warmed_blocks > 10 * p.warmed_blocks,
+        "{:?}",
+        all.prefetch
+    );
+    assert!(all.prefetch.warmed_hits < all.prefetch.warmed_blocks / 5);
+}
+
+#[test]
+fn lru_leaves_dead_blocks_to_age_out_and_eager_evict_drops_them() {
+    let (_, lru) = run(PrefetchPolicy::Lru);
+    let (_, evict) = run(PrefetchPolicy::EagerEvict);
+    // The same reads; under LRU the dead blocks still take cache space.
+    assert!(
+        lru.block_cache_usage > evict.block_cache_usage,
+        "lru {} vs eager-evict {}",
+        lru.block_cache_usage,
+        evict.block_cache_usage
+    );
+}
+
+#[test]
+fn warm_flush_caches_what_a_flush_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(PrefetchPolicy::WarmFlush)).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..500 {
+        db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    let before = db.stats().block_cache_misses;
+    for i in 0..500 {
+        assert!(db.get(&key(i)).unwrap().is_some());
+    }
+    let s = db.stats();
+    assert_eq!(s.block_cache_misses, before, "{:?}", s.prefetch);
+    assert!(s.prefetch.warmed_hits > 0);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_damaged_leaper_model_changes_nothing_but_speed() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.bundle");
+    let good =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/leaper/synth.bundle");
+    let mut bytes = std::fs::read(&good).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x20;
+    std::fs::write(&bad, &bytes).unwrap();
+    let leaper = |model: Option<std::path::PathBuf>| Options {
+        access: Some(cairn::access::AccessOptions::default()),
+        ..options(PrefetchPolicy::Leaper(LeaperParams {
+            model,
+            ..LeaperParams::default()
+        }))
+    };
+    // Opening with a damaged model works, without the model.
+    let db = Db::open(dir.path().join("db"), leaper(Some(bad.clone()))).unwrap();
+    assert_eq!(db.stats().prefetch.model_errors, 1);
+    let err = db.load_leaper_model(&db.default_cf(), &bad).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert_eq!(db.stats().prefetch.model_errors, 2);
+    let wo = WriteOptions::default();
+    for i in 0..2000 {
+        db.put(&wo, &key(i), &i.to_be_bytes()).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in 0..2000 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(i.to_be_bytes().to_vec()));
+    }
+    assert_eq!(db.stats().prefetch.jobs_with_model, 0);
+    // The good model loads while the database runs and is used by the next job.
+    db.load_leaper_model(&db.default_cf(), &good).unwrap();
+    for i in 0..2000 {
+        db.put(&wo, &key(i), &(i + 1).to_be_bytes()).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert!(db.stats().prefetch.jobs_with_model > 0);
+    for i in 0..2000 {
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            Some((i + 1).to_be_bytes().to_vec())
+        );
+    }
+    db.close().unwrap();
+    // A policy other than Leaper refuses models; so does Leaper without access statistics.
+    let db = Db::open(dir.path().join("db2"), options(PrefetchPolicy::Lru)).unwrap();
+    assert!(db.load_leaper_model(&db.default_cf(), &good).is_err());
+    db.close().unwrap();
+    let no_access = Options {
+        access: None,
+        ..leaper(Some(good))
+    };
+    assert!(matches!(
+        Db::open(dir.path().join("db3"), no_access),
+        Err(cairn::Error::InvalidArgument(_))
+    ));
+}
