@@ -234,6 +234,7 @@ fn a_damaged_table_goes_to_lost_and_the_rest_is_repaired() {
     let one_table_per_flush = Options {
         write_buffer_size: 1 << 20,
         target_file_size: 1 << 20,
+        background_work: false, // no compaction merges the two tables
         ..opts()
     };
     let db = Db::open(dir.path(), one_table_per_flush).unwrap();

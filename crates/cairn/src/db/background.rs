@@ -268,15 +268,9 @@ impl DbInner {
             .min()
             .unwrap_or(0);
         edit.log_number = Some(min_wal);
-        if let Err(e) = vs.log_and_apply(edit.clone()) {
-            drop(vs);
-            for (_, _, _, d) in &edit.added {
-                let _ = self
-                    .env
-                    .remove(&table_path(&self.env, d.tier as usize, d.file_no));
-            }
-            return Err(e);
-        }
+        // On failure the outputs stay: the edit may have reached the manifest (the next
+        // open removes them if it did not).
+        vs.log_and_apply(edit)?;
         let version = vs.version(cf.id);
         if let Some(version) = version {
             self.install_sv(cf, |sv| SuperVersion {
@@ -671,15 +665,10 @@ impl DbInner {
         if from > 0 {
             edit.compact_pointers.push((id, from as u32, pointer));
         }
-        if let Err(e) = self.install_edit(cf, edit.clone()) {
-            for (_, _, _, d) in &edit.added {
-                let _ = self
-                    .env
-                    .remove(&table_path(&self.env, d.tier as usize, d.file_no));
-            }
-            vlog.abandon();
-            return Err(e);
-        }
+        // On failure the outputs stay: a failed manifest write may still have put the
+        // edit on disk, and recovery would then look for them. If it did not, the next
+        // open removes them as orphans.
+        self.install_edit(cf, edit)?;
         if let Some(rc) = &self.read_cache {
             rc.on_compaction(id, &gone, &files); // AC-Key: repoint KP entries
             if let Some(r) = replacer.and_then(|r| Arc::try_unwrap(r).ok()) {

@@ -329,16 +329,10 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
         }
     }
     vs.next_file_no = next_no;
-    // The new tables are synced; their names must be durable before a manifest names them.
-    let synced = (0..env.num_tiers())
-        .map(|t| env.tier_dir(t).to_path_buf())
-        .chain(std::iter::once(root.clone()))
-        .try_for_each(|d| env.sync_dir(&d));
-    if let Err(e) = synced.and_then(|_| vs.log_and_apply(edit)) {
-        // No CURRENT names anything yet: the old files are untouched, repair can run again.
-        remove_all(env, &written);
-        return Err(e);
-    }
+    // (log_and_apply syncs the new tables' directory entries before naming them.)
+    // On failure nothing is removed: CURRENT may already name the new manifest. The
+    // old files are untouched either way, and a second repair merges both again.
+    vs.log_and_apply(edit)?;
     // The new state is durable: the merged tables (and their learned models) and logs go.
     for &(tier, no) in &inputs {
         let _ = env.remove(&table_path(env, tier, no));

@@ -295,10 +295,23 @@ impl DbInner {
         w.sync()?;
         self.env.sync_dir(&self.path)?;
         let mut wal = self.wal.lock();
-        if let Some(mut old) = wal.writer.take() {
-            if !wal.poisoned {
-                // Writes acknowledged without sync stay as durable as the OS makes them.
-                let _ = old.flush();
+        let poisoned = wal.poisoned;
+        if let Some(old) = wal.writer.as_mut() {
+            // Make the old log durable before any write goes to the new one: otherwise a
+            // synced write in the new log could survive a power loss that takes earlier
+            // acknowledged (unsynced) writes of the old one, and recovery would show a
+            // later write without the earlier ones. A poisoned log's buffer holds its
+            // failed, unacknowledged write: only what reached the file is synced (a torn
+            // record there is dropped at recovery).
+            let r = if poisoned {
+                old.sync_written()
+            } else {
+                old.sync()
+            };
+            if let Err(e) = r {
+                drop(wal);
+                let _ = self.env.remove(&path);
+                return Err(e);
             }
         }
         wal.writer = Some(w);

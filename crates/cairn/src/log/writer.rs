@@ -74,6 +74,12 @@ impl LogWriter {
         self.file.sync()
     }
 
+    /// Syncs what reached the file, not the buffered rest (see
+    /// [`WritableFile::sync_written`](crate::storage::WritableFile::sync_written)).
+    pub fn sync_written(&mut self) -> Result<()> {
+        self.file.sync_written()
+    }
+
     /// Bytes written to the file so far (including buffered ones).
     pub fn len(&self) -> u64 {
         self.file.len()

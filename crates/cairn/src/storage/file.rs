@@ -91,6 +91,13 @@ impl WritableFile {
     /// Flushes and makes the data durable (fdatasync).
     pub fn sync(&mut self) -> Result<()> {
         self.flush()?;
+        self.sync_written()
+    }
+
+    /// fsync of what already reached the file, leaving buffered bytes unwritten (a log
+    /// whose last write failed keeps that write's bytes in its buffer: they must not be
+    /// made durable, but what came before them must).
+    pub fn sync_written(&mut self) -> Result<()> {
         self.file
             .sync_data()
             .map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;

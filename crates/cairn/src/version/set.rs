@@ -293,6 +293,7 @@ impl VersionSet {
         edit.last_seq = Some(self.last_seq.max(edit.last_seq.unwrap_or(0)));
         edit.log_number = Some(self.log_number.max(edit.log_number.unwrap_or(0)));
         let next = self.preview(&edit)?;
+        self.sync_new_entries(&edit)?;
         let needs_new = self
             .manifest
             .as_ref()
@@ -315,7 +316,16 @@ impl VersionSet {
                     }
                 }
                 Err(e) => {
-                    let _ = self.env.remove(&manifest_path(self.env.root(), no));
+                    // If CURRENT already names the new manifest (renamed, but the
+                    // directory sync failed), it may be what a restart reads: keep it.
+                    let root = self.env.root();
+                    let named = self
+                        .env
+                        .read_whole(&current_path(root), FileKind::Manifest)
+                        .is_ok_and(|c| c == format!("MANIFEST-{no:06}\n").as_bytes());
+                    if !named {
+                        let _ = self.env.remove(&manifest_path(root, no));
+                    }
                     return Err(e);
                 }
             }
@@ -329,6 +339,23 @@ impl VersionSet {
             }
         }
         self.install(&edit, next);
+        Ok(())
+    }
+
+    /// Makes the directory entries of the files an edit adds durable before the edit
+    /// names them: a table or value log synced but not yet in its directory can vanish in
+    /// a power loss, leaving the manifest pointing at nothing.
+    fn sync_new_entries(&self, edit: &VersionEdit) -> Result<()> {
+        let mut tiers: Vec<u32> = edit.added.iter().map(|a| a.3.tier).collect();
+        tiers.sort_unstable();
+        tiers.dedup();
+        for t in tiers {
+            self.env.sync_dir(self.env.tier_dir(t as usize))?;
+        }
+        // Value logs live in the root directory.
+        if edit.added.iter().any(|a| !a.3.vlog_refs.is_empty()) {
+            self.env.sync_dir(self.env.root())?;
+        }
         Ok(())
     }
 
