@@ -54,6 +54,8 @@ pub struct RunArgs {
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub budget: BudgetArgs,
+    #[command(flatten)]
+    pub leaper: LeaperArgs,
     /// Write the result JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -75,6 +77,8 @@ pub struct CompareArgs {
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub budget: BudgetArgs,
+    #[command(flatten)]
+    pub leaper: LeaperArgs,
     /// Directory for per-engine JSON and timeline CSV, report.md and PNG plots.
     #[arg(long, value_name = "DIR", default_value = "cairn-bench-out")]
     pub out: PathBuf,
@@ -84,12 +88,91 @@ pub struct CompareArgs {
     pub in_process: bool,
 }
 
+/// Leaper's experiments: the access statistics' slot, the invalidation metric's T, and
+/// training the model on the warm-up part of the stream.
+#[derive(Args, Debug, Clone)]
+pub struct LeaperArgs {
+    /// Time slot of the access statistics of cairn's Leaper presets, in milliseconds
+    /// (the paper's one or two minutes are too long for a bench run).
+    #[arg(long, default_value_t = crate::engines::default_leaper_slot_ms(), value_name = "MS")]
+    pub leaper_slot_ms: u64,
+    /// T of the invalidation-miss metric (misses within T after a flush or compaction), in
+    /// milliseconds, or `auto`: for `compare` on a leaper-* workload, the stock engine's
+    /// (cairn:lru, else the first) median hit-ratio recovery time, measured by running it
+    /// first (then again with that T); elsewhere cairn's default, 10 s.
+    #[arg(long, default_value = "auto", value_name = "MS|auto")]
+    pub invalidation_window_ms: String,
+    /// Python interpreter for the Leaper learner [default: $CAIRN_PYTHON, else
+    /// target/pyenv/bin/python, else python3].
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<String>,
+    /// Models the learner trains (future slots); default: Leaper's eq. 2 from the warm-up's
+    /// jobs, k = ceil(max(T1 + T2) / slot) + 1, capped by --leaper-max-k.
+    #[arg(long, value_name = "K")]
+    pub leaper_k: Option<usize>,
+    /// Cap on eq. 2's number of models.
+    #[arg(long, default_value_t = 8, value_name = "K")]
+    pub leaper_max_k: usize,
+    /// LightGBM threads for the learner (0: LightGBM's default).
+    #[arg(long, default_value_t = 0)]
+    pub leaper_threads: usize,
+    /// Do not train: Leaper engines run without a model (their fallback).
+    #[arg(long)]
+    pub leaper_no_train: bool,
+    /// Extra arguments for the learner (`python -m cairn.learn.leaper train --help`), one
+    /// string split at spaces, e.g. `--max-multiplier 8 --alpha 0.6`.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub learner_args: Option<String>,
+}
+
+impl LeaperArgs {
+    /// `--invalidation-window-ms`: Some(ms), or None for `auto`.
+    pub fn window_ms(&self) -> Result<Option<u64>> {
+        let w = self.invalidation_window_ms.trim();
+        if w.eq_ignore_ascii_case("auto") {
+            return Ok(None);
+        }
+        w.parse()
+            .map(Some)
+            .with_context(|| format!("--invalidation-window-ms takes MS or auto, got `{w}`"))
+    }
+
+    pub fn settings(&self) -> crate::leaper::LeaperSettings {
+        crate::leaper::LeaperSettings {
+            python: self.python.clone(),
+            pythonpath: None,
+            k: self.leaper_k,
+            max_k: self.leaper_max_k,
+            threads: self.leaper_threads,
+            train: !self.leaper_no_train,
+            learner_args: self
+                .learner_args
+                .as_deref()
+                .unwrap_or("")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+        }
+    }
+
+    /// The budget with the slot and (when fixed) T applied.
+    pub fn apply(&self, mut cfg: BenchConfig) -> Result<BenchConfig> {
+        if self.leaper_slot_ms == 0 {
+            bail!("--leaper-slot-ms must be positive");
+        }
+        cfg.leaper_slot_ms = self.leaper_slot_ms;
+        cfg.invalidation_window_ms = self.window_ms()?;
+        Ok(cfg)
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct WorkloadArgs {
     /// Workload. db_bench: fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom,
     /// readwhilewriting; YCSB: ycsb-a..ycsb-f; custom: mix (--mix), phased (--phases);
-    /// presets: ruskey-sessions, ac-key-two-phase, ac-key-default. Defaults to mix/phased
-    /// when --mix/--phases is given.
+    /// presets: ruskey-sessions, ac-key-two-phase, ac-key-default; Leaper (Table 2):
+    /// leaper-synthetic, leaper-ecommerce, leaper-im. Defaults to mix/phased when
+    /// --mix/--phases is given.
     #[arg(long, value_enum)]
     pub workload: Option<WorkloadName>,
     /// Records loaded before the measured phase (for fillseq/fillrandom: records written).
@@ -121,8 +204,9 @@ pub struct WorkloadArgs {
     /// workloads, YCSB's for ycsb-*, zipfian for mix/phased/presets).
     #[arg(long, value_enum)]
     pub distribution: Option<Distribution>,
-    /// Zipfian constant (YCSB default 0.99); implies --distribution zipfian unless
-    /// --distribution is given (then it sets the skew of `latest`/`zipfian`).
+    /// Zipfian constant (YCSB default 0.99; leaper-* workloads: their own); implies
+    /// --distribution zipfian unless --distribution is given (then it sets the skew of
+    /// `latest`/`zipfian`) or the workload is leaper-* (which keep their distribution).
     #[arg(long, value_name = "THETA")]
     pub zipf: Option<f64>,
     /// Custom op mix for workload `mix`, e.g. `read=0.5,scan=0.1,update=0.3,insert=0.1,rmw=0`
@@ -158,6 +242,25 @@ pub struct WorkloadArgs {
     /// (at most 10 minutes), so the measured phase starts from a settled tree.
     #[arg(long)]
     pub settle: bool,
+    /// Ops of the stream run unmeasured before the measured --ops (the part Leaper's
+    /// learner trains on; every engine runs it, then the harness waits for background
+    /// work to finish) [default: --ops for leaper-* workloads, else 0].
+    #[arg(long, value_name = "OPS")]
+    pub warmup_ops: Option<u64>,
+    /// End the warm-up after this many seconds if --warmup-ops (default 50 x --ops here)
+    /// have not run by then (Leaper's learner needs enough time slots). `compare` pins the
+    /// first engine's count for the others, so every engine runs the same stream (exactly
+    /// so with one thread).
+    #[arg(long, value_name = "SECS")]
+    pub warmup_secs: Option<f64>,
+    /// leaper-* workloads: share of reads (point + range) among the ops; the rest are
+    /// writes in the workload's update:insert ratio (Fig. 13b's mixtures).
+    #[arg(long, value_name = "FRACTION")]
+    pub read_share: Option<f64>,
+    /// leaper-* workloads: share of the reads that are range lookups of --scan-length
+    /// (Fig. 13a).
+    #[arg(long, value_name = "FRACTION")]
+    pub range_ratio: Option<f64>,
 }
 
 /// Accepts `8388608`, `512K`, `64M`, `64MiB`, `1G`, `1GB` (binary multiples).
@@ -218,6 +321,7 @@ impl BudgetArgs {
             direct_io: self.direct_io,
             sync: self.sync,
             device: self.device,
+            ..BenchConfig::default()
         }
     }
 }
@@ -242,13 +346,31 @@ impl WorkloadArgs {
             Some(d) => ValueSize::parse(d.strip_prefix("fixed:").unwrap_or(d))
                 .with_context(|| format!("--value-size-dist `{d}`"))?,
         };
-        let theta = self.zipf.unwrap_or(crate::workload::mix::default_theta());
+        let theta = self.zipf.unwrap_or(workload.default_theta());
         if !(theta > 0.0 && (theta - 1.0).abs() > 1e-9 && theta.is_finite()) {
             bail!("--zipf must be > 0 and != 1, got {theta}");
         }
-        let distribution = self
-            .distribution
-            .or(self.zipf.map(|_| Distribution::Zipfian));
+        // Leaper workloads keep their own (clustered / latest) zipfian for --zipf.
+        let distribution = self.distribution.or(self
+            .zipf
+            .filter(|_| !workload.is_leaper())
+            .map(|_| Distribution::Zipfian));
+        if (self.read_share.is_some() || self.range_ratio.is_some()) && !workload.is_leaper() {
+            bail!("--read-share and --range-ratio apply to leaper-* workloads");
+        }
+        let warmup_ops = match (self.warmup_ops, self.warmup_secs) {
+            (Some(n), _) => n,
+            // Time-bounded: until the deadline, at most 50x the measured ops.
+            (None, Some(_)) => self.ops.saturating_mul(50),
+            (None, None) if workload.is_leaper() => self.ops,
+            (None, None) => 0,
+        };
+        if self
+            .warmup_secs
+            .is_some_and(|s| !(s >= 0.0 && s.is_finite()))
+        {
+            bail!("--warmup-secs must be a non-negative number of seconds");
+        }
         if self.threads == 0 {
             bail!("--threads must be at least 1");
         }
@@ -273,6 +395,10 @@ impl WorkloadArgs {
             hot_ops: self.hot_ops,
             scan_ratio: self.scan_ratio,
             settle: self.settle,
+            warmup_ops,
+            warmup_secs: self.warmup_secs,
+            read_share: self.read_share,
+            range_ratio: self.range_ratio,
         })
     }
 }

@@ -2,11 +2,12 @@
 //! JSON, timeline CSVs, report.md and plots.
 
 use crate::cli::{CompareArgs, RunArgs};
-use crate::engines::EngineName;
+use crate::engines::{BenchConfig, EngineName, DEFAULT_INVALIDATION_WINDOW_MS};
 use crate::measure::timeline::{self, TimelineRow};
 use crate::report::json::RunResult;
 use crate::report::{markdown, plots};
 use crate::runner::{self, RunRequest};
+use crate::workload::WorkloadSpec;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -59,10 +60,14 @@ pub fn write_outputs(
     timelines: &[(String, Vec<TimelineRow>)],
 ) -> Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
+    let mut order = Vec::new();
     for (r, (_, rows), stem) in with_stems(results, timelines) {
         r.write(&dir.join(format!("{stem}.json")))?;
         write_timeline(rows, &dir.join(format!("{stem}.timeline.csv")))?;
+        order.push(stem);
     }
+    // The engines' order, for tools that read the directory back (leaper-summary).
+    std::fs::write(dir.join("runs.json"), serde_json::to_string(&order)? + "\n")?;
     let plots = plots::all(results, timelines, dir)?;
     let report = dir.join("report.md");
     std::fs::write(&report, markdown::report(results, &plots))?;
@@ -82,10 +87,12 @@ pub fn run_cmd(a: &RunArgs) -> Result<()> {
     let req = RunRequest {
         engine,
         spec: a.workload.spec()?,
-        config: a.budget.config(),
+        config: a.leaper.apply(a.budget.config())?,
         data_dir: a.budget.db_dir.clone(),
         keep_data: a.budget.keep_db,
         timeline_period_ms: a.workload.timeline_ms,
+        leaper: a.leaper.settings(),
+        window_source: None,
     };
     let (result, rows) = runner::run(&req)?;
     eprintln!("{}", summary_line(&result));
@@ -169,22 +176,79 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
     for e in &engines {
         e.check_available()?;
     }
-    let spec = a.workload.spec()?;
+    let mut spec = a.workload.spec()?;
     std::fs::create_dir_all(&a.out)?;
+    let stems = unique_stems(&engines.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+    let mut cfg = a.leaper.apply(a.budget.config())?;
+    let request = |engine: &EngineName,
+                   spec: &WorkloadSpec,
+                   cfg: &BenchConfig,
+                   source: Option<String>| RunRequest {
+        engine: engine.clone(),
+        spec: spec.clone(),
+        config: cfg.clone(),
+        data_dir: a.budget.db_dir.clone(),
+        keep_data: a.budget.keep_db,
+        timeline_period_ms: a.workload.timeline_ms,
+        leaper: a.leaper.settings(),
+        window_source: source,
+    };
+    let mut done: Vec<Option<(RunResult, Vec<TimelineRow>)>> = vec![None; engines.len()];
+    let mut source = None;
+    if cfg.invalidation_window_ms.is_none() && spec.workload.is_leaper() {
+        // T = the stock engine's median hit-ratio recovery time: run it first.
+        let i = stock_engine(&engines);
+        eprintln!(
+            "running {} on {} to measure the hit-ratio recovery time (T) ...",
+            engines[i],
+            spec.workload.name()
+        );
+        let req = request(&engines[i], &spec, &cfg, None);
+        let (r, rows) = run_one(
+            &req,
+            &a.out,
+            &format!("{}.calibration", stems[i]),
+            a.in_process,
+        )?;
+        eprintln!("{}", summary_line(&r));
+        pin_warmup(&mut spec, &r);
+        let t = window_from(&r, a.workload.timeline_ms);
+        let desc = match t {
+            Some(_) => format!(
+                "median hit-ratio recovery of {} ({} jobs; calibration run)",
+                engines[i],
+                r.invalidation.as_ref().map_or(0, |v| v.recoveries)
+            ),
+            None => format!(
+                "cairn's default: {} showed no recovery to measure",
+                engines[i]
+            ),
+        };
+        let t = t.unwrap_or(DEFAULT_INVALIDATION_WINDOW_MS);
+        eprintln!("T = {t} ms ({desc})");
+        cfg.invalidation_window_ms = Some(t);
+        source = Some(desc);
+        if t == DEFAULT_INVALIDATION_WINDOW_MS {
+            let mut r = r;
+            if let Some(v) = r.invalidation.as_mut() {
+                v.window_source = source.clone().unwrap_or_default();
+            }
+            done[i] = Some((r, rows));
+        }
+    }
     let mut results = Vec::new();
     let mut timelines = Vec::new();
-    let stems = unique_stems(&engines.iter().map(|e| e.to_string()).collect::<Vec<_>>());
-    for (engine, stem) in engines.into_iter().zip(stems) {
-        let req = RunRequest {
-            engine: engine.clone(),
-            spec: spec.clone(),
-            config: a.budget.config(),
-            data_dir: a.budget.db_dir.clone(),
-            keep_data: a.budget.keep_db,
-            timeline_period_ms: a.workload.timeline_ms,
+    for ((engine, stem), prior) in engines.iter().zip(&stems).zip(done) {
+        let (mut result, rows) = match prior {
+            Some(x) => x,
+            None => {
+                let req = request(engine, &spec, &cfg, source.clone());
+                eprintln!("running {engine} on {} ...", spec.workload.name());
+                let (r, rows) = run_one(&req, &a.out, stem, a.in_process)?;
+                pin_warmup(&mut spec, &r);
+                (r, rows)
+            }
         };
-        eprintln!("running {engine} on {} ...", spec.workload.name());
-        let (mut result, rows) = run_one(&req, &a.out, &stem, a.in_process)?;
         if a.in_process && !results.is_empty() {
             result.rss_note = "in-process compare: VmHWM is the peak of this process so far, \
                                earlier engines included; compare rss_at_open_bytes"
@@ -196,6 +260,39 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
     }
     let report = write_outputs(&a.out, &results, &timelines)?;
     print!("{}", markdown::table(&results));
+    if results.iter().any(|r| r.spec.workload.is_leaper()) {
+        println!();
+        print!("{}", markdown::invalidation_table(&results));
+    }
     eprintln!("report: {}", report.display());
     Ok(())
+}
+
+/// After a run with a time-bounded warm-up, the others run its warm-up op count.
+fn pin_warmup(spec: &mut WorkloadSpec, r: &RunResult) {
+    if spec.warmup_secs.is_some() {
+        eprintln!(
+            "warm-up: {} ops in --warmup-secs; the next engines run that many",
+            r.warmup_ops
+        );
+        spec.warmup_ops = r.warmup_ops;
+        spec.warmup_secs = None;
+    }
+}
+
+/// The engine whose recovery time sets T: cairn:lru (RocksDB's default cache behaviour)
+/// when listed, else the first.
+pub fn stock_engine(engines: &[EngineName]) -> usize {
+    engines
+        .iter()
+        .position(|e| e.to_string() == "cairn:lru")
+        .unwrap_or(0)
+}
+
+/// T from a run's median recovery time, rounded up to whole timeline periods (at least
+/// one); None when the run had no job to recover from.
+pub fn window_from(r: &RunResult, period_ms: u64) -> Option<u64> {
+    let rec = r.invalidation.as_ref()?.recovery_ms?;
+    let p = period_ms.max(1);
+    Some(rec.div_ceil(p).max(1) * p)
 }

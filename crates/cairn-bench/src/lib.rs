@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod compare;
 pub mod engines;
+pub mod leaper;
 pub mod measure;
 pub mod report;
 pub mod rng;

@@ -1,22 +1,25 @@
 //! Runs one engine through load + measured phase and produces its `RunResult`.
 
-use crate::engines::{BenchConfig, Engine, EngineCounters, EngineName};
+use crate::engines::{BenchConfig, Engine, EngineCounters, EngineExtras, EngineName, JobKind};
+use crate::leaper::{LeaperSettings, OracleSource, PausableClock};
 use crate::measure::latency::{cdf, summarize, OpLatencies};
 use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, CpuTime, ProcIo};
 use crate::measure::timeline::{self, Live, TimelineRow};
+use crate::measure::windows::{self, BackgroundJob};
 use crate::report::json::{
-    CacheStats, LoadPhase, PhaseResult, ReadCacheSummary, RunResult, Storage,
+    CacheStats, InvalidationSummary, LoadPhase, PhaseResult, ReadCacheSummary, RunResult, Storage,
 };
 use crate::rng::Rng;
 use crate::workload::dataset::KeySpace;
 use crate::workload::mix::OpKind;
-use crate::workload::{KeyCounter, Op, Plan, WorkloadName, WorkloadSpec};
-use anyhow::{Context, Result};
+use crate::workload::{KeyCounter, Op, OpGen, Plan, WorkloadName, WorkloadSpec};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Everything one run needs; serialized to hand a run to a child process.
@@ -30,6 +33,12 @@ pub struct RunRequest {
     /// Keep the engine's files after the run.
     pub keep_data: bool,
     pub timeline_period_ms: u64,
+    /// How Leaper engines train on the warm-up part.
+    #[serde(default)]
+    pub leaper: LeaperSettings,
+    /// Where `config.invalidation_window_ms` came from, for the report.
+    #[serde(default)]
+    pub window_source: Option<String>,
 }
 
 /// Random bytes that values are sliced from (compression is off, content is irrelevant
@@ -70,6 +79,8 @@ struct Ctx<'a> {
     keys: &'a KeySpace,
     values: &'a Values,
     tally: &'a Tally,
+    /// Ops executed, for `cairn:oracle`'s position in the stream.
+    progress: Option<&'a AtomicU64>,
 }
 
 impl Ctx<'_> {
@@ -82,6 +93,9 @@ impl Ctx<'_> {
     }
 
     fn exec(&self, op: &Op, kbuf: &mut [u8], salt: u64) -> Result<()> {
+        if let Some(p) = self.progress {
+            p.fetch_add(1, Ordering::Relaxed);
+        }
         self.keys.encode_into(op.key, kbuf);
         match op.kind {
             OpKind::Read => {
@@ -174,13 +188,38 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     }
     std::fs::create_dir_all(&dir)?;
     let rss_at_open = current_rss_bytes();
-    let engine = req.engine.open(&dir, &req.config)?;
+    // The access statistics' clock, stopped while the model trains; the oracle's future.
+    let clock = Arc::new(PausableClock::new());
+    if req.engine.is_oracle() && spec.warmup_secs.is_some() {
+        bail!(
+            "cairn:oracle reads the whole stream up front, so its warm-up must be a fixed \
+             count: give --warmup-ops, or list another engine first in `compare` (which pins \
+             the first engine's count)"
+        );
+    }
+    let oracle = req.engine.is_oracle().then(|| {
+        Arc::new(OracleSource::new(
+            &plan,
+            spec,
+            &keyspace,
+            req.config.leaper_slot_ms,
+        ))
+    });
+    let extras = EngineExtras {
+        clock: Some(clock.clone()),
+        oracle: oracle
+            .clone()
+            .map(|o| o as Arc<dyn cairn::policy::HotRangeSource>),
+    };
+    let engine = req.engine.open_with(&dir, &req.config, &extras)?;
+    let op_count = oracle.as_ref().map(|o| o.progress());
     let tally = Tally::default();
     let ctx = Ctx {
         engine: engine.as_ref(),
         keys: &keyspace,
         values: &values,
         tally: &tally,
+        progress: op_count.as_deref(),
     };
     let name = req.engine.to_string();
 
@@ -216,7 +255,73 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         };
     }
 
+    // One op generator per worker, shared by the warm-up and the measured part.
+    let key_count = KeyCounter::new(spec.records);
+    let mut gens: Vec<OpGen> = if spec.workload.is_fill() {
+        Vec::new()
+    } else {
+        (0..spec.threads)
+            .map(|t| plan.stream(spec.seed, t, spec.threads, spec.value_size, &key_count))
+            .collect()
+    };
+    let mut warmup_ops = 0;
+    let leaper = if plan.warmup > 0 {
+        if let Some(o) = &oracle {
+            o.mark();
+        }
+        let warm_start = Instant::now();
+        warmup_ops = warm_up(
+            &ctx,
+            &mut gens,
+            spec.key_size,
+            spec.warmup_secs,
+            &format!("{name} warm-up"),
+        )?;
+        // Train on the warm-up's access trace while the access clock stands still, then
+        // let every engine's background work finish so all measure from a quiet tree.
+        clock.pause();
+        let warm_jobs: Vec<f64> = engine
+            .jobs()
+            .iter()
+            .filter(|j| j.kind != JobKind::Move && j.start >= warm_start)
+            .filter_map(|j| Some(j.end?.duration_since(j.start).as_secs_f64()))
+            .collect();
+        let work = parent.join(format!("leaper-{}", req.engine.file_stem()));
+        let trained = crate::leaper::train::train(
+            engine.as_ref(),
+            &work,
+            &req.leaper,
+            req.config.leaper_slot_ms,
+            req.config.window_ms(),
+            &warm_jobs,
+        );
+        if !req.keep_data {
+            std::fs::remove_dir_all(&work).ok();
+        }
+        // Without a model the Leaper engine runs on its fallback; the JSON says why.
+        let mut trained = trained.unwrap_or_else(|e| {
+            eprintln!("warning: {name}: no Leaper model, measuring without one: {e:#}");
+            Some(crate::leaper::LeaperTraining {
+                slot_ms: req.config.leaper_slot_ms,
+                error: Some(format!("{e:#}")),
+                ..Default::default()
+            })
+        });
+        if let Some(t) = &mut trained {
+            t.warmup_ops = warmup_ops;
+        }
+        settle(engine.as_ref());
+        clock.resume();
+        trained
+    } else {
+        None
+    };
+
     // Measured phase.
+    if let Some(o) = &oracle {
+        o.mark();
+    }
+    let p0 = engine.prefetch();
     let c0 = engine.counters();
     let g0 = engine.read_cache();
     let io0 = ProcIo::now();
@@ -229,10 +334,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         plan.total_ops()
     };
     let pb = progress(total, format!("{name} {}", spec.workload.name()));
-    let key_count = KeyCounter::new(spec.records);
     let t0 = Instant::now();
     let (lat, bg, rows) = std::thread::scope(|s| -> Result<_> {
-        let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period));
+        let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0));
         let result = (|| -> Result<(OpLatencies, Option<OpLatencies>)> {
             if spec.workload.is_fill() {
                 let mut lat = OpLatencies::default();
@@ -258,16 +362,14 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                     let (ctx, done, keys) = (&ctx, &done, &key_count);
                     s2.spawn(move || background_writer(ctx, spec, keys, done))
                 });
-                let workers: Vec<_> = (0..spec.threads)
-                    .map(|t| {
-                        let (ctx, plan, keys, live, pb) = (&ctx, &plan, &key_count, &live, &pb);
+                let workers: Vec<_> = gens
+                    .into_iter()
+                    .map(|gen| {
+                        let (ctx, live, pb) = (&ctx, &live, &pb);
                         s2.spawn(move || -> Result<OpLatencies> {
                             let mut lat = OpLatencies::default();
                             let mut kbuf = vec![0u8; spec.key_size];
-                            for (i, op) in plan
-                                .stream(spec.seed, t, spec.threads, spec.value_size, keys)
-                                .enumerate()
-                            {
+                            for (i, op) in gen.enumerate() {
                                 timed(
                                     ctx,
                                     &op,
@@ -315,7 +417,28 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let cpu = CpuTime::now().since(&cpu0);
     let c1 = engine.counters();
     let g1 = engine.read_cache();
+    let p1 = engine.prefetch();
     let engine_stats = engine.extra_stats();
+    let background_jobs = match p1 {
+        // Engines that report their jobs as they happen.
+        Some(_) => windows::from_spans(&engine.jobs(), t0, seconds),
+        None => windows::from_timeline(&rows),
+    };
+    let window_source =
+        req.window_source
+            .clone()
+            .unwrap_or_else(|| match req.config.invalidation_window_ms {
+                Some(_) => "--invalidation-window-ms".into(),
+                None => "cairn's default".into(),
+            });
+    let invalidation = invalidation_summary(
+        &rows,
+        &background_jobs,
+        p1.map(|p1| p1.since(&p0.unwrap_or_default())),
+        req.config.window_ms(),
+        window_source,
+        period.as_secs_f64(),
+    );
     let io = ProcIo::now().since(&io0);
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
@@ -415,9 +538,110 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             cpu,
             read_cache,
             engine_stats,
+            invalidation: Some(invalidation),
+            background_jobs,
+            leaper,
+            warmup_ops,
         },
         rows,
     ))
+}
+
+/// Runs each generator's warm-up ops, untimed, one thread per generator, for at most
+/// `secs`; returns how many ran.
+fn warm_up(
+    ctx: &Ctx<'_>,
+    gens: &mut [OpGen<'_>],
+    key_size: usize,
+    secs: Option<f64>,
+    label: &str,
+) -> Result<u64> {
+    let total: u64 = gens.iter().map(|g| g.warmup_left()).sum();
+    let pb = progress(total, label.to_string());
+    let deadline = secs.map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = gens
+            .iter_mut()
+            .map(|g| {
+                let pb = &pb;
+                s.spawn(move || -> Result<u64> {
+                    let mut kbuf = vec![0u8; key_size];
+                    let mut done = 0u64;
+                    while g.warmup_left() > 0 {
+                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                            g.end_warmup();
+                            break;
+                        }
+                        let op = g.next().expect("warm-up ops remain");
+                        ctx.exec(&op, &mut kbuf, op.phase as u64 + 1)?;
+                        done += 1;
+                        if done.is_multiple_of(PROGRESS_BATCH) {
+                            pb.inc(PROGRESS_BATCH);
+                        }
+                    }
+                    Ok(done)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("warm-up worker panicked"))
+            .sum::<Result<u64>>()
+    })
+    .inspect(|_| pb.finish_and_clear())
+}
+
+/// Leaper's metric from the engine's counters and the timeline split into job windows.
+pub fn invalidation_summary(
+    rows: &[TimelineRow],
+    jobs: &[BackgroundJob],
+    p: Option<crate::engines::PrefetchCounters>,
+    window_ms: u64,
+    window_source: String,
+    period_s: f64,
+) -> InvalidationSummary {
+    let w = windows::windows(jobs, window_ms as f64 / 1000.0);
+    let st = windows::stats(rows, &w);
+    let rec = windows::recoveries(rows, jobs, period_s);
+    let ended = |k: JobKind| {
+        jobs.iter()
+            .filter(|j| j.kind == k && j.end_s >= 0.0)
+            .count() as u64
+    };
+    InvalidationSummary {
+        window_ms,
+        window_source,
+        misses: p.map(|p| p.invalidation_misses),
+        window_misses: Some(st.misses_in),
+        warmed_blocks: p.map(|p| p.warmed_blocks),
+        precision: p.and_then(|p| {
+            (p.warmed_blocks > 0).then(|| p.warmed_hits as f64 / p.warmed_blocks as f64)
+        }),
+        warmed_hits: p.map(|p| p.warmed_hits),
+        misses_during_jobs: p.map(|p| p.invalidation_misses_during),
+        misses_1s: p.map(|p| p.invalidation_misses_1s),
+        misses_60s: p.map(|p| p.invalidation_misses_60s),
+        outside_misses: Some(st.misses_out),
+        invalidated_blocks: p.map(|p| p.invalidated_blocks),
+        evicted_blocks: p.map(|p| p.evicted_blocks),
+        model_errors: p.map(|p| p.model_errors),
+        jobs_with_model: p.map(|p| p.jobs_with_model),
+        alpha_ms_per_block: p.map(|p| p.alpha_ms_per_block),
+        beta: p.map(|p| p.beta),
+        flushes: ended(JobKind::Flush),
+        compactions: ended(JobKind::Compaction),
+        window_seconds: st.inside_s,
+        outside_seconds: st.outside_s,
+        hit_ratio_in_windows: st.hit_in(),
+        hit_ratio_outside: st.hit_out(),
+        qps_in_windows: st.qps_in(),
+        qps_outside: st.qps_out(),
+        median_p95_us: st.median_p95_us,
+        p95_spike_seconds: st.spike_s,
+        p95_spike_seconds_in_windows: st.spike_s_in,
+        recovery_ms: windows::median(&rec).map(|s| (s * 1000.0).round() as u64),
+        recoveries: rec.len(),
+    }
 }
 
 /// Waits until the engine reports no background work in several polls in a row (a

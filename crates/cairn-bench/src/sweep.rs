@@ -348,6 +348,8 @@ pub fn sweep_cmd(a: &SweepArgs) -> Result<()> {
                     data_dir: a.budget.db_dir.clone(),
                     keep_data: a.budget.keep_db,
                     timeline_period_ms: a.workload.timeline_ms,
+                    leaper: Default::default(),
+                    window_source: None,
                 };
                 let key = serde_json::to_string(&req)?;
                 let (r, t) = match done.get(&key) {

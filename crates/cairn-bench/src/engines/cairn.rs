@@ -1,25 +1,137 @@
 //! cairn, configured to the shared budget (or a named preset with the budget applied on
-//! top). Not in the module tree until the engine lands: see `engines/mod.rs`.
+//! top).
 
-use super::{BenchConfig, Engine, EngineCounters, ReadCacheGauges};
+use super::{
+    BenchConfig, Engine, EngineCounters, EngineExtras, JobKind, JobSpan, PrefetchCounters,
+    ReadCacheGauges,
+};
 use anyhow::{anyhow, Context, Result};
+use cairn::events::{CompactionInfo, EventListener, FlushInfo};
+use cairn::policy::PrefetchPolicy;
 use cairn::{Db, Options, WriteOptions};
+use parking_lot::Mutex;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// `cairn:oracle`: Leaper's mechanism fed with the hot ranges the harness reads off its own
+/// op stream (an upper bound); built here because the engine cannot know the stream.
+pub const ORACLE: &str = "oracle";
 
 pub struct CairnEngine {
     db: Db,
     write_opts: WriteOptions,
+    jobs: Arc<JobLog>,
+}
+
+/// Records when flushes and compactions start and end (cairn's event listener).
+#[derive(Default)]
+struct JobLog {
+    spans: Mutex<Vec<(JobKey, JobSpan)>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum JobKey {
+    Flush(u32, u64),
+    Compaction(u32, usize, Vec<u64>),
+}
+
+impl JobLog {
+    fn begin(&self, key: JobKey, kind: JobKind, detail: String) {
+        self.spans.lock().push((
+            key,
+            JobSpan {
+                kind,
+                start: Instant::now(),
+                end: None,
+                detail,
+            },
+        ));
+    }
+
+    fn end(&self, key: &JobKey) {
+        let now = Instant::now();
+        let mut spans = self.spans.lock();
+        if let Some((_, s)) = spans
+            .iter_mut()
+            .rev()
+            .find(|(k, s)| k == key && s.end.is_none())
+        {
+            s.end = Some(now);
+        }
+    }
+}
+
+fn compaction_key(i: &CompactionInfo) -> JobKey {
+    JobKey::Compaction(
+        i.cf,
+        i.output_level,
+        i.inputs.iter().map(|f| f.file_no).collect(),
+    )
+}
+
+impl EventListener for JobLog {
+    fn on_flush_begin(&self, info: &FlushInfo) {
+        self.begin(
+            JobKey::Flush(info.cf, info.memtable_id),
+            JobKind::Flush,
+            "memtable->L0".into(),
+        );
+    }
+    fn on_flush_end(&self, info: &FlushInfo) {
+        self.end(&JobKey::Flush(info.cf, info.memtable_id));
+    }
+    fn on_compaction_begin(&self, info: &CompactionInfo) {
+        let kind = if info.trivial_move {
+            JobKind::Move
+        } else {
+            JobKind::Compaction
+        };
+        self.begin(
+            compaction_key(info),
+            kind,
+            format!("L{}->L{}", info.input_level, info.output_level),
+        );
+    }
+    fn on_compaction_end(&self, info: &CompactionInfo) {
+        self.end(&compaction_key(info));
+    }
 }
 
 impl CairnEngine {
     /// `preset` is the part after `cairn:`; the budget flags override the preset's sizes
     /// so cairn and RocksDB are always given the same memory.
-    pub fn open_preset(dir: &Path, cfg: &BenchConfig, preset: Option<&str>) -> Result<Self> {
+    pub fn open_preset(
+        dir: &Path,
+        cfg: &BenchConfig,
+        preset: Option<&str>,
+        extras: &EngineExtras,
+    ) -> Result<Self> {
         let mut opts = match preset {
             None => Options::default(),
+            Some(ORACLE) => {
+                let source = extras
+                    .oracle
+                    .clone()
+                    .ok_or_else(|| anyhow!("cairn:oracle needs the harness's op stream"))?;
+                let mut o = cairn::presets::by_name(ORACLE).unwrap_or_default();
+                o.prefetch = PrefetchPolicy::Oracle(source);
+                o
+            }
             Some(name) => cairn::presets::by_name(name)
                 .ok_or_else(|| anyhow!("cairn has no preset `{name}`"))?,
         };
+        if let Some(a) = opts.access.as_mut() {
+            a.slot_ms = cfg.leaper_slot_ms.max(1);
+            if let Some(c) = &extras.clock {
+                a.clock = c.clone();
+            }
+        }
+        if let Some(t) = cfg.invalidation_window_ms {
+            opts.invalidation_window_ms = t;
+        }
+        let jobs = Arc::new(JobLog::default());
+        opts.listeners.push(jobs.clone());
         opts.write_buffer_size = cfg.write_buffer_size;
         opts.block_cache_bytes = cfg.cache_bytes;
         opts.bloom_bits_per_key = cfg.bloom_bits;
@@ -43,13 +155,14 @@ impl CairnEngine {
         Ok(CairnEngine {
             db,
             write_opts: WriteOptions { sync: cfg.sync },
+            jobs,
         })
     }
 }
 
 impl Engine for CairnEngine {
     fn open(dir: &Path, cfg: &BenchConfig) -> Result<Self> {
-        Self::open_preset(dir, cfg, None)
+        Self::open_preset(dir, cfg, None, &EngineExtras::default())
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -93,7 +206,54 @@ impl Engine for CairnEngine {
             compaction_bytes_written: s.compaction_bytes_written,
             flushes_running: s.flushes_running,
             compactions_running: s.compactions_running,
+            invalidation_misses: s.prefetch.invalidation_misses,
         }
+    }
+
+    fn jobs(&self) -> Vec<JobSpan> {
+        self.jobs
+            .spans
+            .lock()
+            .iter()
+            .map(|(_, s)| s.clone())
+            .collect()
+    }
+
+    fn prefetch(&self) -> Option<PrefetchCounters> {
+        let p = self.db.stats().prefetch;
+        Some(PrefetchCounters {
+            warmed_blocks: p.warmed_blocks,
+            warmed_hits: p.warmed_hits,
+            evicted_blocks: p.evicted_blocks,
+            invalidated_blocks: p.invalidated_blocks,
+            invalidation_misses: p.invalidation_misses,
+            invalidation_misses_during: p.invalidation_misses_during,
+            invalidation_misses_1s: p.invalidation_misses_1s,
+            invalidation_misses_60s: p.invalidation_misses_60s,
+            model_errors: p.model_errors,
+            jobs_with_model: p.jobs_with_model,
+            alpha_ms_per_block: p.alpha_ms_per_block,
+            beta: p.beta,
+        })
+    }
+
+    fn export_access_trace(&self, path: &Path) -> Result<Option<usize>> {
+        let cf = self.db.default_cf();
+        if self.db.access_collector(&cf).is_none() {
+            return Ok(None);
+        }
+        let rows = self
+            .db
+            .export_access_trace(&cf, path)
+            .with_context(|| format!("exporting the access trace to {}", path.display()))?;
+        Ok(Some(rows))
+    }
+
+    fn load_leaper_model(&self, path: &Path) -> Result<()> {
+        let cf = self.db.default_cf();
+        self.db
+            .load_leaper_model(&cf, path)
+            .with_context(|| format!("loading the Leaper model {}", path.display()))
     }
 
     fn read_cache(&self) -> Option<ReadCacheGauges> {

@@ -24,6 +24,29 @@ pub struct BenchConfig {
     /// Latency added to every storage I/O (cairn's device profile; other engines ignore it).
     #[serde(default)]
     pub device: Device,
+    /// Time slot of the access statistics for engines that collect them (cairn's Leaper
+    /// presets), in milliseconds (Leaper's one or two minutes are too long for a bench).
+    #[serde(default = "default_leaper_slot_ms")]
+    pub leaper_slot_ms: u64,
+    /// T of the invalidation-miss metric in milliseconds (cairn's
+    /// `Options::invalidation_window_ms`); None: the engine's default (10 s).
+    #[serde(default)]
+    pub invalidation_window_ms: Option<u64>,
+}
+
+pub fn default_leaper_slot_ms() -> u64 {
+    1000
+}
+
+/// T of the invalidation metric when none is set (cairn's default).
+pub const DEFAULT_INVALIDATION_WINDOW_MS: u64 = 10_000;
+
+impl BenchConfig {
+    /// T of the invalidation metric this run uses.
+    pub fn window_ms(&self) -> u64 {
+        self.invalidation_window_ms
+            .unwrap_or(DEFAULT_INVALIDATION_WINDOW_MS)
+    }
 }
 
 /// A device profile: what a storage I/O costs on top of the machine's own.
@@ -58,6 +81,8 @@ impl Default for BenchConfig {
             direct_io: false,
             sync: false,
             device: Device::None,
+            leaper_slot_ms: default_leaper_slot_ms(),
+            invalidation_window_ms: None,
         }
     }
 }
@@ -78,6 +103,9 @@ pub struct EngineCounters {
     /// Gauges, not counters: background work running right now.
     pub flushes_running: u64,
     pub compactions_running: u64,
+    /// Invalidation misses with T = the configured window (engines that count them).
+    #[serde(default)]
+    pub invalidation_misses: u64,
 }
 
 impl EngineCounters {
@@ -101,8 +129,92 @@ impl EngineCounters {
                 .saturating_sub(earlier.compaction_bytes_written),
             flushes_running: self.flushes_running,
             compactions_running: self.compactions_running,
+            invalidation_misses: self
+                .invalidation_misses
+                .saturating_sub(earlier.invalidation_misses),
         }
     }
+}
+
+/// A flush or compaction as the engine reported it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpan {
+    pub kind: JobKind,
+    pub start: std::time::Instant,
+    /// None while it runs.
+    pub end: Option<std::time::Instant>,
+    /// e.g. `L0->L1`.
+    pub detail: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobKind {
+    Flush,
+    Compaction,
+    /// A file moved down a level without rewriting (no block changes).
+    Move,
+}
+
+impl JobKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            JobKind::Flush => "flush",
+            JobKind::Compaction => "compaction",
+            JobKind::Move => "move",
+        }
+    }
+}
+
+/// Counters of the cache around flush and compaction (cairn's `PrefetchStats`), cumulative
+/// since open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrefetchCounters {
+    pub warmed_blocks: u64,
+    pub warmed_hits: u64,
+    pub evicted_blocks: u64,
+    pub invalidated_blocks: u64,
+    pub invalidation_misses: u64,
+    pub invalidation_misses_during: u64,
+    pub invalidation_misses_1s: u64,
+    pub invalidation_misses_60s: u64,
+    pub model_errors: u64,
+    pub jobs_with_model: u64,
+    /// Gauges: eq. 3's fitted constants.
+    pub alpha_ms_per_block: f64,
+    pub beta: f64,
+}
+
+impl PrefetchCounters {
+    /// `self - earlier` for counters; gauges keep `self`'s value.
+    pub fn since(&self, e: &PrefetchCounters) -> PrefetchCounters {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        PrefetchCounters {
+            warmed_blocks: d(self.warmed_blocks, e.warmed_blocks),
+            warmed_hits: d(self.warmed_hits, e.warmed_hits),
+            evicted_blocks: d(self.evicted_blocks, e.evicted_blocks),
+            invalidated_blocks: d(self.invalidated_blocks, e.invalidated_blocks),
+            invalidation_misses: d(self.invalidation_misses, e.invalidation_misses),
+            invalidation_misses_during: d(
+                self.invalidation_misses_during,
+                e.invalidation_misses_during,
+            ),
+            invalidation_misses_1s: d(self.invalidation_misses_1s, e.invalidation_misses_1s),
+            invalidation_misses_60s: d(self.invalidation_misses_60s, e.invalidation_misses_60s),
+            model_errors: d(self.model_errors, e.model_errors),
+            jobs_with_model: d(self.jobs_with_model, e.jobs_with_model),
+            alpha_ms_per_block: self.alpha_ms_per_block,
+            beta: self.beta,
+        }
+    }
+}
+
+/// What a run hands an engine at open beyond the budget: the clock its access statistics
+/// run on and, for `cairn:oracle`, the future hot ranges.
+#[derive(Clone, Default)]
+pub struct EngineExtras {
+    pub clock: Option<std::sync::Arc<dyn ::cairn::access::Clock>>,
+    pub oracle: Option<std::sync::Arc<dyn ::cairn::policy::HotRangeSource>>,
 }
 
 /// The read cache's components now (gauges) and its hit counters since open, for engines
@@ -149,6 +261,23 @@ pub trait Engine: Send + Sync {
     fn extra_stats(&self) -> std::collections::BTreeMap<String, f64> {
         Default::default()
     }
+    /// Flushes and compactions since open, for engines that report them as they happen.
+    fn jobs(&self) -> Vec<JobSpan> {
+        Vec::new()
+    }
+    /// The cache-around-compaction counters, for engines that have them.
+    fn prefetch(&self) -> Option<PrefetchCounters> {
+        None
+    }
+    /// Writes the access trace (Leaper's collector) to `path`; None when the engine
+    /// collects none.
+    fn export_access_trace(&self, _path: &Path) -> Result<Option<usize>> {
+        Ok(None)
+    }
+    /// Installs a Leaper model bundle.
+    fn load_leaper_model(&self, _path: &Path) -> Result<()> {
+        bail!("this engine takes no Leaper model")
+    }
     fn close(self: Box<Self>) -> Result<()>;
 }
 
@@ -187,6 +316,8 @@ impl EngineName {
                  ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu)"
             ),
             EngineName::Cairn { preset: None } => Ok(()),
+            // Leaper's upper bound: the harness supplies the future from its op stream.
+            EngineName::Cairn { preset: Some(p) } if p == cairn::ORACLE => Ok(()),
             EngineName::Cairn { preset: Some(p) } => match ::cairn::presets::by_name(p) {
                 Some(_) => Ok(()),
                 None => bail!(
@@ -206,7 +337,21 @@ impl EngineName {
         self.to_string().replace([':', '/'], "-")
     }
 
+    /// True for `cairn:oracle`, which needs the op stream at open.
+    pub fn is_oracle(&self) -> bool {
+        matches!(self, EngineName::Cairn { preset: Some(p) } if p == cairn::ORACLE)
+    }
+
     pub fn open(&self, dir: &Path, cfg: &BenchConfig) -> Result<Box<dyn Engine>> {
+        self.open_with(dir, cfg, &EngineExtras::default())
+    }
+
+    pub fn open_with(
+        &self,
+        dir: &Path,
+        cfg: &BenchConfig,
+        extras: &EngineExtras,
+    ) -> Result<Box<dyn Engine>> {
         self.check_available()?;
         match self {
             EngineName::Btree => Ok(Box::new(btree::BTreeEngine::open(dir, cfg)?)),
@@ -216,6 +361,7 @@ impl EngineName {
                 dir,
                 cfg,
                 preset.as_deref(),
+                extras,
             )?)),
             #[cfg(not(feature = "rocksdb"))]
             EngineName::Rocksdb => unreachable!("check_available rejected it"),

@@ -3,3 +3,4 @@
 pub mod latency;
 pub mod rss;
 pub mod timeline;
+pub mod windows;

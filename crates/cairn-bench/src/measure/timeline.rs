@@ -48,6 +48,14 @@ pub struct TimelineRow {
     pub compactions_running: u64,
     /// Read-cache component sizes at the end of the interval (engines that report them).
     pub cache_sizes: Option<CacheSizes>,
+    /// Block cache hits and misses within the interval.
+    #[serde(default)]
+    pub cache_hits: u64,
+    #[serde(default)]
+    pub cache_misses: u64,
+    /// Invalidation misses counted within the interval (engines that count them).
+    #[serde(default)]
+    pub invalidation_misses: u64,
 }
 
 /// Bytes held by each read-cache component (AC-Key's Fig. 12).
@@ -70,9 +78,14 @@ impl CacheSizes {
     }
 }
 
-/// Samples every `period` until `live.stop` is set; the last row covers the tail.
-pub fn sample(engine: &dyn Engine, live: &Live, period: Duration) -> Vec<TimelineRow> {
-    let start = Instant::now();
+/// Samples every `period` from `start` until `live.stop` is set; the last row covers the
+/// tail.
+pub fn sample(
+    engine: &dyn Engine,
+    live: &Live,
+    period: Duration,
+    start: Instant,
+) -> Vec<TimelineRow> {
     let mut rows = Vec::new();
     let mut last_t = start;
     let mut last_ops = 0;
@@ -125,19 +138,23 @@ fn row(second: f64, ops: u64, dt: f64, hist: &Histogram<u64>, d: &EngineCounters
         flushes_running: d.flushes_running,
         compactions_running: d.compactions_running,
         cache_sizes: None,
+        cache_hits: d.cache_hits,
+        cache_misses: d.cache_misses,
+        invalidation_misses: d.invalidation_misses,
     }
 }
 
 pub const CSV_HEADER: &str =
     "second,ops,qps,p95_us,cache_hit_ratio,read_bytes,write_bytes,flushes_running,compactions_running,\
-     kv_cache_bytes,kp_cache_bytes,block_cache_bytes,ghost_cache_bytes";
+     kv_cache_bytes,kp_cache_bytes,block_cache_bytes,ghost_cache_bytes,\
+     cache_hits,cache_misses,invalidation_misses";
 
 pub fn to_csv(rows: &[TimelineRow]) -> String {
     let mut s = String::from(CSV_HEADER);
     s.push('\n');
     for r in rows {
         s.push_str(&format!(
-            "{:.3},{},{:.1},{:.2},{},{},{},{},{},{}\n",
+            "{:.3},{},{:.1},{:.2},{},{},{},{},{},{},{},{},{}\n",
             r.second,
             r.ops,
             r.qps,
@@ -152,7 +169,10 @@ pub fn to_csv(rows: &[TimelineRow]) -> String {
             r.cache_sizes.map_or(",,,".to_string(), |c| format!(
                 "{},{},{},{}",
                 c.kv, c.kp, c.block, c.ghost
-            ))
+            )),
+            r.cache_hits,
+            r.cache_misses,
+            r.invalidation_misses,
         ));
     }
     s
@@ -163,9 +183,10 @@ pub fn from_csv(s: &str) -> anyhow::Result<Vec<TimelineRow>> {
     let mut rows = Vec::new();
     for line in s.lines().skip(1).filter(|l| !l.is_empty()) {
         let f: Vec<&str> = line.split(',').collect();
-        // 9 fields: written before the cache-size columns existed.
+        // 9 fields: written before the cache-size columns existed; 13: before the
+        // hit/miss counts.
         anyhow::ensure!(
-            f.len() == 9 || f.len() == 13,
+            f.len() == 9 || f.len() == 13 || f.len() == 16,
             "timeline row `{line}` has {} fields",
             f.len()
         );
@@ -192,6 +213,18 @@ pub fn from_csv(s: &str) -> anyhow::Result<Vec<TimelineRow>> {
                 }),
                 _ => None,
             },
+            cache_hits: f
+                .get(13)
+                .map_or(Ok(0), |x| x.parse())
+                .context("cache_hits")?,
+            cache_misses: f
+                .get(14)
+                .map_or(Ok(0), |x| x.parse())
+                .context("cache_misses")?,
+            invalidation_misses: f
+                .get(15)
+                .map_or(Ok(0), |x| x.parse())
+                .context("invalidation_misses")?,
         });
     }
     Ok(rows)
@@ -220,6 +253,9 @@ mod tests {
                     block: 4096,
                     ghost: 8,
                 }),
+                cache_hits: 30,
+                cache_misses: 7,
+                invalidation_misses: 2,
             },
             TimelineRow {
                 second: 1.5,
@@ -231,8 +267,9 @@ mod tests {
         let csv = to_csv(&rows);
         assert!(csv.starts_with(CSV_HEADER));
         assert!(CSV_HEADER
-            .ends_with("kv_cache_bytes,kp_cache_bytes,block_cache_bytes,ghost_cache_bytes"));
-        assert!(csv.contains(",100,20,4096,8\n"), "{csv}");
+            .contains("kv_cache_bytes,kp_cache_bytes,block_cache_bytes,ghost_cache_bytes"));
+        assert!(CSV_HEADER.ends_with("cache_hits,cache_misses,invalidation_misses"));
+        assert!(csv.contains(",100,20,4096,8,30,7,2\n"), "{csv}");
         assert_eq!(from_csv(&csv).unwrap(), rows);
         // Files written before the cache columns still load.
         let old = "h\n1.000,10,10.0,3.50,0.5000,4096,0,1,0\n";

@@ -129,6 +129,75 @@ pub struct RunResult {
     /// Engine-specific figures at the end of the run (see `Engine::extra_stats`).
     #[serde(default)]
     pub engine_stats: BTreeMap<String, f64>,
+    /// Cache invalidations by flushes and compactions (Leaper's metric), and the run split
+    /// into background-job windows (T1 + T2) and the rest.
+    #[serde(default)]
+    pub invalidation: Option<InvalidationSummary>,
+    /// Flushes and compactions that overlapped the measured phase.
+    #[serde(default)]
+    pub background_jobs: Vec<crate::measure::windows::BackgroundJob>,
+    /// Leaper engines: training on the warm-up part of the stream.
+    #[serde(default)]
+    pub leaper: Option<crate::leaper::LeaperTraining>,
+    /// Ops of the stream run unmeasured before the measured phase.
+    #[serde(default)]
+    pub warmup_ops: u64,
+}
+
+/// Leaper's metric. An invalidation miss is a foreground data-block miss on a key whose
+/// cached block a flush or compaction removed (or whose range a flush moved out of the
+/// memtable) while the job ran or within T after it; compaction reads, warming reads and
+/// probes never count. The engine counts them (cairn's `PrefetchStats`; None for engines
+/// that do not); the window figures come from the per-interval timeline.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InvalidationSummary {
+    /// T in milliseconds.
+    pub window_ms: u64,
+    /// Where T came from (a flag, the stock engine's recovery time, the default).
+    pub window_source: String,
+    /// Invalidation misses with T (T1 + T2 windows): the metric.
+    pub misses: Option<u64>,
+    /// Every foreground block-cache miss in timeline intervals inside T1 + T2 windows
+    /// (invalidation or not; what Leaper's Table 4 counts "during and after compactions").
+    pub window_misses: Option<u64>,
+    /// Blocks put in the cache by warming (prefetching) in the measured phase.
+    pub warmed_blocks: Option<u64>,
+    /// Warmed blocks hit afterwards / warmed blocks.
+    pub precision: Option<f64>,
+    pub warmed_hits: Option<u64>,
+    /// Of `misses`, those while the job ran (T1).
+    pub misses_during_jobs: Option<u64>,
+    /// Invalidation misses with T = 1 s and T = 60 s.
+    pub misses_1s: Option<u64>,
+    pub misses_60s: Option<u64>,
+    /// Block-cache misses outside the windows.
+    pub outside_misses: Option<u64>,
+    pub invalidated_blocks: Option<u64>,
+    pub evicted_blocks: Option<u64>,
+    pub model_errors: Option<u64>,
+    /// Flushes and compactions that had hot ranges to act on.
+    pub jobs_with_model: Option<u64>,
+    /// Leaper's eq. 3 fits at the end of the run.
+    pub alpha_ms_per_block: Option<f64>,
+    pub beta: Option<f64>,
+    /// Flushes and compactions that ended in the measured phase.
+    pub flushes: u64,
+    pub compactions: u64,
+    /// Seconds of the measured phase inside and outside the windows.
+    pub window_seconds: f64,
+    pub outside_seconds: f64,
+    pub hit_ratio_in_windows: Option<f64>,
+    pub hit_ratio_outside: Option<f64>,
+    pub qps_in_windows: Option<f64>,
+    pub qps_outside: Option<f64>,
+    /// Median of the per-interval p95 latencies.
+    pub median_p95_us: f64,
+    /// Seconds whose p95 exceeded twice that median, in all and inside windows.
+    pub p95_spike_seconds: f64,
+    pub p95_spike_seconds_in_windows: f64,
+    /// This run's median hit-ratio recovery time after a job (ms), over `recoveries` jobs.
+    pub recovery_ms: Option<u64>,
+    pub recoveries: usize,
 }
 
 impl RunResult {

@@ -213,6 +213,116 @@ pub fn read_cache_table(results: &[RunResult]) -> String {
     s
 }
 
+/// The run Leaper's goals are measured against: cairn:lru when present, else the first.
+pub fn lru_reference(results: &[RunResult]) -> usize {
+    results
+        .iter()
+        .position(|r| r.engine == "cairn:lru")
+        .unwrap_or(0)
+}
+
+fn int(x: Option<u64>) -> String {
+    x.map_or("-".into(), |v| v.to_string())
+}
+
+/// `x / base - 1` as a signed percentage.
+pub fn change(x: Option<f64>, base: Option<f64>) -> String {
+    match (x, base) {
+        (Some(x), Some(b)) if b > 0.0 && x.is_finite() => format!("{:+.1}%", (x / b - 1.0) * 100.0),
+        _ => "-".into(),
+    }
+}
+
+/// Leaper's metrics per engine (invalidation misses, the job windows, p95 spikes, warming),
+/// changes against cairn:lru (else the first engine).
+pub fn invalidation_table(results: &[RunResult]) -> String {
+    let Some(base) = results.get(lru_reference(results)) else {
+        return String::new();
+    };
+    let bi = base.invalidation.clone().unwrap_or_default();
+    let f = |x: Option<u64>| x.map(|v| v as f64);
+    let mut s = format!(
+        "| engine | T s | inv. misses (T) | vs {b} | T=1 s | T=60 s | misses in T1+T2 | vs {b} | hit % in / out | QPS in / out | QPS out vs {b} | p95 spike s | {b} spike s | warmed blocks | precision | jobs F/C | model jobs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        b = base.engine
+    );
+    for r in results {
+        let Some(v) = &r.invalidation else { continue };
+        let _ = writeln!(
+            s,
+            "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {:.1} | {:.1} | {} | {} | {}/{} | {} |",
+            r.engine,
+            v.window_ms as f64 / 1000.0,
+            int(v.misses),
+            change(f(v.misses), f(bi.misses)),
+            int(v.misses_1s),
+            int(v.misses_60s),
+            int(v.window_misses),
+            change(f(v.window_misses), f(bi.window_misses)),
+            pct(v.hit_ratio_in_windows),
+            pct(v.hit_ratio_outside),
+            opt(v.qps_in_windows, 0),
+            opt(v.qps_outside, 0),
+            change(v.qps_outside, bi.qps_outside),
+            v.p95_spike_seconds,
+            bi.p95_spike_seconds,
+            int(v.warmed_blocks),
+            pct(v.precision),
+            v.flushes,
+            v.compactions,
+            int(v.jobs_with_model),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nT = {} ms ({}). Windows: each flush or compaction from start to end + T ({:.0}% of {}'s \
+         measured time). Inv. misses: foreground data-block misses on keys a job invalidated, \
+         within T (also T = 1 s and 60 s), as the engine counts them. Misses in T1+T2: every \
+         block-cache miss in timeline intervals inside windows. p95 spike s: seconds whose p95 \
+         exceeds twice the run's median p95. Precision: warmed blocks later hit / warmed blocks.",
+        bi.window_ms,
+        bi.window_source,
+        100.0 * bi.window_seconds / (bi.window_seconds + bi.outside_seconds).max(1e-9),
+        base.engine,
+    );
+    if results.iter().any(|r| r.leaper.is_some()) {
+        s.push_str(
+            "\n| engine | warm-up ops | slot ms | trace rows | k | train s | bundle KiB | precision | recall | AUC | IW proxy precision / recall | loaded |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        );
+        for r in results {
+            let Some(l) = &r.leaper else { continue };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} / {} | {} |",
+                r.engine,
+                l.warmup_ops,
+                l.slot_ms,
+                l.trace_rows,
+                l.k,
+                l.train_seconds,
+                l.bundle_bytes as f64 / 1024.0,
+                opt(l.precision, 3),
+                opt(l.recall, 3),
+                opt(l.auc, 3),
+                opt(l.iw_precision, 3),
+                opt(l.iw_recall, 3),
+                match (&l.error, l.loaded) {
+                    (_, true) => "yes".to_string(),
+                    (Some(e), false) =>
+                        format!("no: {}", e.lines().last().unwrap_or("").replace('|', "/")),
+                    (None, false) => "no (--leaper-no-train)".to_string(),
+                },
+            );
+        }
+        s.push_str(
+            "\nThe learner's offline scores are on the last slots of the warm-up's own trace \
+             (horizon 1), against the Incremental-Warmup proxy on the same samples.\n",
+        );
+    }
+    s
+}
+
 /// The full `report.md`; `plots` are file names (relative to the report) to embed.
 pub fn report(results: &[RunResult], plots: &[String]) -> String {
     let mut s = String::from("# cairn-bench report\n\n");
@@ -270,6 +380,10 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
          them apart (cairn), else every storage read (compactions included). CPU is user + sys \
          time of the process over the measured phase, all threads.\n",
     );
+    if results.iter().any(|r| r.spec.workload.is_leaper()) {
+        s.push_str("\n## Cache invalidation around flushes and compactions (Leaper)\n\n");
+        s.push_str(&invalidation_table(results));
+    }
     s.push_str("\n## Counts\n\n");
     s.push_str(&counts_table(results));
     s.push_str(

@@ -1,6 +1,6 @@
 //! Operation mixes (`read=0.5,scan=0.1,...`) and request distributions (which key an op hits).
 
-use super::zipf::{Latest, ScrambledZipfian, ZIPFIAN_CONSTANT};
+use super::zipf::{Latest, ScrambledZipfian, Zipfian, ZIPFIAN_CONSTANT};
 use crate::rng::Rng;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -134,6 +134,10 @@ pub enum Distribution {
     Uniform,
     /// YCSB's scrambled zipfian (constant --zipf, default 0.99; hot keys spread by FNV hash).
     Zipfian,
+    /// Zipfian without the scramble, as SysBench's `--rand-type=zipfian` (Leaper's
+    /// synthetic workloads): key index 0 is the hottest, so hot keys sit in few blocks.
+    #[serde(rename = "zipfian-clustered")]
+    ZipfianClustered,
     /// YCSB's skewed-latest: the most recently inserted keys are the hottest.
     Latest,
     /// Walks the keys in order, wrapping around.
@@ -161,6 +165,8 @@ pub enum KeyChooser {
     /// Scrambled over records + expected inserts; draws beyond the current count are
     /// redrawn, as YCSB's CoreWorkload does.
     Zipfian(ScrambledZipfian),
+    /// Unscrambled over the current key count (grown incrementally as inserts arrive).
+    ZipfianClustered(Zipfian),
     Latest(Latest),
     Sequential {
         next: u64,
@@ -179,6 +185,9 @@ impl KeyChooser {
             Distribution::Uniform => KeyChooser::Uniform,
             Distribution::Zipfian => {
                 KeyChooser::Zipfian(ScrambledZipfian::new(records + expected_inserts, theta))
+            }
+            Distribution::ZipfianClustered => {
+                KeyChooser::ZipfianClustered(Zipfian::new(records, theta))
             }
             Distribution::Latest => KeyChooser::Latest(Latest::new(records, theta)),
             Distribution::Sequential => KeyChooser::Sequential { next: 0 },
@@ -200,6 +209,7 @@ impl KeyChooser {
                     return v;
                 }
             },
+            KeyChooser::ZipfianClustered(z) => z.next(rng, count),
             KeyChooser::Latest(l) => l.next(rng, count),
             KeyChooser::Sequential { next } => {
                 let v = *next % count;
@@ -356,6 +366,7 @@ mod tests {
         for d in [
             Distribution::Uniform,
             Distribution::Zipfian,
+            Distribution::ZipfianClustered,
             Distribution::Latest,
             Distribution::Sequential,
             Distribution::Hotspot,

@@ -1,6 +1,7 @@
 //! What to run: workload names, the seeded op stream, key and value shapes.
 
 pub mod dataset;
+pub mod leaper;
 pub mod mix;
 pub mod phases;
 pub mod ycsb;
@@ -89,6 +90,23 @@ pub enum WorkloadName {
     #[value(name = "ac-key-default")]
     #[serde(rename = "ac-key-default")]
     AcKeyDefault,
+    /// Leaper's default synthetic workload (Table 2): 75% point lookups, 20% updates,
+    /// 5% inserts, Zipf 0.5 with hot keys clustered (SysBench's zipfian); a warm-up part
+    /// (--warmup-ops) runs first, unmeasured.
+    #[value(name = "leaper-synthetic")]
+    #[serde(rename = "leaper-synthetic")]
+    LeaperSynthetic,
+    /// Shaped like Leaper's e-commerce workload (Table 2; synthetic keys): 75% point, 10%
+    /// range lookups, 10% updates, 5% inserts, Zipf 0.3 clustered; warm-up part first.
+    #[value(name = "leaper-ecommerce")]
+    #[serde(rename = "leaper-ecommerce")]
+    LeaperEcommerce,
+    /// Shaped like Leaper's instant-messaging workload (Table 2; synthetic keys): 40% point
+    /// lookups, 35% updates, 25% inserts, Zipf 0.9 over recency (newest keys hottest);
+    /// warm-up part first.
+    #[value(name = "leaper-im")]
+    #[serde(rename = "leaper-im")]
+    LeaperIm,
 }
 
 impl WorkloadName {
@@ -105,6 +123,26 @@ impl WorkloadName {
 
     pub fn is_fill(self) -> bool {
         matches!(self, WorkloadName::FillSeq | WorkloadName::FillRandom)
+    }
+
+    /// The Leaper workload's shape (Table 2), for `leaper-*`.
+    pub fn leaper_shape(self) -> Option<leaper::LeaperShape> {
+        match self {
+            WorkloadName::LeaperSynthetic => Some(leaper::SYNTHETIC),
+            WorkloadName::LeaperEcommerce => Some(leaper::ECOMMERCE),
+            WorkloadName::LeaperIm => Some(leaper::IM),
+            _ => None,
+        }
+    }
+
+    pub fn is_leaper(self) -> bool {
+        self.leaper_shape().is_some()
+    }
+
+    /// The zipfian constant used when --zipf is not given.
+    pub fn default_theta(self) -> f64 {
+        self.leaper_shape()
+            .map_or(mix::default_theta(), |s| s.theta)
     }
 }
 
@@ -193,6 +231,22 @@ pub struct WorkloadSpec {
     /// After the load, wait for the engine's flushes and compactions to finish.
     #[serde(default)]
     pub settle: bool,
+    /// Ops of the stream run before the measured part, unmeasured (Leaper workloads: the
+    /// part the learner trains on). The measured part is `ops` after them.
+    #[serde(default)]
+    pub warmup_ops: u64,
+    /// End the warm-up after this many seconds when sooner than `warmup_ops` (the run
+    /// reports how many warm-up ops it ran; `compare` pins that count for the engines after
+    /// the first so every engine runs the same stream).
+    #[serde(default)]
+    pub warmup_secs: Option<f64>,
+    /// Leaper workloads: share of reads (point + range) among the ops, the rest writes in
+    /// the workload's update:insert ratio (Fig. 13b). None: the workload's own.
+    #[serde(default)]
+    pub read_share: Option<f64>,
+    /// Leaper workloads: share of the reads that are range lookups (Fig. 13a).
+    #[serde(default)]
+    pub range_ratio: Option<f64>,
 }
 
 /// AC-Key's default skew: the hottest 1% of keys take 99% of the accesses.
@@ -227,6 +281,10 @@ impl Default for WorkloadSpec {
             hot_ops: default_hot_ops(),
             scan_ratio: default_scan_ratio(),
             settle: false,
+            warmup_ops: 0,
+            warmup_secs: None,
+            read_share: None,
+            range_ratio: None,
         }
     }
 }
@@ -243,6 +301,8 @@ pub struct Plan {
     pub records: u64,
     /// (hot key fraction, hot op fraction) of the hotset distribution.
     pub hot: (f64, f64),
+    /// Ops run before the measured phases (with the first phase's mix), unmeasured.
+    pub warmup: u64,
 }
 
 impl Plan {
@@ -325,7 +385,15 @@ impl Plan {
                 let mix = Mix::new(&[(OpKind::Read, 1.0 - s), (OpKind::Scan, s)])?;
                 (vec![Phase { mix, ops }], Distribution::Hotset, fixed)
             }
+            W::LeaperSynthetic | W::LeaperEcommerce | W::LeaperIm => {
+                let shape = spec.workload.leaper_shape().expect("a leaper workload");
+                let mix = shape.mix(spec.read_share, spec.range_ratio)?;
+                (vec![Phase { mix, ops }], shape.distribution, fixed)
+            }
         };
+        if spec.warmup_ops > 0 && spec.workload.is_fill() {
+            bail!("--warmup-ops does not apply to fill workloads");
+        }
         let hot = (spec.hot_keys, spec.hot_ops);
         if !(hot.0 > 0.0 && hot.0 <= 1.0 && (0.0..=1.0).contains(&hot.1)) {
             bail!(
@@ -337,6 +405,11 @@ impl Plan {
         if spec.threads == 0 {
             bail!("--threads must be at least 1");
         }
+        let warmup = if phases.is_empty() {
+            0
+        } else {
+            spec.warmup_ops
+        };
         Ok(Plan {
             phases,
             distribution: spec.distribution.unwrap_or(dist),
@@ -345,6 +418,7 @@ impl Plan {
             seq_step,
             records: spec.records,
             hot,
+            warmup,
         })
     }
 
@@ -352,7 +426,8 @@ impl Plan {
         self.phases.iter().map(|p| p.ops).sum()
     }
 
-    /// YCSB sizes its zipfian key space for records + 2x the expected inserts.
+    /// YCSB sizes its zipfian key space for records + 2x the expected inserts (of the
+    /// measured phases only, so the stream does not depend on the warm-up's length).
     fn expected_inserts(&self) -> u64 {
         self.phases
             .iter()
@@ -394,6 +469,7 @@ impl Plan {
             plan: self,
             rng: Rng::derive(seed, 1 + t),
             chooser,
+            warmup_left: self.warmup / threads + u64::from(t < self.warmup % threads),
             budgets,
             phase: 0,
             value_size,
@@ -431,6 +507,8 @@ pub struct OpGen<'a> {
     plan: &'a Plan,
     rng: Rng,
     chooser: KeyChooser,
+    /// Warm-up ops still to come (they precede the phases, with phase 0's mix).
+    warmup_left: u64,
     budgets: Vec<u64>,
     phase: usize,
     value_size: ValueSize,
@@ -441,12 +519,17 @@ impl Iterator for OpGen<'_> {
     type Item = Op;
 
     fn next(&mut self) -> Option<Op> {
-        while self.phase < self.budgets.len() && self.budgets[self.phase] == 0 {
-            self.phase += 1;
-        }
-        let phase = self.phase;
-        let budget = self.budgets.get_mut(phase)?;
-        *budget -= 1;
+        let phase = if self.warmup_left > 0 {
+            self.warmup_left -= 1;
+            0
+        } else {
+            while self.phase < self.budgets.len() && self.budgets[self.phase] == 0 {
+                self.phase += 1;
+            }
+            let budget = self.budgets.get_mut(self.phase)?;
+            *budget -= 1;
+            self.phase
+        };
         let kind = self.plan.phases[phase].mix.pick(&mut self.rng);
         let (key, len) = match kind {
             OpKind::Insert => (self.keys.claim(), self.value_size.draw(&mut self.rng)),
@@ -470,6 +553,17 @@ impl Iterator for OpGen<'_> {
 }
 
 impl OpGen<'_> {
+    /// Warm-up ops this generator yields before its measured ones.
+    pub fn warmup_left(&self) -> u64 {
+        self.warmup_left
+    }
+
+    /// Ends the warm-up now: the next op is the first measured one (the stream is the one
+    /// a run with that many warm-up ops gets, since warm-up ops draw like phase 0's).
+    pub fn end_warmup(&mut self) {
+        self.warmup_left = 0;
+    }
+
     fn choose(&mut self) -> u64 {
         let count = self.keys.get();
         let k = self.chooser.next(&mut self.rng, count);
