@@ -261,6 +261,9 @@ pub struct Options {
     pub prefetch: crate::policy::PrefetchPolicy,
     /// T of the invalidation-miss metric (`DbStats::prefetch`), in milliseconds.
     pub invalidation_window_ms: u64,
+    /// Faults to inject into every storage operation, and simulated power loss: for
+    /// tests of failing I/O (see [`FaultInjector`](crate::storage::FaultInjector)).
+    pub faults: Option<std::sync::Arc<crate::storage::FaultInjector>>,
 }
 
 impl Default for Options {
@@ -297,6 +300,7 @@ impl Default for Options {
             access: None,
             prefetch: crate::policy::PrefetchPolicy::EagerEvict,
             invalidation_window_ms: 10_000,
+            faults: None,
         }
     }
 }

@@ -641,8 +641,15 @@ impl Db {
             let _ = t.join();
         }
         let mut wal = self.inner.wal.lock();
+        let poisoned = wal.poisoned;
         if let Some(w) = wal.writer.as_mut() {
-            w.sync()?;
+            if poisoned {
+                // The buffer holds the failed write: appending it after its torn part
+                // would turn a torn tail into corruption in the middle of the log.
+                w.sync_written()?;
+            } else {
+                w.sync()?;
+            }
         }
         Ok(())
     }

@@ -124,7 +124,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         )));
     }
     let lock = lock_dir(path)?;
-    let env = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?;
+    let env =
+        StorageEnv::new(path, &opts.tiers, opts.latency_scale)?.with_faults(opts.faults.clone());
     let o2 = opts.clone();
     let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> =
         Arc::new(move |l| o2.initial_runs(l));
@@ -147,6 +148,24 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     let vlog = Arc::new(crate::vlog::VlogStore::new(env.clone()));
     for no in vs.vlogs.live_files() {
         vlog.check_present(no)?;
+    }
+    // So must every table the manifest names: reads of a missing one would fail later.
+    for entry in vs.cfs.values() {
+        for f in entry
+            .version
+            .levels
+            .iter()
+            .flat_map(|l| &l.runs)
+            .flat_map(|r| &r.files)
+        {
+            let p = table_path(&env, f.desc.tier as usize, f.file_no());
+            if !p.exists() {
+                return Err(Error::corruption(
+                    p.display().to_string(),
+                    "table named by the manifest is missing",
+                ));
+            }
+        }
     }
     let (block_cache, read_cache) = DbInner::new_caches(&opts);
     let (opts_prefetch, block_cache_for_prefetch, opts_block_size, opts_window) = (

@@ -86,7 +86,8 @@ pub(crate) fn repair(path: &Path, opts: Options) -> Result<RepairReport> {
         return Err(Error::NotFound(path.to_path_buf()));
     }
     let _lock = lock_dir(path)?;
-    let env = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?;
+    let env =
+        StorageEnv::new(path, &opts.tiers, opts.latency_scale)?.with_faults(opts.faults.clone());
     if let Some(report) = try_newest_manifest(&env, &opts)? {
         return Ok(report);
     }

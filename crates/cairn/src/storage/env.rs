@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use super::file::{RandomAccessFile, WritableFile};
-use super::{DeviceProfile, FileKind, IoStats};
+use super::{DeviceProfile, FaultInjector, FileKind, IoStats};
 use crate::{Error, Result};
 
 /// One storage tier: a directory for the tables of levels `first_level..` (up to the next
@@ -32,6 +32,8 @@ pub(crate) struct EnvInner {
     latency_scale: f64,
     /// Bytes that may still be written; `i64::MAX` when no quota is set.
     space_left: AtomicI64,
+    /// Faults to inject (tests).
+    pub(crate) faults: Option<Arc<FaultInjector>>,
 }
 
 impl EnvInner {
@@ -110,9 +112,19 @@ impl StorageEnv {
                 tiers: ts,
                 latency_scale,
                 space_left: AtomicI64::new(i64::MAX),
+                faults: None,
             }),
             root: root.to_path_buf(),
         })
+    }
+
+    /// Routes every operation through `faults` (tests). Call on a new environment.
+    pub fn with_faults(mut self, faults: Option<Arc<FaultInjector>>) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.faults = faults,
+            None => debug_assert!(false, "with_faults on a shared environment"),
+        }
+        self
     }
 
     /// The database directory.
@@ -163,6 +175,9 @@ impl StorageEnv {
         tier: usize,
         level: Option<usize>,
     ) -> Result<WritableFile> {
+        if let Some(f) = &self.inner.faults {
+            f.on_create(path)?;
+        }
         let file = File::create(path).map_err(|e| Error::io(path.display().to_string(), e))?;
         Ok(WritableFile::new(
             file,
@@ -255,6 +270,9 @@ impl StorageEnv {
 
     /// fsync of a directory, so that created, renamed and removed entries are durable.
     pub fn sync_dir(&self, dir: &Path) -> Result<()> {
+        if let Some(f) = &self.inner.faults {
+            f.on_dir_sync(dir)?;
+        }
         let d = File::open(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
         d.sync_all()
             .map_err(|e| Error::io(format!("fsync dir {}", dir.display()), e))?;
@@ -264,12 +282,18 @@ impl StorageEnv {
 
     /// Renames a file.
     pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        if let Some(f) = &self.inner.faults {
+            f.on_rename(from, to)?;
+        }
         fs::rename(from, to)
             .map_err(|e| Error::io(format!("rename {} -> {}", from.display(), to.display()), e))
     }
 
     /// Removes a file; a missing file is not an error.
     pub fn remove(&self, path: &Path) -> Result<()> {
+        if let Some(f) = &self.inner.faults {
+            f.on_remove(path);
+        }
         match fs::remove_file(path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -62,9 +62,20 @@ impl WritableFile {
 
     fn write_os(&mut self, data: &[u8]) -> Result<()> {
         self.env.charge_space(data.len() as u64, &self.path)?;
+        if let Some(f) = &self.env.faults {
+            if let Some(k) = f.on_write(&self.path, data.len())? {
+                // A torn write: part of the bytes reach the file, then the error.
+                let _ = self.file.write_all(&data[..k]);
+                f.wrote(&self.path, k as u64);
+                return Err(f.torn(&self.path));
+            }
+        }
         self.file
             .write_all(data)
             .map_err(|e| Error::io(self.path.display().to_string(), e))?;
+        if let Some(f) = &self.env.faults {
+            f.wrote(&self.path, data.len() as u64);
+        }
         self.env
             .stats
             .record_write(self.kind, self.tier, self.level, data.len() as u64);
@@ -98,6 +109,9 @@ impl WritableFile {
     /// whose last write failed keeps that write's bytes in its buffer: they must not be
     /// made durable, but what came before them must).
     pub fn sync_written(&mut self) -> Result<()> {
+        if let Some(f) = &self.env.faults {
+            f.on_sync(&self.path)?;
+        }
         self.file
             .sync_data()
             .map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
@@ -186,6 +200,9 @@ impl RandomAccessFile {
                     self.size
                 ),
             ));
+        }
+        if let Some(f) = &self.env.faults {
+            f.on_read(&self.path)?;
         }
         let out = if self.direct {
             self.read_direct(offset, len)?

@@ -1,0 +1,299 @@
+//! Fault injection for tests, in the manner of RocksDB's FaultInjectionTestFS: a layer
+//! the storage environment consults on every operation (`Options::faults`).
+//!
+//! It does three things, all deterministic for one sequence of operations:
+//! - **fails the Nth operation** of a kind (create, write, sync, rename, directory sync,
+//!   read) with EIO or ENOSPC, or tears a write in half (half the bytes reach the file);
+//! - **cuts the power** after N more operations: from then on every operation fails;
+//! - **remembers what is durable**: the length of each file at its last fsync, and whether
+//!   its directory entry was synced since it was created or renamed. After the database is
+//!   dropped, [`FaultInjector::apply_power_loss`] makes the directory look as a power loss
+//!   would: unsynced bytes cut off, files whose entry was never synced removed, renames
+//!   not followed by a directory sync undone.
+//!
+//! Files that existed before the injector saw them are taken as durable. Removals are
+//! taken as durable at once (a removed file that comes back is at worst an orphan, which
+//! recovery deletes).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use crate::{Error, Result};
+
+/// An operation the injector can fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultOp {
+    /// Creating (or truncating) a file.
+    Create,
+    /// Bytes reaching a file.
+    Write,
+    /// fsync of a file.
+    Sync,
+    /// Renaming a file.
+    Rename,
+    /// fsync of a directory.
+    DirSync,
+    /// A read.
+    Read,
+}
+
+/// How an injected failure looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultError {
+    /// EIO.
+    Io,
+    /// ENOSPC (a full disk).
+    NoSpace,
+    /// Half the bytes are written, then EIO (only for writes; else as `Io`).
+    TornWrite,
+}
+
+#[derive(Clone, Debug)]
+struct Tracked {
+    len: u64,
+    synced: u64,
+    entry_durable: bool,
+}
+
+#[derive(Default)]
+struct State {
+    counts: HashMap<FaultOp, u64>,
+    /// (op, ordinal, error): fail when the op's count reaches the ordinal.
+    planned: Vec<(FaultOp, u64, FaultError)>,
+    /// Mutating operations left before the power goes; `None`: no cut planned.
+    power_left: Option<u64>,
+    power_off: bool,
+    files: HashMap<PathBuf, Tracked>,
+    /// Renames not yet followed by a sync of their directory: (target, its durable bytes
+    /// before the rename, or `None` if it did not exist).
+    renames: Vec<(PathBuf, Option<Vec<u8>>)>,
+    injected: u64,
+}
+
+/// See the module comment. Shared by the test and the database's storage environment.
+#[derive(Default)]
+pub struct FaultInjector {
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for FaultInjector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.state.lock();
+        f.debug_struct("FaultInjector")
+            .field("power_off", &s.power_off)
+            .field("injected", &s.injected)
+            .finish_non_exhaustive()
+    }
+}
+
+fn os_error(e: FaultError, what: &str) -> Error {
+    let code = match e {
+        FaultError::NoSpace => libc::ENOSPC,
+        _ => libc::EIO,
+    };
+    Error::io(
+        format!("{what} (injected fault)"),
+        std::io::Error::from_raw_os_error(code),
+    )
+}
+
+impl FaultInjector {
+    /// An injector that fails nothing until told to.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fails the `n`th operation of kind `op` from now (1: the next one).
+    pub fn fail_nth(&self, op: FaultOp, n: u64, err: FaultError) {
+        let mut s = self.state.lock();
+        let at = s.counts.get(&op).copied().unwrap_or(0) + n.max(1);
+        s.planned.push((op, at, err));
+    }
+
+    /// Cuts the power after `n` more mutating operations (creates, writes, syncs, renames,
+    /// directory syncs): every operation after that fails with EIO.
+    pub fn cut_power_after(&self, n: u64) {
+        self.state.lock().power_left = Some(n);
+    }
+
+    /// Whether the power is off.
+    pub fn power_is_off(&self) -> bool {
+        self.state.lock().power_off
+    }
+
+    /// Faults injected so far (power-off refusals included).
+    pub fn injected(&self) -> u64 {
+        self.state.lock().injected
+    }
+
+    /// Operations of a kind seen so far.
+    pub fn count(&self, op: FaultOp) -> u64 {
+        self.state.lock().counts.get(&op).copied().unwrap_or(0)
+    }
+
+    /// Decides the fate of one operation on `path`.
+    fn check(&self, op: FaultOp, path: &Path) -> std::result::Result<(), (FaultError, String)> {
+        let mut s = self.state.lock();
+        let what = format!("{op:?} {}", path.display());
+        if s.power_off {
+            s.injected += 1;
+            return Err((FaultError::Io, format!("{what}: power is off")));
+        }
+        if op != FaultOp::Read {
+            if let Some(left) = s.power_left.as_mut() {
+                if *left == 0 {
+                    s.power_off = true;
+                    s.injected += 1;
+                    return Err((FaultError::Io, format!("{what}: power is off")));
+                }
+                *left -= 1;
+            }
+        }
+        let n = {
+            let c = s.counts.entry(op).or_insert(0);
+            *c += 1;
+            *c
+        };
+        if let Some(i) = s.planned.iter().position(|&(o, at, _)| o == op && at == n) {
+            let (_, _, e) = s.planned.swap_remove(i);
+            s.injected += 1;
+            return Err((e, what));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn on_create(&self, path: &Path) -> Result<()> {
+        self.check(FaultOp::Create, path)
+            .map_err(|(e, w)| os_error(e, &w))?;
+        self.state.lock().files.insert(
+            path.to_path_buf(),
+            Tracked {
+                len: 0,
+                synced: 0,
+                entry_durable: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Before `len` bytes are written to `path`: `Ok(None)` writes them all, `Ok(Some(k))`
+    /// writes only the first `k` and then fails (a torn write).
+    pub(crate) fn on_write(&self, path: &Path, len: usize) -> Result<Option<usize>> {
+        match self.check(FaultOp::Write, path) {
+            Ok(()) => Ok(None),
+            Err((FaultError::TornWrite, _)) => Ok(Some(len / 2)),
+            Err((e, w)) => Err(os_error(e, &w)),
+        }
+    }
+
+    /// `n` bytes reached `path`.
+    pub(crate) fn wrote(&self, path: &Path, n: u64) {
+        if let Some(t) = self.state.lock().files.get_mut(path) {
+            t.len += n;
+        }
+    }
+
+    /// The error a torn write ends with.
+    pub(crate) fn torn(&self, path: &Path) -> Error {
+        os_error(FaultError::Io, &format!("torn write {}", path.display()))
+    }
+
+    pub(crate) fn on_sync(&self, path: &Path) -> Result<()> {
+        self.check(FaultOp::Sync, path)
+            .map_err(|(e, w)| os_error(e, &w))?;
+        if let Some(t) = self.state.lock().files.get_mut(path) {
+            t.synced = t.len;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn on_rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.check(FaultOp::Rename, to)
+            .map_err(|(e, w)| os_error(e, &w))?;
+        let mut s = self.state.lock();
+        // What `to` holds durably now, to restore if the rename is lost.
+        let old = match s.files.get(to) {
+            Some(t) if !t.entry_durable => None,
+            Some(t) => std::fs::read(to).ok().map(|mut b| {
+                b.truncate(t.synced as usize);
+                b
+            }),
+            None => std::fs::read(to).ok(),
+        };
+        s.renames.push((to.to_path_buf(), old));
+        if let Some(mut t) = s.files.remove(from) {
+            t.entry_durable = false;
+            s.files.insert(to.to_path_buf(), t);
+        } else {
+            // An untracked (durable) file under a new name: its bytes are synced.
+            let len = std::fs::metadata(from).map(|m| m.len()).unwrap_or(0);
+            s.files.insert(
+                to.to_path_buf(),
+                Tracked {
+                    len,
+                    synced: len,
+                    entry_durable: false,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    pub(crate) fn on_dir_sync(&self, dir: &Path) -> Result<()> {
+        self.check(FaultOp::DirSync, dir)
+            .map_err(|(e, w)| os_error(e, &w))?;
+        let mut s = self.state.lock();
+        for (p, t) in s.files.iter_mut() {
+            if p.parent() == Some(dir) {
+                t.entry_durable = true;
+            }
+        }
+        s.renames.retain(|(p, _)| p.parent() != Some(dir));
+        Ok(())
+    }
+
+    pub(crate) fn on_read(&self, path: &Path) -> Result<()> {
+        self.check(FaultOp::Read, path)
+            .map_err(|(e, w)| os_error(e, &w))
+    }
+
+    pub(crate) fn on_remove(&self, path: &Path) {
+        self.state.lock().files.remove(path);
+    }
+
+    /// Makes the files on disk what a power loss at the cut would have left (see the
+    /// module comment), then forgets what it tracked and turns the power back on. Call it
+    /// after the database is dropped.
+    pub fn apply_power_loss(&self) -> std::io::Result<()> {
+        let mut s = self.state.lock();
+        for (to, old) in std::mem::take(&mut s.renames).into_iter().rev() {
+            match old {
+                Some(bytes) => std::fs::write(&to, bytes)?,
+                None => match std::fs::remove_file(&to) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                },
+            }
+            s.files.remove(&to);
+        }
+        for (path, t) in std::mem::take(&mut s.files) {
+            if !path.exists() {
+                continue;
+            }
+            if !t.entry_durable {
+                std::fs::remove_file(&path)?;
+            } else if std::fs::metadata(&path)?.len() > t.synced {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)?
+                    .set_len(t.synced)?;
+            }
+        }
+        s.power_off = false;
+        s.power_left = None;
+        s.planned.clear();
+        Ok(())
+    }
+}
