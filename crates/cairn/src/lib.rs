@@ -26,6 +26,8 @@ pub mod compaction;
 pub mod db;
 pub mod error;
 pub mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod iter;
 pub mod learned;
 pub mod log;
