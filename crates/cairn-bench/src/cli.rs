@@ -33,6 +33,9 @@ pub enum Command {
     /// AC-Key's experiments (Figs. 7-13, Table 2, fixed splits): every point with every
     /// engine; a markdown summary per figure and the Fig. 12 plot.
     Sweep(Box<crate::sweep::SweepArgs>),
+    /// Leaper's tables across `compare` output directories (sweep points): invalidation
+    /// misses, job windows, p95 spikes, goals against cairn:lru and cairn:warmup, overhead.
+    LeaperSummary(crate::leaper::summary::SummaryArgs),
     /// Internal: run one request file in this process (used by `compare`).
     #[command(hide = true)]
     Child {

@@ -66,8 +66,9 @@ pub fn write_outputs(
         write_timeline(rows, &dir.join(format!("{stem}.timeline.csv")))?;
         order.push(stem);
     }
-    // The engines' order, for tools that read the directory back (leaper-summary).
-    std::fs::write(dir.join("runs.json"), serde_json::to_string(&order)? + "\n")?;
+    // The engines' order, one file stem a line, for tools that read the directory back
+    // (leaper-summary).
+    std::fs::write(dir.join("runs.list"), order.join("\n") + "\n")?;
     let plots = plots::all(results, timelines, dir)?;
     let report = dir.join("report.md");
     std::fs::write(&report, markdown::report(results, &plots))?;

@@ -8,6 +8,7 @@ fn main() -> Result<()> {
         Command::Run(a) => compare::run_cmd(&a),
         Command::Compare(a) => compare::compare_cmd(&a),
         Command::Sweep(a) => cairn_bench::sweep::sweep_cmd(&a),
+        Command::LeaperSummary(a) => cairn_bench::leaper::summary::summary_cmd(&a),
         Command::Child {
             request,
             json,

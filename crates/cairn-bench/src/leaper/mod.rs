@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod oracle;
+pub mod summary;
 pub mod train;
 
 pub use clock::PausableClock;

@@ -319,8 +319,163 @@ pub fn cache_sizes(series: &[(String, Vec<TimelineRow>)], path: &Path) -> Result
     Ok(true)
 }
 
+/// Leaper's Figs. 10 and 11: per interval, each engine's block-cache hit ratio, QPS, p95
+/// latency and invalidation misses, over a strip marking every engine's flushes (thin
+/// bars) and compactions (thick bars). Returns false (and writes nothing) when no run
+/// reports background jobs or invalidation counts.
+pub fn invalidation_timeline(
+    results: &[RunResult],
+    series: &[(String, Vec<TimelineRow>)],
+    path: &Path,
+) -> Result<bool> {
+    if !results
+        .iter()
+        .any(|r| r.invalidation.is_some() && r.spec.workload.is_leaper())
+    {
+        return Ok(false);
+    }
+    register_font();
+    const PANEL_H: u32 = 260;
+    type Metric = fn(f64, &TimelineRow) -> Option<f64>;
+    let panels: [(&str, Metric); 4] = [
+        ("cache hit ratio (%)", |_, r| {
+            let n = r.cache_hits + r.cache_misses;
+            (n > 0)
+                .then(|| 100.0 * r.cache_hits as f64 / n as f64)
+                .or(r.cache_hit_ratio.map(|x| x * 100.0))
+        }),
+        ("ops/s", |_, r| Some(r.qps)),
+        ("p95 latency (us)", |_, r| Some(r.p95_us)),
+        ("invalidation misses/s", |dt, r| {
+            (dt > 0.0).then(|| r.invalidation_misses as f64 / dt)
+        }),
+    ];
+    let strip_h = 60 + 30 * series.len() as u32;
+    let root = BitMapBackend::new(path, (SIZE.0, PANEL_H * panels.len() as u32 + strip_h))
+        .into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let (top, strip) = root.split_vertically(PANEL_H * panels.len() as u32);
+    let areas = top.split_evenly((panels.len(), 1));
+    let t_max = series
+        .iter()
+        .flat_map(|(_, r)| r.iter().map(|x| x.second))
+        .fold(1.0, f64::max);
+    let with_dt = |rows: &[TimelineRow]| -> Vec<(f64, TimelineRow)> {
+        let mut prev = 0.0;
+        rows.iter()
+            .map(|r| {
+                let dt = r.second - prev;
+                prev = r.second;
+                (dt, r.clone())
+            })
+            .collect()
+    };
+    let dts: Vec<Vec<(f64, TimelineRow)>> = series.iter().map(|(_, r)| with_dt(r)).collect();
+    for (area, (label, f)) in areas.iter().zip(panels) {
+        let vals = || {
+            dts.iter()
+                .flat_map(|v| v.iter().filter_map(|(dt, r)| f(*dt, r)))
+        };
+        let y_max = vals().fold(0.0, f64::max).max(1.0) * 1.1;
+        // Hit ratios sit high: zoom in on the range they use.
+        let y_min = if label.starts_with("cache") {
+            (vals().fold(100.0, f64::min) - 5.0).clamp(0.0, 95.0)
+        } else {
+            0.0
+        };
+        let y_max = if label.starts_with("cache") {
+            y_max.min(100.5)
+        } else {
+            y_max
+        };
+        let mut chart = ChartBuilder::on(area)
+            .caption(label, (FONT, 18))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..t_max, y_min..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for (i, ((name, _), rows)) in series.iter().zip(&dts).enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(
+                    rows.iter()
+                        .filter_map(|(dt, r)| Some((r.second, f(*dt, r)?))),
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+    }
+    let n = series.len().max(1);
+    let mut chart = ChartBuilder::on(&strip)
+        .caption(
+            "background jobs (thin: flush, thick: compaction)",
+            (FONT, 16),
+        )
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..t_max, 0f64..n as f64)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_desc("seconds")
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 13))
+        .draw()
+        .map_err(err)?;
+    let min_w = t_max / 400.0;
+    for (i, (name, _)) in series.iter().enumerate() {
+        let c = color(i);
+        let y = (n - 1 - i) as f64;
+        let Some(r) = results.iter().find(|r| &r.engine == name) else {
+            continue;
+        };
+        let bars = r.background_jobs.iter().filter(|j| j.rewrites()).map(|j| {
+            let (a, b) = (j.start_s.max(0.0), j.end_s.max(j.start_s.max(0.0) + min_w));
+            let (lo, hi) = if j.kind == crate::engines::JobKind::Compaction {
+                (y + 0.15, y + 0.85)
+            } else {
+                (y + 0.4, y + 0.6)
+            };
+            Rectangle::new([(a, lo), (b, hi)], c.filled())
+        });
+        chart.draw_series(bars).map_err(err)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                name.clone(),
+                (0.0, y + 0.95),
+                (FONT, 12),
+            )))
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(true)
+}
+
 /// Writes the plots into `dir`; returns their file names. `cache_sizes.png` only when an
-/// engine reports its read cache's components.
+/// engine reports its read cache's components; `invalidation_timeline.png` for Leaper
+/// workloads.
 pub fn all(
     results: &[RunResult],
     timelines: &[(String, Vec<TimelineRow>)],
@@ -332,6 +487,9 @@ pub fn all(
     timeline(timelines, &dir.join(names[2]))?;
     if cache_sizes(timelines, &dir.join("cache_sizes.png"))? {
         names.push("cache_sizes.png");
+    }
+    if invalidation_timeline(results, timelines, &dir.join("invalidation_timeline.png"))? {
+        names.push("invalidation_timeline.png");
     }
     Ok(names.iter().map(|s| s.to_string()).collect())
 }

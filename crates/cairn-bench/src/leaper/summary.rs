@@ -1,0 +1,245 @@
+//! `cairn-bench leaper-summary`: reads `compare` output directories back and prints
+//! Leaper's tables across them (one row per point and engine): invalidation misses, the
+//! job windows, p95 spikes, the goals against cairn:lru and cairn:warmup, and Table 5's
+//! overhead. `scripts/leaper-bench.sh` prints its sweeps with it.
+
+use crate::compare::write_outputs;
+use crate::measure::timeline;
+use crate::report::json::RunResult;
+use crate::report::markdown::change;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct SummaryArgs {
+    /// `LABEL=DIR` (or `DIR`, labelled by its name): compare output directories, in order.
+    #[arg(required = true, value_name = "LABEL=DIR")]
+    pub points: Vec<String>,
+    /// Heading of the tables.
+    #[arg(long, default_value = "Leaper")]
+    pub title: String,
+    /// Name of the point column (e.g. `zipf`, `cache`).
+    #[arg(long, default_value = "point")]
+    pub x_label: String,
+    /// Also redraw each directory's report.md and plots from its JSON and timeline CSVs.
+    #[arg(long)]
+    pub plots: bool,
+}
+
+/// The results of a compare directory, in the order `runs.list` gives (else by name).
+pub fn read_dir(dir: &Path) -> Result<Vec<(String, RunResult)>> {
+    let stems: Vec<String> = match std::fs::read_to_string(dir.join("runs.list")) {
+        Ok(s) => s
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Err(_) => {
+            let mut v: Vec<String> = std::fs::read_dir(dir)
+                .with_context(|| format!("reading {}", dir.display()))?
+                .flatten()
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    let stem = n.strip_suffix(".json")?;
+                    (!stem.contains('.')).then(|| stem.to_string())
+                })
+                .collect();
+            v.sort();
+            v
+        }
+    };
+    stems
+        .into_iter()
+        .map(|s| Ok((s.clone(), RunResult::read(&dir.join(format!("{s}.json")))?)))
+        .collect()
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{:.1}", v * 100.0))
+}
+
+fn num(x: Option<f64>, d: usize) -> String {
+    x.map_or("-".into(), |v| format!("{v:.d$}"))
+}
+
+fn int(x: Option<u64>) -> String {
+    x.map_or("-".into(), |v| v.to_string())
+}
+
+fn find<'a>(rs: &'a [(String, RunResult)], engine: &str) -> Option<&'a RunResult> {
+    rs.iter().map(|(_, r)| r).find(|r| r.engine == engine)
+}
+
+fn misses(r: &RunResult) -> Option<f64> {
+    r.invalidation.as_ref()?.misses.map(|m| m as f64)
+}
+
+pub fn summary(points: &[(String, Vec<(String, RunResult)>)], title: &str, x: &str) -> String {
+    let mut s = format!("### {title}: cache invalidation\n\n");
+    let _ = writeln!(
+        s,
+        "| {x} | engine | ops/s | hit % | hit % in / out windows | QPS in / out windows | QPS in vs LRU | inv. misses (T) | vs LRU | vs warmup | misses in T1+T2 | vs LRU | p95 spike s | warmed | precision | T s | model |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for (label, rs) in points {
+        let lru = find(rs, "cairn:lru");
+        let iw = find(rs, "cairn:warmup");
+        for (_, r) in rs {
+            let v = r.invalidation.clone().unwrap_or_default();
+            let lv = lru.and_then(|l| l.invalidation.clone()).unwrap_or_default();
+            let model = match &r.leaper {
+                Some(l) if l.loaded => format!("k={}", l.k),
+                Some(_) => "none".into(),
+                None => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "| {label} | {} | {:.0} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} | {model} |",
+                r.engine,
+                r.ops_per_sec,
+                pct(r.cache.hit_ratio),
+                pct(v.hit_ratio_in_windows),
+                pct(v.hit_ratio_outside),
+                num(v.qps_in_windows, 0),
+                num(v.qps_outside, 0),
+                change(v.qps_in_windows, lv.qps_in_windows),
+                int(v.misses),
+                change(misses(r), lru.and_then(misses)),
+                change(misses(r), iw.and_then(misses)),
+                int(v.window_misses),
+                change(
+                    v.window_misses.map(|m| m as f64),
+                    lv.window_misses.map(|m| m as f64)
+                ),
+                v.p95_spike_seconds,
+                int(v.warmed_blocks),
+                pct(v.precision),
+                v.window_ms as f64 / 1000.0,
+            );
+        }
+    }
+    s.push_str(
+        "\nhit %: block cache, measured phase. Windows: each flush or compaction, start to end \
+         + T (T1 + T2). inv. misses: the engine's invalidation misses within T. misses in \
+         T1+T2: all block-cache misses in timeline intervals inside windows. p95 spike s: \
+         seconds with p95 above twice the run's median p95. Changes are against cairn:lru \
+         (LRU) and cairn:warmup (Incremental Warmup) at the same point.\n",
+    );
+    let goals: Vec<String> = points
+        .iter()
+        .flat_map(|(label, rs)| {
+            let lru = find(rs, "cairn:lru");
+            let iw = find(rs, "cairn:warmup");
+            rs.iter()
+                .filter(|(_, r)| r.engine != "cairn:lru" && r.engine != "cairn:warmup")
+                .map(move |(_, r)| {
+                    let v = r.invalidation.clone().unwrap_or_default();
+                    let lv = lru.and_then(|l| l.invalidation.clone());
+                    let q = change(v.qps_outside, lv.as_ref().and_then(|l| l.qps_outside));
+                    let within = match (v.qps_outside, lv.as_ref().and_then(|l| l.qps_outside)) {
+                        (Some(a), Some(b)) if b > 0.0 => {
+                            if (a / b - 1.0).abs() <= 0.01 || a > b {
+                                "yes"
+                            } else {
+                                "no"
+                            }
+                        }
+                        _ => "-",
+                    };
+                    format!(
+                        "| {label} | {} | {} | {} | {:.1} / {} | {q} | {within} |",
+                        r.engine,
+                        change(misses(r), lru.and_then(misses)),
+                        change(misses(r), iw.and_then(misses)),
+                        v.p95_spike_seconds,
+                        lv.as_ref()
+                            .map_or("-".into(), |l| format!("{:.1}", l.p95_spike_seconds)),
+                    )
+                })
+        })
+        .collect();
+    if !goals.is_empty() {
+        let _ = write!(
+            s,
+            "\n### {title}: goals\n\n\
+             | {x} | engine | inv. misses in T1+T2 vs LRU | vs Incremental Warmup | p95 spike s (engine / LRU) | QPS outside windows vs LRU | within 1% (or faster) |\n\
+             |---|---|---:|---:|---:|---:|---|\n{}\n",
+            goals.join("\n")
+        );
+    }
+    let over: Vec<String> = points
+        .iter()
+        .flat_map(|(label, rs)| {
+            let lru = find(rs, "cairn:lru");
+            rs.iter().filter(|(_, r)| r.leaper.is_some()).map(move |(_, r)| {
+                let v = r.invalidation.clone().unwrap_or_default();
+                let l = r.leaper.clone().unwrap_or_default();
+                let lv = lru.and_then(|x| x.invalidation.clone()).unwrap_or_default();
+                format!(
+                    "| {label} | {} | {} | {} | {} / {} | {} | {:.1} | {:.1} | {} | {:.1} / {:.1} |",
+                    r.engine,
+                    num(v.qps_outside, 0),
+                    change(v.qps_outside, lv.qps_outside),
+                    num(r.cpu_ms_per_op(), 4),
+                    num(lru.and_then(|x| x.cpu_ms_per_op()), 4),
+                    l.trace_rows,
+                    l.train_seconds,
+                    l.bundle_bytes as f64 / 1024.0,
+                    l.k,
+                    r.peak_rss_bytes as f64 / 1048576.0,
+                    lru.map_or(0.0, |x| x.peak_rss_bytes as f64 / 1048576.0),
+                )
+            })
+        })
+        .collect();
+    if !over.is_empty() {
+        let _ = write!(
+            s,
+            "\n### {title}: overhead (Table 5)\n\n\
+             | {x} | engine | QPS outside windows | vs LRU | CPU ms/op (engine / LRU) | trace rows | train s | bundle KiB | k | peak RSS MiB (engine / LRU) |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n{}\n\
+             \nOverall overhead as in the paper: the QPS decline outside flushes and compactions \
+             (and T after) against cairn:lru. The collector's per-access cost is measured by \
+             cairn's `access_cost` example.\n",
+            over.join("\n")
+        );
+    }
+    s
+}
+
+pub fn summary_cmd(a: &SummaryArgs) -> Result<()> {
+    let mut points = Vec::new();
+    for p in &a.points {
+        let (label, dir) = match p.split_once('=') {
+            Some((l, d)) => (l.to_string(), PathBuf::from(d)),
+            None => {
+                let d = PathBuf::from(p);
+                let l = d
+                    .file_name()
+                    .map_or(p.clone(), |n| n.to_string_lossy().into_owned());
+                (l, d)
+            }
+        };
+        let rs = read_dir(&dir)?;
+        if rs.is_empty() {
+            bail!("{} holds no run", dir.display());
+        }
+        if a.plots {
+            let timelines = rs
+                .iter()
+                .map(|(stem, r)| {
+                    let csv = std::fs::read_to_string(dir.join(format!("{stem}.timeline.csv")))?;
+                    Ok((r.engine.clone(), timeline::from_csv(&csv)?))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let results: Vec<RunResult> = rs.iter().map(|(_, r)| r.clone()).collect();
+            write_outputs(&dir, &results, &timelines)?;
+        }
+        points.push((label, rs));
+    }
+    print!("{}", summary(&points, &a.title, &a.x_label));
+    Ok(())
+}

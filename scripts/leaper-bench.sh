@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Leaper's experiments (Yang et al., VLDB 2020, section 7.3) on cairn: the cache around
+# flushes and compactions. Builds cairn-bench in release mode, makes (or reuses) the Python
+# environment of the learner (target/pyenv, as scripts/test.sh does), then runs
+#
+#   1. leaper-synthetic, leaper-ecommerce, leaper-im (Table 2's shapes; the last two are
+#      synthetic streams shaped like the paper's traces) with $ENGINES, T set to cairn:lru's
+#      median hit-ratio recovery time (a calibration run first);
+#   2. Figs. 13-14 on leaper-synthetic: range-query ratio, skew (zipf), mixture (read
+#      share, update:insert 4:1), cache size; T fixed to the synthetic run's;
+#   3. the tables: invalidation misses in T1 + T2 windows against cairn:lru and
+#      cairn:warmup (Incremental Warmup), p95 spike seconds, QPS outside the windows
+#      (Table 5's overall overhead), the learner's offline scores.
+#
+# Every run: load, a warm-up part of the stream (--warmup-secs; the first engine's op
+# count is then used by the others, so all run the same stream), during which cairn:leaper
+# collects access statistics; the harness exports the trace, trains with
+# `python -m cairn.learn.leaper train`, loads the bundle and waits for background work to
+# finish (every engine waits), then the measured part. Storage reads cost what they would
+# on an SSD (cairn's device profile `ssd`), so misses show in QPS and p95.
+#
+# Writes $OUT/summary.md, and per point a compare directory (report.md, JSON, timeline CSV,
+# invalidation_timeline.png = Figs. 10/11).
+#
+#   scripts/leaper-bench.sh                   # about 15-20 minutes on 2 cores
+#   QUICK=1 scripts/leaper-bench.sh           # the three workloads only, smaller: ~5 min
+#   SWEEPS="skew cache" ENGINES=cairn:lru,cairn:warmup,cairn:leaper,cairn:oracle scripts/leaper-bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=${QUICK:-}
+if [ -n "$QUICK" ]; then
+  RECORDS=${RECORDS:-50000}
+  OPS=${OPS:-60000}
+  WARMUP_SECS=${WARMUP_SECS:-8}
+  SWEEPS=${SWEEPS:-}
+  CACHE=${CACHE:-4M}
+  WBS=${WBS:-512K}
+else
+  RECORDS=${RECORDS:-100000}
+  OPS=${OPS:-100000}
+  WARMUP_SECS=${WARMUP_SECS:-10}
+  SWEEPS=${SWEEPS:-"range skew mix cache"}
+  # The data is about 15 MiB at 100k records (116-byte entries, L0 and L1 copies).
+  CACHE=${CACHE:-8M}
+  WBS=${WBS:-1M}
+fi
+ENGINES=${ENGINES:-cairn:lru,cairn:warmup,cairn:leaper}
+WORKLOADS=${WORKLOADS:-"synthetic ecommerce im"}
+SLOT_MS=${SLOT_MS:-500}
+MAX_K=${MAX_K:-6}
+DEVICE=${DEVICE:-ssd}
+TIMELINE_MS=${TIMELINE_MS:-250}
+RANGE_RATIOS=${RANGE_RATIOS:-"0.2 1.0"}
+ZIPFS=${ZIPFS:-"0.3 0.9"}
+READ_SHARES=${READ_SHARES:-"0.9"}
+CACHE_SIZES=${CACHE_SIZES:-"4M 16M"}
+# Learner options: a chronological split that leaves room for k models on a short trace.
+LEARNER_ARGS=${LEARNER_ARGS:-"--test-share 0.2 --val-share 0.3"}
+OUT=${OUT:-bench-out/leaper}
+EXTRA=${EXTRA:-}
+
+cargo build --release -p cairn-bench
+BIN=target/release/cairn-bench
+
+# The learner's environment, as scripts/test.sh makes it (target/pyenv, reinstalled when
+# python/pyproject.toml changes; the user's site-packages where python3 has no venv).
+PY=target/pyenv/bin/python
+if ! "$PY" -m pip --version >/dev/null 2>&1; then
+  rm -rf target/pyenv
+  python3 -m venv target/pyenv >/dev/null 2>&1 || true
+  "$PY" -m pip --version >/dev/null 2>&1 || { rm -rf target/pyenv; PY=python3; }
+fi
+if [ "$PY" = python3 ]; then
+  python3 -c 'import lightgbm, numpy, scipy, crc32c' 2>/dev/null ||
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --user --disable-pip-version-check './python[test]'
+else
+  stamp="$(sha256sum python/pyproject.toml | cut -d' ' -f1)"
+  if [ "$(cat target/pyenv/.cairn-stamp 2>/dev/null)" != "$stamp" ]; then
+    "$PY" -m pip install -q --disable-pip-version-check './python[test]'
+    echo "$stamp" >target/pyenv/.cairn-stamp
+  fi
+fi
+export CAIRN_PYTHON="$PY"
+
+mkdir -p "$OUT"
+summary="$OUT/summary.md"
+start=$(date +%s)
+
+# compare DIR WORKLOAD ARGS...: one point, every engine.
+compare() {
+  local dir=$1 workload=$2
+  shift 2
+  mkdir -p "$dir"
+  echo "== $workload $* -> $dir" >&2
+  # shellcheck disable=SC2086
+  "$BIN" compare --engines "$ENGINES" --workload "leaper-$workload" \
+    --records "$RECORDS" --ops "$OPS" --warmup-secs "$WARMUP_SECS" \
+    --write-buffer-size "$WBS" --cache-bytes "${POINT_CACHE:-$CACHE}" --device "$DEVICE" --settle \
+    --timeline-ms "$TIMELINE_MS" --leaper-slot-ms "$SLOT_MS" --leaper-max-k "$MAX_K" \
+    --learner-args "$LEARNER_ARGS" $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
+}
+
+{
+  echo "# Leaper on cairn (cairn-bench, scripts/leaper-bench.sh)"
+  echo
+  echo "Engines $ENGINES; $RECORDS records, warm-up ${WARMUP_SECS} s, $OPS measured ops per run;"
+  echo "memtable $WBS, block cache $CACHE, device profile $DEVICE; access slots ${SLOT_MS} ms,"
+  echo "at most $MAX_K models; timeline ${TIMELINE_MS} ms. Keys are synthetic in every workload."
+  echo
+} >"$summary"
+
+points=()
+for w in $WORKLOADS; do
+  compare "$OUT/main/$w" "$w"
+  points+=("$w=$OUT/main/$w")
+done
+"$BIN" leaper-summary --title "Table 2 workloads" --x-label workload "${points[@]}" >>"$summary"
+
+# T of the sweeps: the synthetic run's (cairn:lru's median recovery time).
+T=$(jq -r '.invalidation.window_ms' "$OUT/main/synthetic/$(echo "$ENGINES" | cut -d, -f1 | tr ':' '-').json" 2>/dev/null || true)
+T=${T:-auto}
+[ "$T" = null ] && T=auto
+base=()
+[ -d "$OUT/main/synthetic" ] && base=("default=$OUT/main/synthetic")
+
+sweep() {
+  local name=$1 title=$2 label=$3 flag=$4
+  shift 4
+  local pts=("${base[@]}")
+  for v in "$@"; do
+    local dir="$OUT/$name/$v"
+    if [ "$flag" = --zipf ] && [ "$v" = 0 ]; then
+      compare "$dir" synthetic --invalidation-window-ms "$T" --distribution uniform
+    elif [ "$flag" = --cache-bytes ]; then
+      POINT_CACHE=$v compare "$dir" synthetic --invalidation-window-ms "$T"
+    else
+      compare "$dir" synthetic --invalidation-window-ms "$T" "$flag" "$v"
+    fi
+    pts+=("$v=$dir")
+  done
+  {
+    echo
+    "$BIN" leaper-summary --title "$title" --x-label "$label" "${pts[@]}"
+  } >>"$summary"
+}
+
+for s in $SWEEPS; do
+  case $s in
+    range) sweep range "Fig. 13a: range-query ratio (share of reads)" range-ratio --range-ratio $RANGE_RATIOS ;;
+    skew) sweep skew "Fig. 14: skew (zipf; 0 = uniform)" zipf --zipf $ZIPFS ;;
+    mix) sweep mix "Fig. 13b: mixture (read share, updates:inserts 4:1)" read-share --read-share $READ_SHARES ;;
+    cache) sweep cache "Fig. 13c: cache size" cache --cache-bytes $CACHE_SIZES ;;
+    *) echo "unknown sweep $s (range skew mix cache)" >&2; exit 2 ;;
+  esac
+done
+
+{
+  echo
+  echo "Sweep points other than \`default\` use T = $T ms (the synthetic run's). The"
+  echo "\`default\` point is the synthetic run above (range ratio 0, zipf 0.5, read share"
+  echo "0.75, cache $CACHE). Timelines with jobs marked: */invalidation_timeline.png."
+  echo "Total time: $(($(date +%s) - start)) s."
+} >>"$summary"
+cat "$summary"
+echo "summary: $summary" >&2
