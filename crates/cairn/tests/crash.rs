@@ -56,6 +56,8 @@ fn open_db(dir: &Path) -> cairn::Result<Db> {
         open_with(dir, vlog_crash_options)
     } else if dir.file_name().is_some_and(|n| n == LEAPER_DB) {
         open_with(dir, leaper_crash_options)
+    } else if dir.file_name().is_some_and(|n| n == MIXED_DB) {
+        open_with(dir, mixed_crash_options)
     } else {
         open_with(dir, crash_options)
     }
@@ -90,6 +92,20 @@ fn leaper_crash_options() -> Options {
             model: Some(model),
             ..Default::default()
         }),
+        ..crash_options()
+    }
+}
+
+/// Directory name that selects the learned index (every table learned in the
+/// background), AC-Key's read cache and tiering, with run limits changed while writes
+/// run (the child changes them every few milliseconds).
+const MIXED_DB: &str = "db-mixed";
+
+fn mixed_crash_options() -> Options {
+    Options {
+        index: cairn::IndexPolicy::learn_all(4),
+        read_cache: cairn::ReadCachePolicy::AcKey(Default::default()),
+        level_runs: vec![4, 4, 1],
         ..crash_options()
     }
 }
@@ -209,6 +225,25 @@ fn child_main(dir: &Path) {
         .unwrap();
     let db = Arc::new(open_db(dir).expect("child open"));
     let stop = Arc::new(AtomicBool::new(false));
+    if dir.file_name().is_some_and(|n| n == MIXED_DB) {
+        // K_i changes in flight, with every kind of transition (the kill ends the thread).
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
+            let transitions = [
+                cairn::Transition::Greedy,
+                cairn::Transition::Lazy,
+                cairn::Transition::Flexible,
+            ];
+            loop {
+                std::thread::sleep(Duration::from_millis(rng.random_range(2..15)));
+                let level = rng.random_range(1..=3);
+                let k = rng.random_range(1..=4);
+                let t = transitions[rng.random_range(0..3)];
+                let _ = db.set_policy(&db.default_cf(), level, k, t);
+            }
+        });
+    }
     let threads: Vec<_> = (0..THREADS)
         .map(|tid| {
             let db = db.clone();
@@ -500,6 +535,8 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
         VLOG_DB
     } else if test_name.contains("leaper") {
         LEAPER_DB
+    } else if test_name.contains("mixed") {
+        MIXED_DB
     } else {
         "db"
     });
@@ -554,6 +591,13 @@ fn crash_sync_writes_survive_sigkill() {
 #[test]
 fn crash_vlog_sync_writes_survive_sigkill() {
     crash_cycles("crash_vlog_sync_writes_survive_sigkill", true, 50);
+}
+
+/// Kills with the learned index, AC-Key and tiering on, while run limits change, lose no
+/// acknowledged write.
+#[test]
+fn crash_mixed_sync_writes_survive_sigkill() {
+    crash_cycles("crash_mixed_sync_writes_survive_sigkill", true, 30);
 }
 
 /// Kills while Leaper warms and evicts blocks around flushes and compactions lose no
