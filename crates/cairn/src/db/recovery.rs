@@ -159,11 +159,24 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             .flat_map(|r| &r.files)
         {
             let p = table_path(&env, f.desc.tier as usize, f.file_no());
-            if !p.exists() {
-                return Err(Error::corruption(
-                    p.display().to_string(),
-                    "table named by the manifest is missing",
-                ));
+            match std::fs::metadata(&p) {
+                Err(_) => {
+                    return Err(Error::corruption(
+                        p.display().to_string(),
+                        "table named by the manifest is missing",
+                    ))
+                }
+                Ok(m) if m.len() != f.desc.size => {
+                    return Err(Error::corruption(
+                        p.display().to_string(),
+                        format!(
+                            "the manifest says {} bytes, the file has {}",
+                            f.desc.size,
+                            m.len()
+                        ),
+                    ))
+                }
+                Ok(_) => {}
             }
         }
     }

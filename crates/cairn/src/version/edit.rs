@@ -28,6 +28,32 @@ pub struct FileDesc {
     pub vlog_refs: Vec<(u64, u64)>,
 }
 
+impl FileDesc {
+    /// What is impossible about this description, if anything: records are checksummed,
+    /// so a description that fails here was written by a bug or on purpose, and using it
+    /// would index past the file or compare keys that cannot be compared.
+    pub fn problem(&self) -> Option<String> {
+        let user = |k: &[u8]| crate::types::parse_internal_key(k).map(|p| p.user_key.to_vec());
+        let (Some(lo), Some(hi)) = (user(&self.smallest), user(&self.largest)) else {
+            return Some(format!("file {}: malformed key range", self.file_no));
+        };
+        if lo > hi {
+            return Some(format!("file {}: smallest key after largest", self.file_no));
+        }
+        if self.min_seq > self.max_seq {
+            return Some(format!("file {}: min_seq above max_seq", self.file_no));
+        }
+        // A table is at least a footer long, and no file is 2^48 bytes.
+        if self.size < crate::table::FOOTER_LEN as u64 || self.size >= 1 << 48 {
+            return Some(format!(
+                "file {}: impossible size {}",
+                self.file_no, self.size
+            ));
+        }
+        None
+    }
+}
+
 /// A level's compaction policy state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PolicyState {

@@ -276,6 +276,10 @@ impl CfVersion {
             if c != cf {
                 continue;
             }
+            // K is a run count: 0 would divide a level's capacity by zero.
+            if p.k == 0 || p.k > 1 << 16 || p.pending_k.is_some_and(|k| k == 0 || k > 1 << 16) {
+                return bad(format!("run limit {} of level {level} is impossible", p.k));
+            }
             match v.levels.get_mut(level as usize) {
                 Some(l) => l.policy = p,
                 None => return bad(format!("policy for level {level} that does not exist")),

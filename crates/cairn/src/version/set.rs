@@ -228,6 +228,15 @@ impl VersionSet {
     }
 
     fn preview(&self, edit: &VersionEdit) -> Result<BTreeMap<u32, CfEntry>> {
+        for (_, _, _, d) in &edit.added {
+            let problem = d.problem().or_else(|| {
+                (d.tier as usize >= self.env.num_tiers())
+                    .then(|| format!("file {} in tier {} that does not exist", d.file_no, d.tier))
+            });
+            if let Some(p) = problem {
+                return Err(Error::corruption("manifest", p));
+            }
+        }
         let mut cfs = self.cfs.clone();
         for (id, name) in &edit.cf_added {
             let k = self.initial_k.clone();
