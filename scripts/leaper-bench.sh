@@ -5,7 +5,8 @@
 #
 #   1. leaper-synthetic, leaper-ecommerce, leaper-im (Table 2's shapes; the last two are
 #      synthetic streams shaped like the paper's traces) with $ENGINES, T set to cairn:lru's
-#      median hit-ratio recovery time (a calibration run first);
+#      median hit-ratio recovery time (a calibration run first); and Fig. 10's
+#      flush-only run (leaper-synthetic without compactions; FIG10= skips it);
 #   2. Figs. 13-14 on leaper-synthetic: range-query ratio, skew (zipf), mixture (read
 #      share, update:insert 4:1), cache size; T fixed to the synthetic run's;
 #   3. the tables: invalidation misses in T1 + T2 windows against cairn:lru and
@@ -36,7 +37,9 @@ if [ -n "$QUICK" ]; then
   SWEEPS=${SWEEPS:-}
   CACHE=${CACHE:-4M}
   WBS=${WBS:-512K}
+  FIG10=${FIG10:-}
 else
+  FIG10=${FIG10:-1}
   RECORDS=${RECORDS:-100000}
   OPS=${OPS:-100000}
   WARMUP_SECS=${WARMUP_SECS:-10}
@@ -115,6 +118,11 @@ for w in $WORKLOADS; do
   compare "$OUT/main/$w" "$w"
   points+=("$w=$OUT/main/$w")
 done
+# Fig. 10: flushes only (no compactions), the synthetic workload.
+if [ -n "$FIG10" ]; then
+  compare "$OUT/main/synthetic-flush-only" synthetic --flush-only
+  points+=("synthetic-flush-only=$OUT/main/synthetic-flush-only")
+fi
 "$BIN" leaper-summary --title "Table 2 workloads" --x-label workload "${points[@]}" >>"$summary"
 
 # T of the sweeps: the synthetic run's (cairn:lru's median recovery time).
@@ -154,6 +162,15 @@ for s in $SWEEPS; do
     *) echo "unknown sweep $s (range skew mix cache)" >&2; exit 2 ;;
   esac
 done
+
+# Table 5's collector column: nanoseconds per recorded access (cairn's example).
+{
+  echo
+  echo "### Table 5: collector cost per access (cairn's access_cost example)"
+  echo
+  cargo run --release -q -p cairn --example access_cost 2>/dev/null ||
+    echo "(the access_cost example did not run)"
+} >>"$summary"
 
 {
   echo

@@ -122,6 +122,10 @@ pub struct LeaperArgs {
     /// Do not train: Leaper engines run without a model (their fallback).
     #[arg(long)]
     pub leaper_no_train: bool,
+    /// Flushes only, no compactions (Leaper's Fig. 10): cairn's level-0 triggers are put
+    /// out of reach, so tables pile up in level 0.
+    #[arg(long)]
+    pub flush_only: bool,
     /// Extra arguments for the learner (`python -m cairn.learn.leaper train --help`), one
     /// string split at spaces, e.g. `--max-multiplier 8 --alpha 0.6`.
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
@@ -165,6 +169,7 @@ impl LeaperArgs {
         }
         cfg.leaper_slot_ms = self.leaper_slot_ms;
         cfg.invalidation_window_ms = self.window_ms()?;
+        cfg.flush_only = self.flush_only;
         Ok(cfg)
     }
 }
@@ -247,7 +252,7 @@ pub struct WorkloadArgs {
     pub settle: bool,
     /// Ops of the stream run unmeasured before the measured --ops (the part Leaper's
     /// learner trains on; every engine runs it, then the harness waits for background
-    /// work to finish) [default: --ops for leaper-* workloads, else 0].
+    /// work to finish) [default: 0; leaper-* workloads: --warmup-secs 20].
     #[arg(long, value_name = "OPS")]
     pub warmup_ops: Option<u64>,
     /// End the warm-up after this many seconds if --warmup-ops (default 50 x --ops here)
@@ -288,9 +293,10 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 #[derive(Args, Debug, Clone)]
 pub struct BudgetArgs {
-    /// Memtable size given to every engine (e.g. 64M).
-    #[arg(long, default_value = "64M", value_parser = parse_size, value_name = "BYTES")]
-    pub write_buffer_size: usize,
+    /// Memtable size given to every engine (e.g. 64M) [default: 64M; 1M for leaper-*
+    /// workloads, so flushes and compactions run while they are measured].
+    #[arg(long, value_parser = parse_size, value_name = "BYTES")]
+    pub write_buffer_size: Option<usize>,
     /// Block cache capacity given to every engine (e.g. 8M).
     #[arg(long, default_value = "8M", value_parser = parse_size, value_name = "BYTES")]
     pub cache_bytes: usize,
@@ -317,8 +323,18 @@ pub struct BudgetArgs {
 
 impl BudgetArgs {
     pub fn config(&self) -> BenchConfig {
+        self.config_for(None)
+    }
+
+    /// The budget for a workload (its default memtable size when none is given).
+    pub fn config_for(&self, w: Option<crate::workload::WorkloadName>) -> BenchConfig {
+        let wbs = if w.is_some_and(|w| w.is_leaper()) {
+            1 << 20
+        } else {
+            64 << 20
+        };
         BenchConfig {
-            write_buffer_size: self.write_buffer_size,
+            write_buffer_size: self.write_buffer_size.unwrap_or(wbs),
             cache_bytes: self.cache_bytes,
             bloom_bits: self.bloom_bits,
             direct_io: self.direct_io,
@@ -361,11 +377,16 @@ impl WorkloadArgs {
         if (self.read_share.is_some() || self.range_ratio.is_some()) && !workload.is_leaper() {
             bail!("--read-share and --range-ratio apply to leaper-* workloads");
         }
-        let warmup_ops = match (self.warmup_ops, self.warmup_secs) {
+        // Leaper workloads warm up for 20 s unless told otherwise: the learner needs time
+        // slots, not ops.
+        let warmup_secs = match (self.warmup_ops, self.warmup_secs) {
+            (None, None) if workload.is_leaper() => Some(20.0),
+            (_, s) => s,
+        };
+        let warmup_ops = match (self.warmup_ops, warmup_secs) {
             (Some(n), _) => n,
             // Time-bounded: until the deadline, at most 50x the measured ops.
             (None, Some(_)) => self.ops.saturating_mul(50),
-            (None, None) if workload.is_leaper() => self.ops,
             (None, None) => 0,
         };
         if self
@@ -399,7 +420,7 @@ impl WorkloadArgs {
             scan_ratio: self.scan_ratio,
             settle: self.settle,
             warmup_ops,
-            warmup_secs: self.warmup_secs,
+            warmup_secs,
             read_share: self.read_share,
             range_ratio: self.range_ratio,
         })

@@ -85,10 +85,11 @@ pub fn summary_line(r: &RunResult) -> String {
 pub fn run_cmd(a: &RunArgs) -> Result<()> {
     let engine = EngineName::parse(&a.engine)?;
     engine.check_available()?;
+    let spec = a.workload.spec()?;
     let req = RunRequest {
         engine,
-        spec: a.workload.spec()?,
-        config: a.leaper.apply(a.budget.config())?,
+        config: a.leaper.apply(a.budget.config_for(Some(spec.workload)))?,
+        spec,
         data_dir: a.budget.db_dir.clone(),
         keep_data: a.budget.keep_db,
         timeline_period_ms: a.workload.timeline_ms,
@@ -180,7 +181,7 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
     let mut spec = a.workload.spec()?;
     std::fs::create_dir_all(&a.out)?;
     let stems = unique_stems(&engines.iter().map(|e| e.to_string()).collect::<Vec<_>>());
-    let mut cfg = a.leaper.apply(a.budget.config())?;
+    let mut cfg = a.leaper.apply(a.budget.config_for(Some(spec.workload)))?;
     let request = |engine: &EngineName,
                    spec: &WorkloadSpec,
                    cfg: &BenchConfig,

@@ -130,6 +130,12 @@ impl CairnEngine {
         if let Some(t) = cfg.invalidation_window_ms {
             opts.invalidation_window_ms = t;
         }
+        if cfg.flush_only {
+            // Level 0 never reaches a trigger, so nothing compacts.
+            opts.l0_compaction_trigger = 1 << 20;
+            opts.l0_slowdown_trigger = 1 << 20;
+            opts.l0_stop_trigger = 1 << 20;
+        }
         let jobs = Arc::new(JobLog::default());
         opts.listeners.push(jobs.clone());
         opts.write_buffer_size = cfg.write_buffer_size;

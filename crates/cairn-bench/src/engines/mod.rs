@@ -32,6 +32,10 @@ pub struct BenchConfig {
     /// `Options::invalidation_window_ms`); None: the engine's default (10 s).
     #[serde(default)]
     pub invalidation_window_ms: Option<u64>,
+    /// No compactions, only flushes (Leaper's Fig. 10): cairn's level-0 triggers out of
+    /// reach. Other engines ignore it.
+    #[serde(default)]
+    pub flush_only: bool,
 }
 
 pub fn default_leaper_slot_ms() -> u64 {
@@ -83,6 +87,7 @@ impl Default for BenchConfig {
             device: Device::None,
             leaper_slot_ms: default_leaper_slot_ms(),
             invalidation_window_ms: None,
+            flush_only: false,
         }
     }
 }

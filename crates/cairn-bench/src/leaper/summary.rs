@@ -81,8 +81,8 @@ pub fn summary(points: &[(String, Vec<(String, RunResult)>)], title: &str, x: &s
     let mut s = format!("### {title}: cache invalidation\n\n");
     let _ = writeln!(
         s,
-        "| {x} | engine | ops/s | hit % | hit % in / out windows | QPS in / out windows | QPS in vs LRU | inv. misses (T) | vs LRU | vs warmup | misses in T1+T2 | vs LRU | p95 spike s | warmed | precision | T s | model |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        "| {x} | engine | ops/s | hit % | hit % in / out windows | QPS in / out windows | QPS in vs LRU | inv. misses (T) | vs LRU | vs warmup | misses in T1+T2 | vs LRU | p95 spike s | warmed | precision | T s | jobs F/C | write amp | model |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     for (label, rs) in points {
         let lru = find(rs, "cairn:lru");
@@ -97,7 +97,7 @@ pub fn summary(points: &[(String, Vec<(String, RunResult)>)], title: &str, x: &s
             };
             let _ = writeln!(
                 s,
-                "| {label} | {} | {:.0} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} | {model} |",
+                "| {label} | {} | {:.0} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} | {}/{} | {} | {model} |",
                 r.engine,
                 r.ops_per_sec,
                 pct(r.cache.hit_ratio),
@@ -118,6 +118,9 @@ pub fn summary(points: &[(String, Vec<(String, RunResult)>)], title: &str, x: &s
                 int(v.warmed_blocks),
                 pct(v.precision),
                 v.window_ms as f64 / 1000.0,
+                v.flushes,
+                v.compactions,
+                num(r.write_amplification, 2),
             );
         }
     }

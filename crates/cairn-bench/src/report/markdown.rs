@@ -7,6 +7,17 @@ fn mib(b: u64) -> String {
     format!("{:.1}", b as f64 / (1024.0 * 1024.0))
 }
 
+/// `64 MiB`, `512 KiB`, `100 B`.
+fn size(b: usize) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
 fn per_op(bytes: u64, ops: u64) -> String {
     if ops == 0 {
         "-".into()
@@ -354,9 +365,9 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
         );
         let _ = writeln!(
             s,
-            "Budget: write buffer {} MiB, block cache {} MiB, bloom {} bits/key, direct I/O {}, sync {}, device profile {}.\n",
-            c.write_buffer_size >> 20,
-            c.cache_bytes >> 20,
+            "Budget: write buffer {}, block cache {}, bloom {} bits/key, direct I/O {}, sync {}, device profile {}.\n",
+            size(c.write_buffer_size),
+            size(c.cache_bytes),
             c.bloom_bits,
             c.direct_io,
             c.sync,
