@@ -1,30 +1,37 @@
 #!/usr/bin/env bash
 # Fuzzes cairn's decoders: each target of fuzz/ for a bounded time.
 #
-# With a nightly toolchain, runs cargo-fuzz (installing it if missing): libFuzzer grows
-# fuzz/corpus/<target>/ and writes crashing inputs to fuzz/artifacts/<target>/. Without
+# With a nightly toolchain, runs cargo-fuzz (installing it if missing) from the checked-in
+# corpus fuzz/corpus/<target>/, growing a working corpus in fuzz/target/corpus/<target>/
+# (with -m, what adds coverage is merged back into fuzz/corpus, minimized and at most
+# FUZZ_MERGE_MAX_LEN bytes an input); crashing inputs go to fuzz/artifacts/<target>/. Without
 # one (or with FUZZ_MODE=replay), runs the stable replay test instead
 # (crates/cairn/tests/fuzz_corpus.rs: the corpus and regressions, then its seeded
 # mutation loop for the same time per target). Either way it ends with a table of targets,
 # inputs run, seconds and crashes, and exits non-zero if any target crashed.
 #
-# Usage: scripts/fuzz.sh [-s SECONDS] [TARGET...]
+# Usage: scripts/fuzz.sh [-s SECONDS] [-m] [TARGET...]
 #   -s SECONDS   time per target (default: $FUZZ_SECONDS or 60)
+#   -m           merge new coverage into fuzz/corpus (cargo-fuzz only)
 #   TARGET       targets to run (default: every fuzz/fuzz_targets/*.rs)
 # Environment:
 #   FUZZ_MODE=auto|cargo-fuzz|replay   how to fuzz (default auto)
 #   FUZZ_KEEP_GOING=1   cargo-fuzz: keep fuzzing past a crash (-fork=1 -ignore_crashes=1)
 #   FUZZ_ARGS="..."     extra libFuzzer flags (e.g. "-max_len=65536")
+#   FUZZ_LOGS=DIR       keep each target's log as DIR/<target> (default: a temporary dir)
+#   FUZZ_MERGE_MAX_LEN  longest input -m adds to fuzz/corpus (default 4096)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 secs=${FUZZ_SECONDS:-60}
-while getopts "s:h" opt; do
+merge=0
+while getopts "s:mh" opt; do
     case $opt in
         s) secs=$OPTARG ;;
-        h) sed -n '2,20p' "$0"; exit 0 ;;
+        m) merge=1 ;;
+        h) sed -n '2,22p' "$0"; exit 0 ;;
         *) exit 2 ;;
     esac
 done
@@ -63,8 +70,13 @@ if [ "$mode" = auto ]; then
     fi
 fi
 
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+if [ -n "${FUZZ_LOGS:-}" ]; then
+    logs=$FUZZ_LOGS
+    mkdir -p "$logs"
+else
+    logs=$(mktemp -d)
+    trap 'rm -rf "$logs"' EXIT
+fi
 rows=()
 failed=0
 
@@ -80,7 +92,8 @@ cargo-fuzz)
     for t in "${targets[@]}"; do
         art="fuzz/artifacts/$t"
         before=$(count_files "$art")
-        mkdir -p "fuzz/corpus/$t"
+        work="fuzz/target/corpus/$t"
+        mkdir -p "fuzz/corpus/$t" "$work"
         flags=(-max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1)
         if [ "${FUZZ_KEEP_GOING:-0}" = 1 ]; then
             flags+=(-fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1)
@@ -90,7 +103,8 @@ cargo-fuzz)
         echo "fuzz.sh: $t for ${secs}s" >&2
         start=$(date +%s)
         rc=0
-        cargo +nightly fuzz run -O "$t" "fuzz/corpus/$t" -- "${flags[@]}" \
+        # New inputs go to the first directory, the working corpus.
+        cargo +nightly fuzz run -O "$t" "$work" "fuzz/corpus/$t" -- "${flags[@]}" \
             >"$logs/$t" 2>&1 || rc=$?
         took=$(($(date +%s) - start))
         runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/$t" \
@@ -108,6 +122,13 @@ cargo-fuzz)
             failed=1
             echo "fuzz.sh: $t crashed; log tail:" >&2
             tail -n 40 "$logs/$t" >&2
+        fi
+        if [ "$merge" = 1 ]; then
+            # Edge coverage only (no hit counts), so the checked-in corpus stays small.
+            cargo +nightly fuzz run -O "$t" "fuzz/corpus/$t" "$work" -- -merge=1 \
+                -use_counters=0 -max_len="${FUZZ_MERGE_MAX_LEN:-4096}" -rss_limit_mb=2048 \
+                >"$logs/$t.merge" 2>&1 || echo "fuzz.sh: merging $t failed" >&2
+            grep -h 'MERGE-OUTER: .* new files' "$logs/$t.merge" >&2 || true
         fi
         rows+=("$t $runs $took $crashes")
     done

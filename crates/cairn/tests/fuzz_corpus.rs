@@ -4,9 +4,10 @@
 //! values...) runs each target for a bounded number of inputs. A panic is a failure: the
 //! engine must answer corrupt bytes with a typed error.
 //!
-//! * `CAIRN_FUZZ_ITERS=<n>` sets the mutation count per target (default: a few hundred to
-//!   a few thousand, by the target's cost); `CAIRN_FUZZ_SECONDS=<s>` runs each target's
-//!   loop for that long instead (`scripts/fuzz.sh` uses it without cargo-fuzz);
+//! * `CAIRN_FUZZ_ITERS=<n>` sets the mutation count per target (default: 8,000 to 25,000
+//!   by the target's cost, a few seconds in all for a debug build on two cores);
+//!   `CAIRN_FUZZ_SECONDS=<s>` runs each target's loop for that long instead
+//!   (`scripts/fuzz.sh` uses it without cargo-fuzz);
 //!   `CAIRN_FUZZ_SEED=<n>` changes the seed.
 //! * A failing mutated input is written to the temporary directory and its path printed;
 //!   minimized, it belongs in `fuzz/regressions/<target>/`.
@@ -78,9 +79,9 @@ fn env_u64(name: &str) -> Option<u64> {
 /// Default mutations per target, by its cost in a debug build.
 fn default_iters(target: &str) -> u64 {
     match target {
-        "table" => 300,
-        "plr_model" | "log_reader" | "leaper_bundle" | "gbdt_text" => 600,
-        _ => 3000,
+        "table" => 8_000,
+        "plr_model" | "log_reader" | "leaper_bundle" | "gbdt_text" => 12_000,
+        _ => 25_000,
     }
 }
 
@@ -308,7 +309,11 @@ macro_rules! target_tests {
             for kind in ["corpus", "regressions"] {
                 let Ok(rd) = std::fs::read_dir(fuzz_dir().join(kind)) else { continue };
                 for e in rd {
-                    let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                    let e = e.unwrap();
+                    if !e.path().is_dir() {
+                        continue;
+                    }
+                    let name = e.file_name().to_string_lossy().into_owned();
                     assert!(all.contains(&name.as_str()), "fuzz/{kind}/{name} is no target");
                 }
             }
