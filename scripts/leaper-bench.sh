@@ -23,8 +23,8 @@
 # Writes $OUT/summary.md, and per point a compare directory (report.md, JSON, timeline CSV,
 # invalidation_timeline.png = Figs. 10/11).
 #
-#   scripts/leaper-bench.sh                   # about 15-20 minutes on 2 cores
-#   QUICK=1 scripts/leaper-bench.sh           # the three workloads only, smaller: ~5 min
+#   scripts/leaper-bench.sh                   # about 25-30 minutes on 2 cores (estimate)
+#   QUICK=1 scripts/leaper-bench.sh           # the three workloads only, smaller: ~7 min
 #   SWEEPS="skew cache" ENGINES=cairn:lru,cairn:warmup,cairn:leaper,cairn:oracle scripts/leaper-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -149,7 +149,7 @@ sweep() {
   done
   {
     echo
-    "$BIN" leaper-summary --title "$title" --x-label "$label" "${pts[@]}"
+    "$BIN" leaper-summary --no-overhead --title "$title" --x-label "$label" "${pts[@]}"
   } >>"$summary"
 }
 

@@ -26,6 +26,9 @@ pub struct SummaryArgs {
     /// Also redraw each directory's report.md and plots from its JSON and timeline CSVs.
     #[arg(long)]
     pub plots: bool,
+    /// Leave out the overhead table (sweeps: the main workloads print it).
+    #[arg(long)]
+    pub no_overhead: bool,
 }
 
 /// The results of a compare directory, in the order `runs.list` gives (else by name).
@@ -77,7 +80,12 @@ fn misses(r: &RunResult) -> Option<f64> {
     r.invalidation.as_ref()?.misses.map(|m| m as f64)
 }
 
-pub fn summary(points: &[(String, Vec<(String, RunResult)>)], title: &str, x: &str) -> String {
+pub fn summary(
+    points: &[(String, Vec<(String, RunResult)>)],
+    title: &str,
+    x: &str,
+    overhead: bool,
+) -> String {
     let mut s = format!("### {title}: cache invalidation\n\n");
     let _ = writeln!(
         s,
@@ -198,7 +206,7 @@ pub fn summary(points: &[(String, Vec<(String, RunResult)>)], title: &str, x: &s
             })
         })
         .collect();
-    if !over.is_empty() {
+    if overhead && !over.is_empty() {
         let _ = write!(
             s,
             "\n### {title}: overhead (Table 5)\n\n\
@@ -243,6 +251,6 @@ pub fn summary_cmd(a: &SummaryArgs) -> Result<()> {
         }
         points.push((label, rs));
     }
-    print!("{}", summary(&points, &a.title, &a.x_label));
+    print!("{}", summary(&points, &a.title, &a.x_label, !a.no_overhead));
     Ok(())
 }
