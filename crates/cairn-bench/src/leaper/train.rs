@@ -79,6 +79,15 @@ pub struct LeaperTraining {
     /// The Incremental-Warmup proxy's scores on the same samples.
     pub iw_precision: Option<f64>,
     pub iw_recall: Option<f64>,
+    /// Share of test samples whose range is read in the next slot (1.0: nothing is cold,
+    /// the prediction is trivial).
+    #[serde(default)]
+    pub positive_rate: Option<f64>,
+    /// A*, the key-range width Algorithm 1 chose (key numbers), and the learner's threshold.
+    #[serde(default)]
+    pub range_width: Option<u64>,
+    #[serde(default)]
+    pub threshold: Option<f64>,
     /// The engine accepted the bundle.
     pub loaded: bool,
     /// Why there is no model (the run went on without one).
@@ -222,6 +231,9 @@ pub fn train(
             t.auc = h["leaper"]["auc"].as_f64();
             t.iw_precision = h["iw_proxy"]["precision"].as_f64();
             t.iw_recall = h["iw_proxy"]["recall"].as_f64();
+            t.positive_rate = h["positive_rate"].as_f64();
+            t.range_width = v["range_width"].as_u64();
+            t.threshold = v["threshold"].as_f64();
         }
     }
     engine.load_leaper_model(&bundle)?;

@@ -298,21 +298,23 @@ pub fn invalidation_table(results: &[RunResult]) -> String {
     );
     if results.iter().any(|r| r.leaper.is_some()) {
         s.push_str(
-            "\n| engine | warm-up ops | slot ms | trace rows | k | train s | bundle KiB | precision | recall | AUC | IW proxy precision / recall | loaded |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+            "\n| engine | warm-up ops | slot ms | trace rows | A* | k | train s | bundle KiB | positive rate | precision | recall | AUC | IW proxy precision / recall | loaded |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
         );
         for r in results {
             let Some(l) = &r.leaper else { continue };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} / {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} / {} | {} |",
                 r.engine,
                 l.warmup_ops,
                 l.slot_ms,
                 l.trace_rows,
+                int(l.range_width),
                 l.k,
                 l.train_seconds,
                 l.bundle_bytes as f64 / 1024.0,
+                opt(l.positive_rate, 3),
                 opt(l.precision, 3),
                 opt(l.recall, 3),
                 opt(l.auc, 3),
@@ -328,7 +330,9 @@ pub fn invalidation_table(results: &[RunResult]) -> String {
         }
         s.push_str(
             "\nThe learner's offline scores are on the last slots of the warm-up's own trace \
-             (horizon 1), against the Incremental-Warmup proxy on the same samples.\n",
+             (horizon 1), against the Incremental-Warmup proxy on the same samples; positive \
+             rate: share of those samples whose range is read in the next slot (near 1, every \
+             range is hot and the prediction is trivial). A*: Algorithm 1's range width.\n",
         );
     }
     s
