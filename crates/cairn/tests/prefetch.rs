@@ -203,3 +203,33 @@ fn a_damaged_leaper_model_changes_nothing_but_speed() {
         Err(cairn::Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn a_flush_invalidates_the_keys_it_moved_not_its_whole_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..1000 {
+        db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    // A new session: the load's own flush is not a recent event.
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    // A sparse flush whose key span covers everything.
+    for i in (0..1000).step_by(10) {
+        db.put(&wo, &key(i), &[b'b'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    // Keys the flush never held: misses, but no invalidation misses.
+    for i in 501..510 {
+        assert!(db.get(&key(i)).unwrap().is_some());
+    }
+    let p = db.stats().prefetch;
+    assert_eq!(p.invalidation_misses, 0, "{p:?}");
+    // A key the flush moved out of the memtable: its first read misses, and counts.
+    assert_eq!(db.get(&key(700)).unwrap(), Some(vec![b'b'; 100]));
+    let p = db.stats().prefetch;
+    assert_eq!(p.invalidation_misses, 1, "{p:?}");
+    db.close().unwrap();
+}

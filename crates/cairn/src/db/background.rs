@@ -289,12 +289,7 @@ impl DbInner {
         drop(vs);
         self.remove_old_wals(log_number);
         // Reads of the flushed keys now go to the new tables (Leaper's metric).
-        self.prefetch.flush_done(
-            files
-                .iter()
-                .map(|f| (f.smallest.clone(), f.largest.clone()))
-                .collect(),
-        );
+        self.prefetch.flush_done(mem);
         info.outputs = files;
         for l in &self.opts.listeners {
             l.on_flush_end(&info);

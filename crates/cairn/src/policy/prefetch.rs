@@ -183,6 +183,9 @@ struct Event {
     end: Mutex<Option<Instant>>,
     /// Sorted by first key; may overlap.
     ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Or, for a flush, fingerprints of the keys it moved out of the memtable (a flushed
+    /// memtable's key span covers keys it never held).
+    keys: HashSet<u64>,
     /// Reads per second over cache blocks when the job ran (eq. 3's Q / S).
     q_over_s: f64,
     last_miss: Mutex<Option<Instant>>,
@@ -190,9 +193,16 @@ struct Event {
 
 impl Event {
     fn contains(&self, key: &[u8]) -> bool {
+        if !self.keys.is_empty() {
+            return self.keys.contains(&fingerprint(key));
+        }
         let n = self.ranges.partition_point(|r| r.0.as_slice() <= key);
         self.ranges[..n].iter().any(|r| r.1.as_slice() >= key)
     }
+}
+
+fn fingerprint(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(key)
 }
 
 const LONGEST_WINDOW: Duration = Duration::from_secs(60);
@@ -376,8 +386,13 @@ impl Prefetcher {
         Some((beta * f.reads_per_s / self.cache_blocks() * 1000.0) as u64)
     }
 
-    fn record_event(&self, ranges: Vec<(Vec<u8>, Vec<u8>)>, ended: bool) -> Option<Arc<Event>> {
-        if ranges.is_empty() {
+    fn record_event(
+        &self,
+        ranges: Vec<(Vec<u8>, Vec<u8>)>,
+        keys: HashSet<u64>,
+        ended: bool,
+    ) -> Option<Arc<Event>> {
+        if ranges.is_empty() && keys.is_empty() {
             return None;
         }
         let now = Instant::now();
@@ -388,6 +403,7 @@ impl Prefetcher {
             begin: now,
             end: Mutex::new(ended.then_some(now)),
             ranges,
+            keys,
             q_over_s,
             last_miss: Mutex::new(None),
         });
@@ -455,10 +471,17 @@ impl Prefetcher {
         })
     }
 
-    /// A flush of key ranges `ranges` (each output table's smallest..largest user key) is
-    /// installed: reads of those keys now go to the new tables.
-    pub(crate) fn flush_done(&self, ranges: Vec<(Vec<u8>, Vec<u8>)>) {
-        self.record_event(ranges, true);
+    /// A flush of `mem` is installed: reads of its keys now go to the new tables.
+    pub(crate) fn flush_done(&self, mem: &Arc<crate::memtable::Memtable>) {
+        use crate::iter::InternalIterator;
+        let mut keys = HashSet::new();
+        let mut it = mem.iter();
+        it.seek_to_first();
+        while it.valid() {
+            keys.insert(fingerprint(user_key(it.key())));
+            it.next();
+        }
+        self.record_event(Vec::new(), keys, true);
     }
 
     /// A compaction of `inputs` (file numbers, with their sizes) starts.
@@ -483,7 +506,7 @@ impl Prefetcher {
         self.counters
             .invalidated_blocks
             .fetch_add(ranges.len() as u64, Relaxed);
-        let event = self.record_event(ranges.clone(), false);
+        let event = self.record_event(ranges.clone(), HashSet::new(), false);
         let warm = match &self.policy {
             PrefetchPolicy::Warmup if !ranges.is_empty() => {
                 let mut olds = ranges;
