@@ -107,13 +107,11 @@ cargo-fuzz)
         cargo +nightly fuzz run -O "$t" "$work" "fuzz/corpus/$t" -- "${flags[@]}" \
             >"$logs/$t" 2>&1 || rc=$?
         took=$(($(date +%s) - start))
-        runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/$t" \
-            | awk '{ s += $2 } END { print s + 0 }')
-        if [ "$runs" = 0 ]; then
-            # Fork mode prints progress lines ("#<runs>: cov: ...") but no final stats.
-            runs=$(grep -o '^#[0-9]*' "$logs/$t" | tail -n 1 | tr -d '#')
-            runs=${runs:-0}
-        fi
+        # Executions: libFuzzer's final stats, or (after a crash, or in fork mode) its last
+        # progress line "#<runs>: cov: ...".
+        runs=$(awk '/stat::number_of_executed_units:/ { s += $2; n++ }
+                    /^#[0-9]+/ { last = substr($1, 2) + 0 }
+                    END { print (n ? s : last + 0) }' "$logs/$t")
         crashes=$(($(count_files "$art") - before))
         if [ "$rc" != 0 ] && [ "$crashes" = 0 ]; then
             crashes=1 # died without an artifact (build error, out of memory...)
