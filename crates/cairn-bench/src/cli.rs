@@ -36,6 +36,10 @@ pub enum Command {
     /// Leaper's tables across `compare` output directories (sweep points): invalidation
     /// misses, job windows, p95 spikes, goals against cairn:lru and cairn:warmup, overhead.
     LeaperSummary(crate::leaper::summary::SummaryArgs),
+    /// RusKey's tables from `compare` output directories: per session each method's
+    /// converged latency, rank and ratio to the best static policy, Table 3's ranks, the
+    /// goals, RusKey's convergence; writes ruskey-summary.md and ruskey_missions.png.
+    RuskeySummary(crate::ruskey::RuskeySummaryArgs),
     /// Internal: run one request file in this process (used by `compare`).
     #[command(hide = true)]
     Child {
@@ -319,6 +323,20 @@ pub struct BudgetArgs {
     /// Keep engine data after the run (under --db-dir).
     #[arg(long)]
     pub keep_db: bool,
+    /// Capacity of level 1 (e.g. 4M): cairn's level1_bytes, RocksDB's
+    /// max_bytes_for_level_base [default: the engine's own; cairn 256M].
+    #[arg(long, value_parser = parse_size, value_name = "BYTES")]
+    pub level1_bytes: Option<usize>,
+    /// Size ratio T between levels (2..=64): cairn's size_ratio, RocksDB's
+    /// max_bytes_for_level_multiplier [default: the engine's own, 10]. cairn presets'
+    /// K = T entries follow it; other K entries are clamped to it.
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(2..=64))]
+    pub size_ratio: Option<u64>,
+    /// Operations per mission (RusKey): the run JSON then has a per-mission series
+    /// (`missions`), and cairn's tuner uses it [default: 50000; the series is written for
+    /// multi-phase workloads even without this flag].
+    #[arg(long, value_name = "OPS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub mission_ops: Option<u64>,
 }
 
 impl BudgetArgs {
@@ -340,6 +358,9 @@ impl BudgetArgs {
             direct_io: self.direct_io,
             sync: self.sync,
             device: self.device,
+            level1_bytes: self.level1_bytes.map(|b| b as u64),
+            size_ratio: self.size_ratio.map(|t| t as usize),
+            mission_ops: self.mission_ops,
             ..BenchConfig::default()
         }
     }
@@ -460,6 +481,48 @@ mod tests {
         assert_eq!(parse_size("1g"), Ok(1 << 30));
         assert_eq!(parse_size("4096"), Ok(4096));
         assert!(parse_size("12Q").is_err());
+    }
+
+    #[test]
+    fn tree_shape_flags_reach_the_config() {
+        let parse = |extra: &[&str]| {
+            let mut args = vec![
+                "cairn-bench",
+                "run",
+                "--engine",
+                "cairn",
+                "--workload",
+                "mix",
+            ];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args).map(|cli| match cli.command {
+                Command::Run(r) => r.budget.config(),
+                _ => panic!(),
+            })
+        };
+        let c = parse(&[
+            "--level1-bytes",
+            "4M",
+            "--size-ratio",
+            "8",
+            "--mission-ops",
+            "2000",
+        ])
+        .unwrap();
+        assert_eq!(c.level1_bytes, Some(4 << 20));
+        assert_eq!(c.size_ratio, Some(8));
+        assert_eq!(c.mission_ops, Some(2000));
+        assert_eq!(c.mission_ops(), 2000);
+        let d = parse(&[]).unwrap();
+        assert_eq!(
+            (d.level1_bytes, d.size_ratio, d.mission_ops),
+            (None, None, None)
+        );
+        assert_eq!(d.mission_ops(), crate::engines::DEFAULT_MISSION_OPS);
+        assert!(parse(&["--size-ratio", "1"]).is_err());
+        assert!(parse(&["--size-ratio", "65"]).is_err());
+        assert!(parse(&["--mission-ops", "0"]).is_err());
+        assert!(parse(&["--level1-bytes", "4Q"]).is_err());
     }
 
     #[test]

@@ -9,5 +9,6 @@ pub mod measure;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod ruskey;
 pub mod sweep;
 pub mod workload;

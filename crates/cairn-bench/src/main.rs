@@ -9,6 +9,7 @@ fn main() -> Result<()> {
         Command::Compare(a) => compare::compare_cmd(&a),
         Command::Sweep(a) => cairn_bench::sweep::sweep_cmd(&a),
         Command::LeaperSummary(a) => cairn_bench::leaper::summary::summary_cmd(&a),
+        Command::RuskeySummary(a) => cairn_bench::ruskey::summary_cmd(&a),
         Command::Child {
             request,
             json,

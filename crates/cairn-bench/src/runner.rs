@@ -2,7 +2,8 @@
 
 use crate::engines::{BenchConfig, Engine, EngineCounters, EngineExtras, EngineName, JobKind};
 use crate::leaper::{LeaperSettings, OracleSource, PausableClock};
-use crate::measure::latency::{cdf, summarize, OpLatencies};
+use crate::measure::latency::{cdf, summarize, OpClass, OpLatencies};
+use crate::measure::missions::Missions;
 use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, CpuTime, ProcIo};
 use crate::measure::timeline::{self, Live, TimelineRow};
 use crate::measure::windows::{self, BackgroundJob};
@@ -334,7 +335,13 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         plan.total_ops()
     };
     let pb = progress(total, format!("{name} {}", spec.workload.name()));
+    // RusKey's per-mission series: for multi-phase workloads, or when a size is given.
+    let want_missions =
+        !spec.workload.is_fill() && (plan.phases.len() > 1 || req.config.mission_ops.is_some());
+    let mission_ops = want_missions.then(|| req.config.mission_ops());
     let t0 = Instant::now();
+    let tracker = mission_ops.map(|m| Missions::new(m, Some(engine.as_ref()), t0));
+    let missions = tracker.as_ref();
     let (lat, bg, rows) = std::thread::scope(|s| -> Result<_> {
         let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0));
         let result = (|| -> Result<(OpLatencies, Option<OpLatencies>)> {
@@ -349,7 +356,11 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                         len: spec.value_size.draw(&mut vrng),
                         phase: 0,
                     };
-                    timed(&ctx, &op, &mut kbuf, 0, &mut lat, "insert", &live)?;
+                    let class = OpClass {
+                        write: true,
+                        tail: i as u64 >= spec.records / 2,
+                    };
+                    timed(&ctx, &op, &mut kbuf, 0, &mut lat, class, None, &live)?;
                     if (i as u64).is_multiple_of(PROGRESS_BATCH) {
                         pb.set_position(i as u64);
                     }
@@ -364,19 +375,42 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                 });
                 let workers: Vec<_> = gens
                     .into_iter()
-                    .map(|gen| {
-                        let (ctx, live, pb) = (&ctx, &live, &pb);
+                    .enumerate()
+                    .map(|(t, gen)| {
+                        let (ctx, live, pb, plan) = (&ctx, &live, &pb, &plan);
                         s2.spawn(move || -> Result<OpLatencies> {
                             let mut lat = OpLatencies::default();
                             let mut kbuf = vec![0u8; spec.key_size];
+                            // This worker's share of each phase and its ops so far there,
+                            // to tell the phase's last half ("after convergence").
+                            let threads = spec.threads.max(1) as u64;
+                            let share: Vec<u64> = plan
+                                .phases
+                                .iter()
+                                .map(|p| p.ops / threads + u64::from((t as u64) < p.ops % threads))
+                                .collect();
+                            let mut seen = vec![0u64; share.len()];
                             for (i, op) in gen.enumerate() {
+                                let k = seen.get_mut(op.phase);
+                                let tail = match k {
+                                    Some(k) => {
+                                        *k += 1;
+                                        *k > share[op.phase] / 2
+                                    }
+                                    None => false,
+                                };
+                                let class = OpClass {
+                                    write: op.kind.writes(),
+                                    tail,
+                                };
                                 timed(
                                     ctx,
                                     &op,
                                     &mut kbuf,
                                     op.phase as u64 + 1,
                                     &mut lat,
-                                    op.kind.name(),
+                                    class,
+                                    missions,
                                     live,
                                 )?;
                                 if (i as u64 + 1).is_multiple_of(PROGRESS_BATCH) {
@@ -443,6 +477,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
 
+    let missions = tracker.map(Missions::finish).unwrap_or_default();
     let user_bytes = tally.user_bytes.load(Ordering::Relaxed);
     let disk_bytes = dir_size(&dir);
     engine.close()?;
@@ -468,6 +503,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         .filter_map(|(i, p)| {
             let p = p.as_ref()?;
             let secs = p.end.duration_since(p.start).as_secs_f64();
+            let tail_secs = p.tail_span.map(|(a, b)| b.duration_since(a).as_secs_f64());
             Some(PhaseResult {
                 index: i,
                 mix: plan
@@ -482,6 +518,14 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                     0.0
                 },
                 latency_us: summarize(&p.hist),
+                mean_us: p.all.mean_us().unwrap_or(0.0),
+                read_ops: p.reads.n,
+                read_mean_us: p.reads.mean_us(),
+                write_ops: p.writes.n,
+                write_mean_us: p.writes.mean_us(),
+                converged_ops: p.tail.n,
+                converged_mean_us: p.tail.mean_us(),
+                converged_ops_per_sec: tail_secs.filter(|s| *s > 0.0).map(|s| p.tail.n as f64 / s),
             })
         })
         .collect();
@@ -542,6 +586,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             background_jobs,
             leaper,
             warmup_ops,
+            mission_ops,
+            missions,
         },
         rows,
     ))
@@ -692,20 +738,25 @@ fn read_cache_summary(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn timed(
     ctx: &Ctx<'_>,
     op: &Op,
     kbuf: &mut [u8],
     salt: u64,
     lat: &mut OpLatencies,
-    label: &str,
+    class: OpClass,
+    missions: Option<&Missions<'_>>,
     live: &Live,
 ) -> Result<()> {
     let t = Instant::now();
     ctx.exec(op, kbuf, salt)?;
     let nanos = t.elapsed().as_nanos() as u64;
-    lat.record(label, nanos);
-    lat.record_phase(op.phase, t, nanos);
+    lat.record(op.kind.name(), nanos);
+    lat.record_phase(op.phase, t, nanos, class);
+    if let Some(m) = missions {
+        m.record(op.phase, class.write, nanos);
+    }
     live.record(nanos);
     Ok(())
 }

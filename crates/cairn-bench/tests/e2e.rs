@@ -300,3 +300,86 @@ fn help_documents_the_flags() {
         }
     }
 }
+
+#[test]
+fn ruskey_sessions_record_missions_and_summarize() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sessions");
+    let status = Command::new(BIN)
+        .args(["compare", "--engines", "cairn:default,cairn:tiering"])
+        .args(["--workload", "ruskey-sessions", "--distribution", "uniform"])
+        .args(["--records", "3000", "--ops", "3000", "--mission-ops", "250"])
+        .args(["--write-buffer-size", "64K", "--level1-bytes", "128K"])
+        .args(["--size-ratio", "4", "--value-size", "200", "--settle"])
+        .arg("--db-dir")
+        .arg(tmp.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let v = json(&out.join("cairn-tiering.json"));
+    assert_eq!(v["mission_ops"], 250);
+    let missions = v["missions"].as_array().unwrap();
+    // 5 sessions of 600 ops: 250 + 250 + 100 each.
+    assert_eq!(missions.len(), 15);
+    let ops: Vec<u64> = missions
+        .iter()
+        .map(|m| m["ops"].as_u64().unwrap())
+        .collect();
+    assert_eq!(&ops[..3], &[250, 250, 100]);
+    assert_eq!(missions[14]["phase"], 4);
+    // cairn:tiering's K = T follows --size-ratio 4 at every level with data.
+    let ks = missions[14]["ks"].as_array().unwrap();
+    assert!(!ks.is_empty() && ks.iter().all(|k| k == 4), "{ks:?}");
+    let d = json(&out.join("cairn-default.json"));
+    assert!(d["missions"][0]["ks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|k| k == 1));
+    for p in d["phases"].as_array().unwrap() {
+        assert!(p["mean_us"].as_f64().unwrap() > 0.0, "{p}");
+        assert_eq!(p["converged_ops"], 300, "{p}");
+        assert!(p["converged_mean_us"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    assert_png(&out.join("ruskey_missions.png"));
+    let s = Command::new(BIN)
+        .args(["ruskey-summary", "--ruskey", "cairn:tiering", "--dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{s:?}");
+    let md = std::fs::read_to_string(out.join("ruskey-summary.md")).unwrap();
+    assert_eq!(md, String::from_utf8(s.stdout).unwrap());
+    for want in [
+        "### Table 3: rank per session",
+        "1 Read-H (90% lookups)",
+        "| average rank (Table 3) | <= 1.2 |",
+        "### Convergence of cairn:tiering",
+    ] {
+        assert!(md.contains(want), "{want}\n{md}");
+    }
+    // Without a RusKey method there are tables but no goals.
+    let s = Command::new(BIN)
+        .args(["ruskey-summary", "--no-plot", "--dir"])
+        .arg(&out)
+        .arg("--out")
+        .arg(tmp.path().join("s.md"))
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{s:?}");
+    assert!(String::from_utf8(s.stdout).unwrap().contains("no goals"));
+    // A static single-phase run writes no series unless --mission-ops is given.
+    let one = tmp.path().join("one.json");
+    let status = Command::new(BIN)
+        .args(["run", "--engine", "cairn", "--workload", "ycsb-a"])
+        .args(["--records", "1000", "--ops", "1000", "--json"])
+        .arg(&one)
+        .arg("--db-dir")
+        .arg(tmp.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(json(&one).get("missions").is_none());
+}

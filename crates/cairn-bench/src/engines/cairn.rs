@@ -136,6 +136,7 @@ impl CairnEngine {
             opts.l0_slowdown_trigger = 1 << 20;
             opts.l0_stop_trigger = 1 << 20;
         }
+        apply_shape(&mut opts, cfg);
         let jobs = Arc::new(JobLog::default());
         opts.listeners.push(jobs.clone());
         opts.write_buffer_size = cfg.write_buffer_size;
@@ -164,6 +165,25 @@ impl CairnEngine {
             jobs,
         })
     }
+}
+
+/// The tree's shape flags: level-1 capacity, size ratio, mission size.
+fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
+    if let Some(b) = cfg.level1_bytes {
+        opts.level1_bytes = b;
+    }
+    if let Some(t) = cfg.size_ratio {
+        // Presets derive their run limits from the default T: an entry equal to it means
+        // K = T (tiering, lazy-leveling) and follows the new T; the others (moderate's 5)
+        // are kept, clamped to the new T (K_i <= T).
+        let old = opts.size_ratio;
+        for k in &mut opts.level_runs {
+            *k = if *k == old { t } else { (*k).min(t) };
+        }
+        opts.size_ratio = t;
+    }
+    // TODO(ruskey): once `Options::tuner` lands: opts.tuner.mission_ops = cfg.mission_ops();
+    let _ = cfg.mission_ops();
 }
 
 impl Engine for CairnEngine {
@@ -214,6 +234,23 @@ impl Engine for CairnEngine {
             compactions_running: s.compactions_running,
             invalidation_misses: s.prefetch.invalidation_misses,
         }
+    }
+
+    fn level_ks(&self) -> Option<Vec<usize>> {
+        let levels = self.db.level_info(&self.db.default_cf()).ok()?;
+        // Levels 1..=deepest with data (at least level 1).
+        let deepest = levels
+            .iter()
+            .rposition(|l| !l.runs.is_empty())
+            .unwrap_or(1)
+            .max(1);
+        Some(
+            levels
+                .iter()
+                .filter(|l| (1..=deepest).contains(&l.level))
+                .map(|l| l.k as usize)
+                .collect(),
+        )
     }
 
     fn jobs(&self) -> Vec<JobSpan> {
@@ -322,5 +359,46 @@ impl Engine for CairnEngine {
 
     fn close(self: Box<Self>) -> Result<()> {
         Ok(self.db.close()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shaped(preset: &str, cfg: &BenchConfig) -> Options {
+        let mut o = cairn::presets::by_name(preset).unwrap();
+        apply_shape(&mut o, cfg);
+        o.validate().unwrap();
+        o
+    }
+
+    #[test]
+    fn shape_flags_rederive_preset_run_limits() {
+        let none = BenchConfig::default();
+        let d = shaped("tiering", &none);
+        assert_eq!((d.size_ratio, d.level1_bytes), (10, 256 << 20));
+        assert!(d.level_runs.iter().all(|&k| k == 10));
+        let t4 = BenchConfig {
+            size_ratio: Some(4),
+            level1_bytes: Some(4 << 20),
+            ..Default::default()
+        };
+        let t = shaped("tiering", &t4);
+        assert_eq!((t.size_ratio, t.level1_bytes), (4, 4 << 20));
+        assert!(t.level_runs.iter().all(|&k| k == 4), "{:?}", t.level_runs);
+        // Moderate's K = 5 is clamped to T = 4; lazy-leveling keeps K = 1 at the last level.
+        assert!(shaped("moderate", &t4).level_runs.iter().all(|&k| k == 4));
+        let ll = shaped("lazy-leveling", &t4).level_runs;
+        assert_eq!(ll.last(), Some(&1));
+        assert!(ll[..ll.len() - 1].iter().all(|&k| k == 4), "{ll:?}");
+        // A larger T: K = T follows it, moderate stays 5.
+        let t20 = BenchConfig {
+            size_ratio: Some(20),
+            ..Default::default()
+        };
+        assert!(shaped("tiering", &t20).level_runs.iter().all(|&k| k == 20));
+        assert!(shaped("moderate", &t20).level_runs.iter().all(|&k| k == 5));
+        assert!(shaped("default", &t20).level_runs.is_empty());
     }
 }

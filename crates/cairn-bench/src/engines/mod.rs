@@ -36,7 +36,23 @@ pub struct BenchConfig {
     /// reach. Other engines ignore it.
     #[serde(default)]
     pub flush_only: bool,
+    /// Capacity of level 1 in bytes (cairn's `Options::level1_bytes`, RocksDB's
+    /// `max_bytes_for_level_base`); None: the engine's own (cairn: 256 MiB).
+    #[serde(default)]
+    pub level1_bytes: Option<u64>,
+    /// Size ratio T between levels (cairn's `Options::size_ratio`, RocksDB's
+    /// `max_bytes_for_level_multiplier`); None: the engine's own (10).
+    #[serde(default)]
+    pub size_ratio: Option<usize>,
+    /// Operations per mission (RusKey): the harness's per-mission series, and cairn's tuner
+    /// (`TunerOptions::mission_ops`). None: [`DEFAULT_MISSION_OPS`], and no series unless
+    /// the workload has several phases.
+    #[serde(default)]
+    pub mission_ops: Option<u64>,
 }
+
+/// RusKey's mission size (section 7: 50,000 operations).
+pub const DEFAULT_MISSION_OPS: u64 = 50_000;
 
 pub fn default_leaper_slot_ms() -> u64 {
     1000
@@ -50,6 +66,11 @@ impl BenchConfig {
     pub fn window_ms(&self) -> u64 {
         self.invalidation_window_ms
             .unwrap_or(DEFAULT_INVALIDATION_WINDOW_MS)
+    }
+
+    /// Operations per mission this run uses.
+    pub fn mission_ops(&self) -> u64 {
+        self.mission_ops.unwrap_or(DEFAULT_MISSION_OPS).max(1)
     }
 }
 
@@ -88,6 +109,9 @@ impl Default for BenchConfig {
             leaper_slot_ms: default_leaper_slot_ms(),
             invalidation_window_ms: None,
             flush_only: false,
+            level1_bytes: None,
+            size_ratio: None,
+            mission_ops: None,
         }
     }
 }
@@ -278,6 +302,12 @@ pub trait Engine: Send + Sync {
     /// collects none.
     fn export_access_trace(&self, _path: &Path) -> Result<Option<usize>> {
         Ok(None)
+    }
+    /// The run limit K_i in force at each level from 1 down to the deepest level holding
+    /// data (index 0 is level 1), for engines with per-level run limits (cairn). Called
+    /// once per mission.
+    fn level_ks(&self) -> Option<Vec<usize>> {
+        None
     }
     /// Installs a Leaper model bundle.
     fn load_leaper_model(&self, _path: &Path) -> Result<()> {

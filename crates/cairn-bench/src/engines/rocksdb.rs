@@ -25,6 +25,12 @@ impl Engine for RocksEngine {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.set_write_buffer_size(cfg.write_buffer_size);
+        if let Some(b) = cfg.level1_bytes {
+            opts.set_max_bytes_for_level_base(b);
+        }
+        if let Some(t) = cfg.size_ratio {
+            opts.set_max_bytes_for_level_multiplier(t as f64);
+        }
         opts.set_compression_type(DBCompressionType::None);
         opts.set_bottommost_compression_type(DBCompressionType::None);
         opts.set_use_direct_reads(cfg.direct_io);
@@ -96,6 +102,8 @@ impl Engine for RocksEngine {
             compaction_bytes_written: compact_w,
             flushes_running: prop("rocksdb.num-running-flushes"),
             compactions_running: prop("rocksdb.num-running-compactions"),
+            // Leaper's metric is cairn's own count; RocksDB has none.
+            invalidation_misses: 0,
         }
     }
 

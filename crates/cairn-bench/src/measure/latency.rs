@@ -19,6 +19,48 @@ pub struct PhaseSpan {
     pub hist: Histogram<u64>,
     pub start: Instant,
     pub end: Instant,
+    /// Exact sums: every op, reads (point reads and scans), writes (updates, inserts,
+    /// read-modify-writes).
+    pub all: Sum,
+    pub reads: Sum,
+    pub writes: Sum,
+    /// The last half of each worker's share of the phase ("after convergence"), and when
+    /// it ran (earliest start, latest end).
+    pub tail: Sum,
+    pub tail_span: Option<(Instant, Instant)>,
+}
+
+/// Count and total nanoseconds of a set of ops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sum {
+    pub n: u64,
+    pub ns: u64,
+}
+
+impl Sum {
+    pub fn add(&mut self, nanos: u64) {
+        self.n += 1;
+        self.ns += nanos;
+    }
+
+    pub fn merge(&mut self, o: &Sum) {
+        self.n += o.n;
+        self.ns += o.ns;
+    }
+
+    /// Mean in microseconds; None when empty.
+    pub fn mean_us(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.ns as f64 / self.n as f64 / 1000.0)
+    }
+}
+
+/// What the phase statistics need to know about an op besides its latency.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpClass {
+    /// Writes: updates, inserts and read-modify-writes; the rest are reads.
+    pub write: bool,
+    /// In the last half of the worker's share of its phase.
+    pub tail: bool,
 }
 
 /// Per-op-type histograms keyed by op name, their union, and per-phase spans.
@@ -41,7 +83,7 @@ impl Default for OpLatencies {
 
 impl OpLatencies {
     /// Attributes an op that ran from `start` for `nanos` to `phase`.
-    pub fn record_phase(&mut self, phase: usize, start: Instant, nanos: u64) {
+    pub fn record_phase(&mut self, phase: usize, start: Instant, nanos: u64, class: OpClass) {
         if self.phases.len() <= phase {
             self.phases.resize(phase + 1, None);
         }
@@ -50,9 +92,25 @@ impl OpLatencies {
             hist: new_histogram(),
             start,
             end,
+            all: Sum::default(),
+            reads: Sum::default(),
+            writes: Sum::default(),
+            tail: Sum::default(),
+            tail_span: None,
         });
         span.hist.saturating_record(nanos.clamp(1, MAX_NANOS));
         span.end = end;
+        span.all.add(nanos);
+        if class.write {
+            span.writes.add(nanos);
+        } else {
+            span.reads.add(nanos);
+        }
+        if class.tail {
+            span.tail.add(nanos);
+            let t = span.tail_span.get_or_insert((start, end));
+            t.1 = end;
+        }
     }
 
     pub fn record(&mut self, op: &str, nanos: u64) {
@@ -87,6 +145,14 @@ impl OpLatencies {
                     m.hist.add(&t.hist).expect("same bounds");
                     m.start = m.start.min(t.start);
                     m.end = m.end.max(t.end);
+                    m.all.merge(&t.all);
+                    m.reads.merge(&t.reads);
+                    m.writes.merge(&t.writes);
+                    m.tail.merge(&t.tail);
+                    m.tail_span = match (m.tail_span, t.tail_span) {
+                        (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+                        (a, b) => a.or(b),
+                    };
                 }
             }
         }
@@ -162,15 +228,31 @@ mod tests {
         let t0 = Instant::now();
         let ms = std::time::Duration::from_millis;
         let (mut a, mut b) = (OpLatencies::default(), OpLatencies::default());
-        a.record_phase(0, t0, 1000);
-        a.record_phase(1, t0 + ms(10), 1000);
-        b.record_phase(1, t0 + ms(5), 1000);
-        b.record_phase(1, t0 + ms(20), 2000);
+        let read = OpClass::default();
+        let write_tail = OpClass {
+            write: true,
+            tail: true,
+        };
+        a.record_phase(0, t0, 1000, read);
+        a.record_phase(1, t0 + ms(10), 1000, write_tail);
+        b.record_phase(1, t0 + ms(5), 1000, read);
+        b.record_phase(1, t0 + ms(20), 2000, write_tail);
         a.merge(&b);
         let p1 = a.phases[1].as_ref().unwrap();
         assert_eq!(p1.hist.len(), 3);
         assert_eq!(p1.start, t0 + ms(5));
         assert_eq!(p1.end, t0 + ms(20) + std::time::Duration::from_nanos(2000));
         assert_eq!(a.phases[0].as_ref().unwrap().hist.len(), 1);
+        assert_eq!(p1.all, Sum { n: 3, ns: 4000 });
+        assert_eq!(p1.reads, Sum { n: 1, ns: 1000 });
+        assert_eq!(p1.writes, Sum { n: 2, ns: 3000 });
+        assert_eq!(p1.tail.mean_us(), Some(1.5));
+        assert_eq!(
+            p1.tail_span,
+            Some((
+                t0 + ms(10),
+                t0 + ms(20) + std::time::Duration::from_nanos(2000)
+            ))
+        );
     }
 }

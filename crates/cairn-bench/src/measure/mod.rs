@@ -1,6 +1,7 @@
 //! Measurements taken while a workload runs.
 
 pub mod latency;
+pub mod missions;
 pub mod rss;
 pub mod timeline;
 pub mod windows;

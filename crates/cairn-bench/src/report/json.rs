@@ -42,6 +42,48 @@ pub struct PhaseResult {
     pub seconds: f64,
     pub ops_per_sec: f64,
     pub latency_us: LatencySummary,
+    /// Exact mean latency per op (microseconds; `latency_us.mean` is the histogram's).
+    #[serde(default)]
+    pub mean_us: f64,
+    /// Reads (point reads, scans) and writes (updates, inserts, read-modify-writes).
+    #[serde(default)]
+    pub read_ops: u64,
+    #[serde(default)]
+    pub read_mean_us: Option<f64>,
+    #[serde(default)]
+    pub write_ops: u64,
+    #[serde(default)]
+    pub write_mean_us: Option<f64>,
+    /// The last half of the phase (of each worker's share), "after convergence": ops,
+    /// mean latency per op and throughput.
+    #[serde(default)]
+    pub converged_ops: u64,
+    #[serde(default)]
+    pub converged_mean_us: Option<f64>,
+    #[serde(default)]
+    pub converged_ops_per_sec: Option<f64>,
+}
+
+/// One mission (RusKey: a fixed number of operations, counted over all threads; the last
+/// mission of a phase may be shorter) of the measured phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MissionRow {
+    /// 0-based over the whole measured phase.
+    pub index: usize,
+    /// The phase (session) it ran in.
+    pub phase: usize,
+    pub ops: u64,
+    /// Wall time from the previous mission's end (or the measured phase's start).
+    pub wall_ns: u64,
+    /// Mean latency per op, all ops / reads / writes (None: no such op).
+    pub mean_ns: f64,
+    pub read_ops: u64,
+    pub read_mean_ns: Option<f64>,
+    pub write_ops: u64,
+    pub write_mean_ns: Option<f64>,
+    /// K_i at the mission's end, level 1 first (engines with per-level run limits).
+    #[serde(default)]
+    pub ks: Option<Vec<usize>>,
 }
 
 /// The read cache's components over the measured phase (engines that report them).
@@ -142,6 +184,13 @@ pub struct RunResult {
     /// Ops of the stream run unmeasured before the measured phase.
     #[serde(default)]
     pub warmup_ops: u64,
+    /// Operations per mission of `missions`.
+    #[serde(default)]
+    pub mission_ops: Option<u64>,
+    /// The per-mission series (multi-phase workloads, or --mission-ops): one row per
+    /// mission, written one row a line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missions: Vec<MissionRow>,
 }
 
 /// Leaper's metric. An invalidation miss is a foreground data-block miss on a key whose
@@ -216,12 +265,35 @@ impl RunResult {
         (self.ops > 0).then(|| self.cpu.total_s() * 1e3 / self.ops as f64)
     }
 
+    /// Pretty JSON, but `missions` with one compact row a line (thousands of rows).
+    pub fn to_json(&self) -> Result<String> {
+        if self.missions.is_empty() {
+            return Ok(serde_json::to_string_pretty(self)? + "\n");
+        }
+        let head = RunResult {
+            missions: Vec::new(),
+            ..self.clone()
+        };
+        let mut s = serde_json::to_string_pretty(&head)?;
+        let close = s.rfind('}').context("JSON object")?;
+        s.truncate(close);
+        let s = s.trim_end().to_string();
+        let rows = self
+            .missions
+            .iter()
+            .map(|m| serde_json::to_string(m).map(|r| format!("    {r}")))
+            .collect::<serde_json::Result<Vec<_>>>()?;
+        Ok(format!(
+            "{s},\n  \"missions\": [\n{}\n  ]\n}}\n",
+            rows.join(",\n")
+        ))
+    }
+
     pub fn write(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(path, serde_json::to_string_pretty(self)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))
+        std::fs::write(path, self.to_json()?).with_context(|| format!("writing {}", path.display()))
     }
 
     pub fn read(path: &Path) -> Result<RunResult> {
@@ -287,5 +359,35 @@ mod tests {
         }
         assert!(v["cache"].get("hits").is_some() && v["cache"].get("misses").is_some());
         assert_eq!(v["spec"]["workload"], "ycsb-a");
+        assert!(v.get("missions").is_none(), "no series, no key");
+    }
+
+    #[test]
+    fn missions_are_written_one_row_a_line_and_read_back() {
+        let mut r = RunResult {
+            engine: "cairn:ruskey".into(),
+            mission_ops: Some(100),
+            ..Default::default()
+        };
+        r.missions = (0..3)
+            .map(|i| MissionRow {
+                index: i,
+                phase: i / 2,
+                ops: 100,
+                wall_ns: 1_000_000,
+                mean_ns: 9000.5,
+                read_ops: 40,
+                read_mean_ns: Some(5000.0),
+                write_ops: 60,
+                write_mean_ns: None,
+                ks: Some(vec![1, 2, 3]),
+            })
+            .collect();
+        let s = r.to_json().unwrap();
+        let back: RunResult = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, r);
+        let lines: Vec<&str> = s.lines().filter(|l| l.contains("\"index\"")).collect();
+        assert_eq!(lines.len(), 3, "{s}");
+        assert!(s.ends_with("]\n}\n"));
     }
 }

@@ -122,20 +122,26 @@ fn per_op_table(results: &[RunResult]) -> String {
 
 fn phase_table(results: &[RunResult]) -> String {
     let mut s = String::from(
-        "| engine | phase | mix | ops | seconds | ops/s | p50 us | p99 us |\n\
-         |---|---:|---|---:|---:|---:|---:|---:|\n",
+        "| engine | phase | mix | ops | seconds | ops/s | mean us | read / write mean us | last half: mean us, ops/s | p50 us | p99 us |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
+    let f = |x: Option<f64>, d: usize| x.map_or("-".into(), |v| format!("{v:.d$}"));
     for r in results {
         for p in &r.phases {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {:.2} | {:.0} | {:.1} | {:.1} |",
+                "| {} | {} | {} | {} | {:.2} | {:.0} | {:.2} | {} / {} | {}, {} | {:.1} | {:.1} |",
                 r.engine,
                 p.index,
                 p.mix,
                 p.ops,
                 p.seconds,
                 p.ops_per_sec,
+                p.mean_us,
+                f(p.read_mean_us, 2),
+                f(p.write_mean_us, 2),
+                f(p.converged_mean_us, 2),
+                f(p.converged_ops_per_sec, 0),
                 p.latency_us.p50,
                 p.latency_us.p99
             );

@@ -473,9 +473,178 @@ pub fn invalidation_timeline(
     Ok(true)
 }
 
+/// RusKey's Fig. 7 from the per-mission series: each engine's mean latency per op per
+/// mission over the whole run, session starts dashed; below, the K_i of `primary` (else the
+/// first engine whose K changes, else the first that reports K) per level. Latencies above
+/// 1.3 x the 98th percentile are drawn at the top edge.
+pub fn missions(results: &[RunResult], primary: Option<&str>, path: &Path) -> Result<()> {
+    register_font();
+    let with: Vec<&RunResult> = results.iter().filter(|r| !r.missions.is_empty()).collect();
+    let ks_of = |r: &RunResult| r.missions.iter().any(|m| m.ks.is_some());
+    let varies = |r: &RunResult| {
+        let mut k = r.missions.iter().filter_map(|m| m.ks.as_ref());
+        k.next().is_some_and(|f| k.any(|x| x != f))
+    };
+    let k_run = primary
+        .and_then(|p| with.iter().find(|r| r.engine == p && ks_of(r)))
+        .or_else(|| with.iter().find(|r| varies(r)))
+        .or_else(|| with.iter().find(|r| ks_of(r)))
+        .copied();
+    const PANEL_H: u32 = 380;
+    let panels = 1 + u32::from(k_run.is_some());
+    let root = BitMapBackend::new(path, (SIZE.0 + 200, PANEL_H * panels)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let areas = root.split_evenly((panels as usize, 1));
+    let x_max = with
+        .iter()
+        .map(|r| r.missions.len())
+        .max()
+        .unwrap_or(1)
+        .max(2) as f64;
+    // Session starts: the first mission of each later phase (of the longest series).
+    let starts: Vec<f64> = with
+        .iter()
+        .max_by_key(|r| r.missions.len())
+        .map(|r| {
+            r.missions
+                .windows(2)
+                .filter(|w| w[1].phase != w[0].phase)
+                .map(|w| w[1].index as f64)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut all: Vec<f64> = with
+        .iter()
+        .flat_map(|r| r.missions.iter().map(|m| m.mean_ns / 1e3))
+        .collect();
+    all.sort_by(f64::total_cmp);
+    let p98 = all
+        .get(((all.len() as f64 * 0.98) as usize).min(all.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(1.0);
+    let y_max = (p98 * 1.3).max(1e-3);
+    let mut chart = ChartBuilder::on(&areas[0])
+        .caption("Mean latency per op per mission", (FONT, 22))
+        .margin(12)
+        .x_label_area_size(35)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("mission")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_desc("us / op")
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 14))
+        .draw()
+        .map_err(err)?;
+    for &x in &starts {
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(x, 0.0), (x, y_max)],
+                6,
+                4,
+                BLACK.mix(0.6).stroke_width(1),
+            ))
+            .map_err(err)?;
+    }
+    for (i, r) in with.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(
+                r.missions
+                    .iter()
+                    .map(|m| (m.index as f64, (m.mean_ns / 1e3).min(y_max))),
+                c.stroke_width(1),
+            ))
+            .map_err(err)?
+            .label(r.engine.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 14))
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(err)?;
+    if let Some(r) = k_run {
+        let levels = r
+            .missions
+            .iter()
+            .filter_map(|m| m.ks.as_ref().map(Vec::len))
+            .max()
+            .unwrap_or(1);
+        let k_max = r
+            .missions
+            .iter()
+            .filter_map(|m| m.ks.as_ref()?.iter().max().copied())
+            .max()
+            .unwrap_or(1) as f64;
+        let mut chart = ChartBuilder::on(&areas[1])
+            .caption(format!("{}: run limit K_i per level", r.engine), (FONT, 22))
+            .margin(12)
+            .x_label_area_size(35)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..x_max, 0f64..k_max + 1.0)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("mission")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_desc("K")
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(err)?;
+        for &x in &starts {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(x, 0.0), (x, k_max + 1.0)],
+                    6,
+                    4,
+                    BLACK.mix(0.6).stroke_width(1),
+                ))
+                .map_err(err)?;
+        }
+        for level in 0..levels {
+            let c = color(level);
+            // Levels drawn slightly apart so equal K's stay visible.
+            let off = level as f64 * 0.06;
+            chart
+                .draw_series(LineSeries::new(
+                    r.missions.iter().filter_map(|m| {
+                        let k = *m.ks.as_ref()?.get(level)?;
+                        Some((m.index as f64, k as f64 + off))
+                    }),
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(format!("L{}", level + 1))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
 /// Writes the plots into `dir`; returns their file names. `cache_sizes.png` only when an
 /// engine reports its read cache's components; `invalidation_timeline.png` for Leaper
-/// workloads.
+/// workloads; `ruskey_missions.png` when runs have a per-mission series.
 pub fn all(
     results: &[RunResult],
     timelines: &[(String, Vec<TimelineRow>)],
@@ -490,6 +659,12 @@ pub fn all(
     }
     if invalidation_timeline(results, timelines, &dir.join("invalidation_timeline.png"))? {
         names.push("invalidation_timeline.png");
+    }
+    if results.iter().any(|r| !r.missions.is_empty()) {
+        let engines: Vec<&str> = results.iter().map(|r| r.engine.as_str()).collect();
+        let primary = crate::ruskey::primary(&engines, None);
+        missions(results, primary, &dir.join("ruskey_missions.png"))?;
+        names.push("ruskey_missions.png");
     }
     Ok(names.iter().map(|s| s.to_string()).collect())
 }

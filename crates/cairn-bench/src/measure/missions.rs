@@ -1,0 +1,150 @@
+//! RusKey's missions: the measured phase cut every M operations (counted over all
+//! threads), with each mission's latency and the engine's run limits K_i at its end.
+
+use crate::engines::Engine;
+use crate::report::json::MissionRow;
+use parking_lot::Mutex;
+use std::time::Instant;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Acc {
+    ops: u64,
+    ns: u64,
+    read_ops: u64,
+    read_ns: u64,
+    write_ops: u64,
+    write_ns: u64,
+}
+
+struct State {
+    acc: Acc,
+    phase: usize,
+    start: Instant,
+    rows: Vec<MissionRow>,
+}
+
+/// Shared by the workers of one run. A mission closes after `size` ops or when an op of a
+/// later phase arrives (the last mission of a phase can be short), so a mission never
+/// spans two sessions with one thread; with several, ops of a worker still finishing the
+/// previous phase count toward the next phase's first mission.
+pub struct Missions<'a> {
+    size: u64,
+    engine: Option<&'a dyn Engine>,
+    state: Mutex<State>,
+}
+
+/// Mean in nanoseconds, to a tenth (the JSON holds thousands of them).
+fn mean(ns: u64, n: u64) -> Option<f64> {
+    (n > 0).then(|| (ns as f64 / n as f64 * 10.0).round() / 10.0)
+}
+
+impl<'a> Missions<'a> {
+    /// `engine` is asked for its K_i at each mission's end (None: no K column).
+    pub fn new(size: u64, engine: Option<&'a dyn Engine>, start: Instant) -> Self {
+        Missions {
+            size: size.max(1),
+            engine,
+            state: Mutex::new(State {
+                acc: Acc::default(),
+                phase: 0,
+                start,
+                rows: Vec::new(),
+            }),
+        }
+    }
+
+    /// One op of `phase` that took `nanos`; `write` for updates, inserts and
+    /// read-modify-writes.
+    pub fn record(&self, phase: usize, write: bool, nanos: u64) {
+        let mut st = self.state.lock();
+        if phase > st.phase {
+            if st.acc.ops > 0 {
+                st.close(self.engine);
+            }
+            st.phase = phase;
+        }
+        let a = &mut st.acc;
+        a.ops += 1;
+        a.ns += nanos;
+        if write {
+            a.write_ops += 1;
+            a.write_ns += nanos;
+        } else {
+            a.read_ops += 1;
+            a.read_ns += nanos;
+        }
+        if a.ops >= self.size {
+            st.close(self.engine);
+        }
+    }
+
+    /// The series, with the last (partial) mission closed.
+    pub fn finish(self) -> Vec<MissionRow> {
+        let engine = self.engine;
+        let mut st = self.state.into_inner();
+        if st.acc.ops > 0 {
+            st.close(engine);
+        }
+        st.rows
+    }
+}
+
+impl State {
+    fn close(&mut self, engine: Option<&dyn Engine>) {
+        let now = Instant::now();
+        let a = std::mem::take(&mut self.acc);
+        let ks = engine.and_then(|e| e.level_ks());
+        self.rows.push(MissionRow {
+            index: self.rows.len(),
+            phase: self.phase,
+            ops: a.ops,
+            wall_ns: now.duration_since(self.start).as_nanos() as u64,
+            mean_ns: mean(a.ns, a.ops).unwrap_or(0.0),
+            read_ops: a.read_ops,
+            read_mean_ns: mean(a.read_ns, a.read_ops),
+            write_ops: a.write_ops,
+            write_mean_ns: mean(a.write_ns, a.write_ops),
+            ks,
+        });
+        self.start = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missions_cut_every_m_ops_and_at_phase_ends() {
+        let m = Missions::new(4, None, Instant::now());
+        // Phase 0: 10 ops (4 + 4 + 2), phase 1: 5 ops (4 + 1), phase 3 (2 skipped): 1 op.
+        for i in 0..10u64 {
+            m.record(0, i % 2 == 0, 1000 + i);
+        }
+        for _ in 0..5 {
+            m.record(1, true, 500);
+        }
+        m.record(3, false, 7);
+        let rows = m.finish();
+        let shape: Vec<(usize, usize, u64)> =
+            rows.iter().map(|r| (r.index, r.phase, r.ops)).collect();
+        assert_eq!(
+            shape,
+            vec![
+                (0, 0, 4),
+                (1, 0, 4),
+                (2, 0, 2),
+                (3, 1, 4),
+                (4, 1, 1),
+                (5, 3, 1)
+            ]
+        );
+        // Mission 0: 1000..=1003, writes at 1000 and 1002.
+        assert_eq!(rows[0].mean_ns, 1001.5);
+        assert_eq!(rows[0].write_ops, 2);
+        assert_eq!(rows[0].write_mean_ns, Some(1001.0));
+        assert_eq!(rows[0].read_mean_ns, Some(1002.0));
+        assert_eq!(rows[3].read_mean_ns, None);
+        assert!(rows.iter().all(|r| r.ks.is_none()));
+    }
+}
