@@ -31,8 +31,8 @@ pub struct RuskeySummaryArgs {
     /// runs have them, else the phase's last half as the run recorded it).
     #[arg(long, default_value_t = 0.5, value_name = "FRACTION")]
     pub converged_fraction: f64,
-    /// The method the goals are about [default: cairn:ruskey, else the first cairn:ruskey*
-    /// or cairn:greedy* engine].
+    /// The method the goals are about [default, and when no run has this engine:
+    /// cairn:ruskey, else the first cairn:ruskey* or cairn:greedy* engine].
     #[arg(long, value_name = "ENGINE")]
     pub ruskey: Option<String>,
     /// Latencies within this relative difference tie in the ranks (a method's rank is 1 +
@@ -198,6 +198,8 @@ pub struct Table {
     pub methods: Vec<String>,
     pub sessions: Vec<Session>,
     pub primary: Option<String>,
+    /// Whether the runs have per-mission series (else the phases' last halves count).
+    pub by_missions: bool,
 }
 
 impl Table {
@@ -389,6 +391,9 @@ pub fn build(groups: &[Group], wanted: Option<&str>, set: Settings) -> Table {
         methods,
         sessions,
         primary,
+        by_missions: groups
+            .iter()
+            .any(|g| g.runs.iter().any(|r| !r.missions.is_empty())),
     }
 }
 
@@ -442,10 +447,10 @@ pub fn render(t: &Table, title: &str, tie_tol: f64, set: Settings, sources: &str
             .collect::<Vec<_>>()
             .join(", "),
         set.fraction * 100.0,
-        if t.sessions.iter().any(|x| x.missions > 0) {
+        if t.by_missions {
             "by missions"
         } else {
-            "by ops"
+            "by ops: the phases' last halves"
         },
         tie_tol * 100.0
     );
@@ -660,11 +665,10 @@ pub fn summary_cmd(a: &RuskeySummaryArgs) -> Result<()> {
         smooth: a.smooth_missions,
     };
     let groups = group(&dirs);
-    let table = build(&groups, a.ruskey.as_deref(), set);
-    if let Some(w) = &a.ruskey {
-        if table.primary.is_none() {
-            bail!("--ruskey {w}: no such engine in the directories");
-        }
+    let mut table = build(&groups, a.ruskey.as_deref(), set);
+    if let (Some(w), None) = (&a.ruskey, &table.primary) {
+        eprintln!("warning: --ruskey {w}: no such engine here; the default choice instead");
+        table = build(&groups, None, set);
     }
     let mut sources = String::new();
     for (d, (_, runs)) in a.dirs.iter().zip(&dirs) {

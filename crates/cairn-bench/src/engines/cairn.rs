@@ -186,6 +186,25 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
     let _ = cfg.mission_ops();
 }
 
+impl CairnEngine {
+    /// `f` of levels 1..=deepest with data (at least level 1).
+    fn levels(&self, f: impl Fn(&cairn::LevelInfo) -> usize) -> Option<Vec<usize>> {
+        let levels = self.db.level_info(&self.db.default_cf()).ok()?;
+        let deepest = levels
+            .iter()
+            .rposition(|l| !l.runs.is_empty())
+            .unwrap_or(1)
+            .max(1);
+        Some(
+            levels
+                .iter()
+                .filter(|l| (1..=deepest).contains(&l.level))
+                .map(f)
+                .collect(),
+        )
+    }
+}
+
 impl Engine for CairnEngine {
     fn open(dir: &Path, cfg: &BenchConfig) -> Result<Self> {
         Self::open_preset(dir, cfg, None, &EngineExtras::default())
@@ -237,20 +256,11 @@ impl Engine for CairnEngine {
     }
 
     fn level_ks(&self) -> Option<Vec<usize>> {
-        let levels = self.db.level_info(&self.db.default_cf()).ok()?;
-        // Levels 1..=deepest with data (at least level 1).
-        let deepest = levels
-            .iter()
-            .rposition(|l| !l.runs.is_empty())
-            .unwrap_or(1)
-            .max(1);
-        Some(
-            levels
-                .iter()
-                .filter(|l| (1..=deepest).contains(&l.level))
-                .map(|l| l.k as usize)
-                .collect(),
-        )
+        self.levels(|l| l.k as usize)
+    }
+
+    fn level_run_counts(&self) -> Option<Vec<usize>> {
+        self.levels(|l| l.runs.len())
     }
 
     fn jobs(&self) -> Vec<JobSpan> {

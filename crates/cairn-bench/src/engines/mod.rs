@@ -309,6 +309,10 @@ pub trait Engine: Send + Sync {
     fn level_ks(&self) -> Option<Vec<usize>> {
         None
     }
+    /// Sorted runs in each of the same levels now (level 1 first).
+    fn level_run_counts(&self) -> Option<Vec<usize>> {
+        None
+    }
     /// Installs a Leaper model bundle.
     fn load_leaper_model(&self, _path: &Path) -> Result<()> {
         bail!("this engine takes no Leaper model")

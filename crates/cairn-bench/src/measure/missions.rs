@@ -94,6 +94,7 @@ impl State {
         let now = Instant::now();
         let a = std::mem::take(&mut self.acc);
         let ks = engine.and_then(|e| e.level_ks());
+        let runs = engine.and_then(|e| e.level_run_counts());
         self.rows.push(MissionRow {
             index: self.rows.len(),
             phase: self.phase,
@@ -105,6 +106,7 @@ impl State {
             write_ops: a.write_ops,
             write_mean_ns: mean(a.write_ns, a.write_ops),
             ks,
+            runs,
         });
         self.start = now;
     }

@@ -84,6 +84,9 @@ pub struct MissionRow {
     /// K_i at the mission's end, level 1 first (engines with per-level run limits).
     #[serde(default)]
     pub ks: Option<Vec<usize>>,
+    /// Sorted runs per level at the mission's end, level 1 first.
+    #[serde(default)]
+    pub runs: Option<Vec<usize>>,
 }
 
 /// The read cache's components over the measured phase (engines that report them).
@@ -381,6 +384,7 @@ mod tests {
                 write_ops: 60,
                 write_mean_ns: None,
                 ks: Some(vec![1, 2, 3]),
+                runs: Some(vec![1, 4, 2]),
             })
             .collect();
         let s = r.to_json().unwrap();
