@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# RusKey's experiments (Mo et al., "Learning to Optimize LSM-trees", SIGMOD 2023, section 7)
+# on cairn: a per-level tuner of the run limit K_i against static policies. Builds
+# cairn-bench in release mode, then runs (PARTS, in this order):
+#
+#   sessions  Fig. 7 / Table 3: ruskey-sessions (five sessions: 90/50/10/30/70% lookups,
+#             the rest updates, uniform keys) with $ENGINES; every engine loads the same
+#             records first and waits for background work (--settle).
+#   static    Fig. 6: read-heavy (90% lookups), balanced (50%), write-heavy (10%) with
+#             $ENGINES, each its own run; summarized as three sessions of one table.
+#   greedy    Fig. 12: $GREEDY_ENGINES on the sessions workload, ranked against the static
+#             policies of the `sessions` part (same stream, same seed).
+#   monkey    Fig. 8: $MONKEY_ENGINES on the three static workloads with Monkey blooms
+#             at $MONKEY_BLOOM bits per key (the paper lowers 8 to 4 for Monkey).
+#   ycsb      Fig. 11: YCSB A-F (zipfian, YCSB's mixes) with $YCSB_ENGINES, short.
+#
+# The tree: memtable $WBS, level 1 $LEVEL1, size ratio $T, so $RECORDS entries of
+# $KEY_SIZE + $VALUE_SIZE bytes (the paper's 128 + 896) fill level 0 and three levels on
+# disk. A mission is $MISSION_OPS operations (the harness's per-mission series and the
+# tuner's mission size); the sessions have $MISSIONS missions each.
+#
+# Each part's directory holds one compare directory per workload (report.md, JSON with the
+# per-mission series, ruskey_missions.png = Fig. 7's latency and K_i panels) and
+# ruskey-summary.md (per-session latency once converged, ranks, Table 3, the goals, when
+# RusKey's K and latency settled). $OUT/summary.md collects them with each part's time.
+#
+#   scripts/ruskey-bench.sh                  # about 25 minutes on 2 cores (estimate)
+#   QUICK=1 scripts/ruskey-bench.sh          # smaller and shorter: about 7 minutes
+#   PARTS="sessions greedy" MISSIONS=200 scripts/ruskey-bench.sh
+#   ENGINES=cairn:default,cairn:moderate,cairn:tiering RUSKEY=cairn:moderate \
+#     GREEDY_ENGINES=cairn:lazy-leveling MONKEY_ENGINES=cairn:lazy-leveling,cairn:monkey \
+#     YCSB_ENGINES=cairn:default,cairn:tiering QUICK=1 scripts/ruskey-bench.sh  # statics only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=${QUICK:-}
+if [ -n "$QUICK" ]; then
+  RECORDS=${RECORDS:-50000}
+  MISSION_OPS=${MISSION_OPS:-500}
+  MISSIONS=${MISSIONS:-100}
+  STATIC_MISSIONS=${STATIC_MISSIONS:-100}
+  YCSB_OPS=${YCSB_OPS:-30000}
+  YCSB_WORKLOADS=${YCSB_WORKLOADS:-"a b c d e f"}
+else
+  RECORDS=${RECORDS:-80000}
+  MISSION_OPS=${MISSION_OPS:-1000}
+  MISSIONS=${MISSIONS:-200}
+  STATIC_MISSIONS=${STATIC_MISSIONS:-200}
+  YCSB_OPS=${YCSB_OPS:-100000}
+  YCSB_WORKLOADS=${YCSB_WORKLOADS:-"a b c d e f"}
+fi
+PARTS=${PARTS:-"sessions static greedy monkey ycsb"}
+ENGINES=${ENGINES:-cairn:ruskey,cairn:default,cairn:moderate,cairn:tiering,cairn:lazy-leveling,cairn:greedy}
+GREEDY_ENGINES=${GREEDY_ENGINES:-cairn:greedy-50-50,cairn:greedy-33-67,cairn:greedy-25-75,cairn:greedy-10-90,cairn:greedy-25-50,cairn:greedy-50-75}
+MONKEY_ENGINES=${MONKEY_ENGINES:-cairn:ruskey-monkey,cairn:lazy-leveling,cairn:monkey}
+YCSB_ENGINES=${YCSB_ENGINES:-cairn:ruskey,cairn:default,cairn:moderate,cairn:tiering}
+# The method ruskey-summary's goals are about (default: cairn:ruskey, else the first
+# cairn:ruskey*/cairn:greedy* engine); set it to try the script with static presets only.
+RUSKEY=${RUSKEY:-}
+KEY_SIZE=${KEY_SIZE:-128}
+VALUE_SIZE=${VALUE_SIZE:-896}
+WBS=${WBS:-1M}
+LEVEL1=${LEVEL1:-4M}
+T=${T:-10}
+CACHE=${CACHE:-8M}
+BLOOM=${BLOOM:-8}
+MONKEY_BLOOM=${MONKEY_BLOOM:-4}
+SEED=${SEED:-42}
+# Fig. 6's workloads: NAME:MIX.
+STATIC_MIXES=${STATIC_MIXES:-"read-heavy:read=0.9,update=0.1 balanced:read=0.5,update=0.5 write-heavy:read=0.1,update=0.9"}
+OUT=${OUT:-bench-out/ruskey}
+EXTRA=${EXTRA:-}
+
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -p cairn-bench
+  BIN=target/release/cairn-bench
+fi
+
+SESSION_OPS=$((5 * MISSIONS * MISSION_OPS))
+STATIC_OPS=$((STATIC_MISSIONS * MISSION_OPS))
+mkdir -p "$OUT"
+summary="$OUT/summary.md"
+start=$(date +%s)
+
+# compare DIR ENGINES ARGS...: one workload, every engine, the shared tree and budget.
+compare() {
+  local dir=$1 engines=$2
+  shift 2
+  mkdir -p "$dir"
+  echo "== $engines $* -> $dir" >&2
+  # shellcheck disable=SC2086
+  "$BIN" compare --engines "$engines" --records "$RECORDS" --seed "$SEED" \
+    --key-size "$KEY_SIZE" --value-size "$VALUE_SIZE" \
+    --write-buffer-size "$WBS" --level1-bytes "$LEVEL1" --size-ratio "$T" \
+    --cache-bytes "$CACHE" --mission-ops "$MISSION_OPS" --settle \
+    $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
+}
+
+# rsummary TITLE OUTFILE DIR...: ruskey-summary over the directories, into the summary.
+rsummary() {
+  local title=$1 out=$2
+  shift 2
+  local args=()
+  for d in "$@"; do args+=(--dir "$d"); done
+  [ -n "$RUSKEY" ] && args+=(--ruskey "$RUSKEY")
+  {
+    echo
+    "$BIN" ruskey-summary --title "$title" --out "$out" "${args[@]}"
+  } >>"$summary"
+}
+
+# part NAME: times a part into the summary.
+part_start=0
+begin() { part_start=$(date +%s); echo "### part $1" >&2; }
+finish() { echo "_Part $1: $(($(date +%s) - part_start)) s._" >>"$summary"; }
+
+{
+  echo "# RusKey on cairn (cairn-bench, scripts/ruskey-bench.sh)"
+  echo
+  echo "$RECORDS records of $KEY_SIZE + $VALUE_SIZE bytes (uniform keys unless YCSB); memtable $WBS,"
+  echo "level 1 $LEVEL1, size ratio $T, block cache $CACHE, $BLOOM bloom bits per key; missions of"
+  echo "$MISSION_OPS ops, $MISSIONS per session ($SESSION_OPS ops over five sessions), $STATIC_MISSIONS per"
+  echo "static workload ($STATIC_OPS ops); seed $SEED. Every engine loads the records and waits for"
+  echo "background work (--settle) before the measured ops. Extra flags: ${EXTRA:-none}."
+} >"$summary"
+
+for p in $PARTS; do
+  case $p in
+    sessions)
+      begin sessions
+      compare "$OUT/sessions" "$ENGINES" --workload ruskey-sessions --distribution uniform \
+        --ops "$SESSION_OPS" --bloom-bits "$BLOOM"
+      rsummary "Fig. 7 / Table 3: dynamic sessions" "$OUT/sessions/ruskey-summary.md" "$OUT/sessions"
+      finish sessions
+      ;;
+    static)
+      begin static
+      dirs=()
+      for w in $STATIC_MIXES; do
+        name=${w%%:*}
+        compare "$OUT/static/$name" "$ENGINES" --workload mix --mix "${w#*:}" \
+          --distribution uniform --ops "$STATIC_OPS" --bloom-bits "$BLOOM"
+        dirs+=("$OUT/static/$name")
+      done
+      rsummary "Fig. 6: static workloads" "$OUT/static/ruskey-summary.md" "${dirs[@]}"
+      finish static
+      ;;
+    greedy)
+      begin greedy
+      compare "$OUT/greedy" "$GREEDY_ENGINES" --workload ruskey-sessions --distribution uniform \
+        --ops "$SESSION_OPS" --bloom-bits "$BLOOM"
+      # With the sessions part's runs (same stream): each greedy variant ranks against
+      # its static policies (Fig. 12's table).
+      gdirs=("$OUT/greedy")
+      [ -d "$OUT/sessions" ] && gdirs+=("$OUT/sessions")
+      rsummary "Fig. 12: greedy thresholds" "$OUT/greedy/ruskey-summary.md" "${gdirs[@]}"
+      finish greedy
+      ;;
+    monkey)
+      begin monkey
+      dirs=()
+      for w in $STATIC_MIXES; do
+        name=${w%%:*}
+        compare "$OUT/monkey/$name" "$MONKEY_ENGINES" --workload mix --mix "${w#*:}" \
+          --distribution uniform --ops "$STATIC_OPS" --bloom-bits "$MONKEY_BLOOM"
+        dirs+=("$OUT/monkey/$name")
+      done
+      rsummary "Fig. 8: Monkey blooms ($MONKEY_BLOOM bits per key)" "$OUT/monkey/ruskey-summary.md" "${dirs[@]}"
+      finish monkey
+      ;;
+    ycsb)
+      begin ycsb
+      dirs=()
+      for l in $YCSB_WORKLOADS; do
+        compare "$OUT/ycsb/ycsb-$l" "$YCSB_ENGINES" --workload "ycsb-$l" \
+          --ops "$YCSB_OPS" --bloom-bits "$BLOOM"
+        dirs+=("$OUT/ycsb/ycsb-$l")
+      done
+      rsummary "Fig. 11: YCSB (zipfian)" "$OUT/ycsb/ruskey-summary.md" "${dirs[@]}"
+      finish ycsb
+      ;;
+    *)
+      echo "unknown part $p (sessions static greedy monkey ycsb)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+{
+  echo
+  echo "Total time: $(($(date +%s) - start)) s. Per-mission plots: */ruskey_missions.png."
+} >>"$summary"
+cat "$summary"
+echo "summary: $summary" >&2
