@@ -44,10 +44,10 @@ pub struct RuskeySummaryArgs {
     #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
     pub latency_tolerance: f64,
     /// Missions in the trailing mean that smooths the per-mission latency for the
-    /// convergence check (compactions make single missions spiky); at most a tenth of
-    /// the session's missions.
-    #[arg(long, default_value_t = 10, value_name = "MISSIONS")]
-    pub smooth_missions: usize,
+    /// convergence check (compactions make single missions spiky) [default: a tenth of
+    /// the session's missions].
+    #[arg(long, value_name = "MISSIONS")]
+    pub smooth_missions: Option<usize>,
     /// Heading of the summary.
     #[arg(long, default_value = "RusKey")]
     pub title: String,
@@ -133,15 +133,15 @@ pub fn k_settled(ks: &[Option<&Vec<usize>>], tol: usize) -> Option<usize> {
 }
 
 /// The first mission (0-based within `rows`) from which the trailing mean over `window`
-/// missions (at most a tenth of the session's) stays within `tol` (relative) of `target`
+/// missions (None: a tenth of the session's) stays within `tol` (relative) of `target`
 /// to the end. None: it never does (the last one is outside).
 pub fn latency_settled(
     rows: &[&MissionRow],
     target: f64,
     tol: f64,
-    window: usize,
+    window: Option<usize>,
 ) -> Option<usize> {
-    let w = window.min(rows.len() / 10).max(1);
+    let w = window.unwrap_or(rows.len() / 10).max(1);
     let smooth = |j: usize| weighted_us(&rows[(j + 1).saturating_sub(w)..=j]);
     let ok = |j: usize| smooth(j).is_some_and(|v| (v / target - 1.0).abs() <= tol);
     if rows.is_empty() || target <= 0.0 || !ok(rows.len() - 1) {
@@ -306,7 +306,8 @@ pub fn group(dirs: &[(String, Vec<RunResult>)]) -> Vec<Group> {
 pub struct Settings {
     pub fraction: f64,
     pub latency_tol: f64,
-    pub smooth: usize,
+    /// Trailing window of the latency check; None: a tenth of the session.
+    pub smooth: Option<usize>,
 }
 
 impl Default for Settings {
@@ -314,7 +315,7 @@ impl Default for Settings {
         Settings {
             fraction: 0.5,
             latency_tol: 0.05,
-            smooth: 10,
+            smooth: None,
         }
     }
 }
@@ -633,11 +634,13 @@ pub fn render(t: &Table, title: &str, tie_tol: f64, set: Settings, sources: &str
             "\nK fixed from m: K_i at the end of every mission from m to the session's end \
              equals its value at the end (+-1: within one at every level; levels the tree \
              grows meanwhile are not a change). Latency: the mean over the trailing {} \
-             missions (at most a tenth of the session's) stays within {:.0}% of the converged \
-             mean from m on. \
+             stays within {:.0}% of the converged mean from m on. \
              The paper: about 300 missions of 50,000 ops to converge (600 on the balanced \
              workload).",
-            set.smooth,
+            set.smooth
+                .map_or("tenth of the session's missions".into(), |w| format!(
+                    "{w} missions"
+                )),
             set.latency_tol * 100.0
         );
     }
@@ -812,18 +815,19 @@ mod tests {
             .map(|(i, m)| row(i, 0, m * 1000.0, &[]))
             .collect();
         let r: Vec<&MissionRow> = rows.iter().collect();
-        assert_eq!(latency_settled(&r, 20.0, 0.05, 1), Some(3));
+        assert_eq!(latency_settled(&r, 20.0, 0.05, Some(1)), Some(3));
         // A trailing mean of 2 reaches 20.45 at mission 4.
-        assert_eq!(latency_settled(&r, 20.0, 0.05, 2), Some(4));
+        assert_eq!(latency_settled(&r, 20.0, 0.05, Some(2)), Some(4));
         // Never within 1% of 25.
-        assert_eq!(latency_settled(&r, 25.0, 0.01, 1), None);
+        assert_eq!(latency_settled(&r, 25.0, 0.01, Some(1)), None);
         // A spike late resets it.
         let mut spiky = rows.clone();
         spiky[6].mean_ns = 40_000.0;
         let s: Vec<&MissionRow> = spiky.iter().collect();
-        assert_eq!(latency_settled(&s, 20.0, 0.05, 1), Some(7));
-        // The window is capped at a tenth of the session: 8 missions smooth over 1.
-        assert_eq!(latency_settled(&r[..8], 20.0, 0.05, 2), Some(3));
+        assert_eq!(latency_settled(&s, 20.0, 0.05, Some(1)), Some(7));
+        // By default the window is a tenth of the session: 2 of 20 missions, 1 of 8.
+        assert_eq!(latency_settled(&r, 20.0, 0.05, None), Some(4));
+        assert_eq!(latency_settled(&r[..8], 20.0, 0.05, None), Some(3));
     }
 
     fn run(engine: &str, sessions: &[&[f64]], ks: &[&[usize]]) -> RunResult {
