@@ -261,6 +261,9 @@ pub struct Options {
     pub prefetch: crate::policy::PrefetchPolicy,
     /// T of the invalidation-miss metric (`DbStats::prefetch`), in milliseconds.
     pub invalidation_window_ms: u64,
+    /// The compaction-policy tuner run after every mission of operations (RusKey's Lerp
+    /// or its greedy baseline). Default: none, K_i stays as `level_runs` sets it.
+    pub tuner: crate::policy::TunerOptions,
     /// Faults to inject into every storage operation, and simulated power loss: for
     /// tests of failing I/O (see [`FaultInjector`](crate::storage::FaultInjector)).
     pub faults: Option<std::sync::Arc<crate::storage::FaultInjector>>,
@@ -300,6 +303,7 @@ impl Default for Options {
             access: None,
             prefetch: crate::policy::PrefetchPolicy::EagerEvict,
             invalidation_window_ms: 10_000,
+            tuner: Default::default(),
             faults: None,
         }
     }
@@ -405,6 +409,9 @@ impl Options {
         }
         if self.target_file_size < 4096 {
             return invalid("target_file_size must be at least 4096".into());
+        }
+        if let Err(e) = self.tuner.validate() {
+            return invalid(e);
         }
         if let IndexPolicy::Learned { delta, .. } = self.index {
             if !(1..=MAX_LEARNED_DELTA).contains(&delta) {

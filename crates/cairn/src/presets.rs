@@ -3,7 +3,7 @@
 
 use crate::access::AccessOptions;
 use crate::options::{BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy};
-use crate::policy::PrefetchPolicy;
+use crate::policy::{LerpParams, PrefetchPolicy, Propagation, TunerPolicy};
 
 /// Names of every preset, with a one-line description.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -29,7 +29,25 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("warm-all", "Leaper's baseline, RocksDB's kFlushAndCompaction: every block a flush or compaction writes is cached"),
     ("leaper", "Leaper: access statistics per key range, and a two-phase prefetcher driven by the learner's models (load one with Db::load_leaper_model; without one nothing is warmed)"),
     ("leaper-ac-key", "Leaper on AC-Key's read cache"),
+    ("ruskey", "RusKey: Lerp tunes K_1 by DDPG after every mission of 50,000 operations and copies it down (uniform blooms, flexible transitions)"),
+    ("ruskey-pretrained", "RusKey pretrained on the cost-model simulator before its first mission"),
+    ("ruskey-monkey", "RusKey on Monkey blooms: Lerp tunes K_1 and K_2, deeper levels follow Lemma 5.1"),
+    ("greedy", "RusKey's greedy-threshold baseline: a level's K + 1 when its lookup share is under 33%, K - 1 over 67%"),
+    ("greedy-B-T", "the greedy baseline with thresholds in percent (e.g. greedy-25-75)"),
 ];
+
+/// Simulated missions RusKey's presets pretrain on before the first real one.
+pub const RUSKEY_PRETRAIN_MISSIONS: u32 = 400;
+
+/// Parses `greedy-B-T` (percent thresholds, B <= T).
+fn greedy_thresholds(name: &str) -> Option<TunerPolicy> {
+    let (b, t) = name.strip_prefix("greedy-")?.split_once('-')?;
+    let (b, t) = (b.parse::<u8>().ok()?, t.parse::<u8>().ok()?);
+    (b <= t && t <= 100).then(|| TunerPolicy::Greedy {
+        h_bottom: b as f64 / 100.0,
+        h_top: t as f64 / 100.0,
+    })
+}
 
 /// Parses `fixed-X-Y-Z` (tenths summing to 10).
 fn fixed_split(name: &str) -> Option<ReadCachePolicy> {
@@ -89,6 +107,32 @@ pub fn by_name(name: &str) -> Option<Options> {
                 o.read_cache = ReadCachePolicy::AcKey(Default::default());
             }
         }
+        "ruskey" | "ruskey-pretrained" | "ruskey-monkey" => {
+            let monkey = name == "ruskey-monkey";
+            if monkey {
+                o.bloom_allocation = BloomAllocation::Monkey;
+            }
+            o.tuner.policy = TunerPolicy::Lerp(LerpParams {
+                propagation: if monkey {
+                    Propagation::Monkey
+                } else {
+                    Propagation::Uniform
+                },
+                pretrain_missions: if name == "ruskey-pretrained" {
+                    RUSKEY_PRETRAIN_MISSIONS
+                } else {
+                    0
+                },
+                ..Default::default()
+            });
+        }
+        "greedy" => {
+            o.tuner.policy = TunerPolicy::Greedy {
+                h_bottom: 0.33,
+                h_top: 0.67,
+            }
+        }
+        _ if name.starts_with("greedy-") => o.tuner.policy = greedy_thresholds(name)?,
         _ => o.read_cache = fixed_split(name)?,
     }
     // Bourbon runs on WiscKey: every value separated.
@@ -105,11 +149,24 @@ mod tests {
     #[test]
     fn every_preset_is_valid() {
         for (name, _) in PRESETS {
-            let name = &name.replace("X-Y-Z", "3-2-5");
+            let name = &name.replace("X-Y-Z", "3-2-5").replace("B-T", "25-75");
             let o = by_name(name).unwrap_or_else(|| panic!("{name} missing"));
             o.validate().unwrap();
         }
         assert!(by_name("nope").is_none());
+        assert!(by_name("greedy-80-20").is_none());
+        assert!(by_name("greedy-x-20").is_none());
+        assert_eq!(
+            by_name("greedy-10-90").unwrap().tuner.policy,
+            TunerPolicy::Greedy {
+                h_bottom: 0.1,
+                h_top: 0.9
+            }
+        );
+        match by_name("ruskey-monkey").unwrap().tuner.policy {
+            TunerPolicy::Lerp(p) => assert_eq!(p.propagation, Propagation::Monkey),
+            p => panic!("{p:?}"),
+        }
         assert_eq!(by_name("baseline").unwrap().index, IndexPolicy::Fence);
         assert_eq!(
             by_name("fixed-0-0-10").unwrap().read_cache,

@@ -29,6 +29,12 @@ pub(crate) struct LevelCounters {
     pub model_path_samples: AtomicU64,
     pub fence_index_ns: AtomicU64,
     pub model_index_ns: AtomicU64,
+    /// Point reads that reached this level (checked at least one of its runs).
+    pub lookups_reached: AtomicU64,
+    /// Time point reads spent in this level's tables, nanoseconds (sampled, scaled up).
+    pub read_ns: AtomicU64,
+    /// Time flushes (level 0) and compactions spent writing into this level, nanoseconds.
+    pub compaction_ns: AtomicU64,
 }
 
 impl LevelCounters {
@@ -116,6 +122,9 @@ impl LevelCounters {
             model_path_samples: self.model_path_samples.load(Relaxed),
             fence_index_ns: self.fence_index_ns.load(Relaxed),
             model_index_ns: self.model_index_ns.load(Relaxed),
+            lookups_reached: self.lookups_reached.load(Relaxed),
+            read_ns: self.read_ns.load(Relaxed),
+            compaction_ns: self.compaction_ns.load(Relaxed),
             ..Default::default()
         }
     }
@@ -158,6 +167,12 @@ pub(crate) struct StatsInner {
     pub learn_errors: AtomicU64,
     pub learned_models_loaded: AtomicU64,
     pub learned_models_rejected: AtomicU64,
+    /// Entries written by batches (puts and deletes), the updates of RusKey's missions.
+    pub entries_written: AtomicU64,
+    /// Iterators created (range lookups).
+    pub iterators: AtomicU64,
+    /// Sum of foreground operation latencies (gets, writes, scan steps), nanoseconds.
+    pub op_ns: AtomicU64,
     hist: [Mutex<Histogram<u64>>; 3],
 }
 
@@ -195,6 +210,9 @@ impl Default for StatsInner {
             learn_errors: AtomicU64::new(0),
             learned_models_loaded: AtomicU64::new(0),
             learned_models_rejected: AtomicU64::new(0),
+            entries_written: AtomicU64::new(0),
+            iterators: AtomicU64::new(0),
+            op_ns: AtomicU64::new(0),
             hist: [hist(), hist(), hist()],
         }
     }
@@ -205,6 +223,7 @@ impl StatsInner {
         &self.levels[l.min(MAX_TRACKED_LEVELS - 1)]
     }
     pub(crate) fn record_latency(&self, op: OpKind, nanos: u64) {
+        self.op_ns.fetch_add(nanos, Relaxed);
         let _ = self.hist[op as usize].lock().record(nanos.max(1));
     }
     pub(crate) fn latency(&self, op: OpKind) -> Histogram<u64> {
@@ -252,6 +271,13 @@ pub struct LevelStats {
     pub fence_index_ns: u64,
     /// Of `model_path_ns`, the index's part (model and block choice).
     pub model_index_ns: u64,
+    /// Point reads that reached this level.
+    pub lookups_reached: u64,
+    /// Time point reads spent in this level's tables, nanoseconds (sampled: one read in
+    /// 8 is timed, counted 8 times).
+    pub read_ns: u64,
+    /// Time flushes (level 0) and compactions spent writing into this level, nanoseconds.
+    pub compaction_ns: u64,
     /// Runs in the level now (default column family).
     pub runs: usize,
     /// Files in the level now (default column family).
@@ -356,6 +382,14 @@ pub struct DbStats {
     pub learned_models_loaded: u64,
     /// Model files ignored as damaged or not matching their table (relearned instead).
     pub learned_models_rejected: u64,
+    /// Entries written by batches (puts and deletes).
+    pub entries_written: u64,
+    /// Iterators created.
+    pub iterators: u64,
+    /// Sum of foreground operation latencies (gets, writes, scan steps), nanoseconds.
+    pub op_ns: u64,
+    /// The compaction-policy tuner (RusKey's Lerp or a baseline), when one runs.
+    pub tuner: crate::policy::TunerStats,
     /// Get latency.
     pub get_latency: Latency,
     /// Write latency.
@@ -459,6 +493,9 @@ impl DbStats {
             learn_errors: s.learn_errors.load(Relaxed),
             learned_models_loaded: s.learned_models_loaded.load(Relaxed),
             learned_models_rejected: s.learned_models_rejected.load(Relaxed),
+            entries_written: s.entries_written.load(Relaxed),
+            iterators: s.iterators.load(Relaxed),
+            op_ns: s.op_ns.load(Relaxed),
             get_latency: Latency::from_hist(&s.latency(OpKind::Get)),
             write_latency: Latency::from_hist(&s.latency(OpKind::Write)),
             scan_latency: Latency::from_hist(&s.latency(OpKind::Scan)),

@@ -58,6 +58,8 @@ fn open_db(dir: &Path) -> cairn::Result<Db> {
         open_with(dir, leaper_crash_options)
     } else if dir.file_name().is_some_and(|n| n == MIXED_DB) {
         open_with(dir, mixed_crash_options)
+    } else if dir.file_name().is_some_and(|n| n == RUSKEY_DB) {
+        open_with(dir, ruskey_crash_options)
     } else {
         open_with(dir, crash_options)
     }
@@ -106,6 +108,26 @@ fn mixed_crash_options() -> Options {
         index: cairn::IndexPolicy::learn_all(4),
         read_cache: cairn::ReadCachePolicy::AcKey(Default::default()),
         level_runs: vec![4, 4, 1],
+        ..crash_options()
+    }
+}
+
+/// Directory name that selects RusKey's tuner: missions of 40 operations, so Lerp
+/// changes K_i (flexible transitions) and writes its checkpoint while the writers run and
+/// kills land in both.
+const RUSKEY_DB: &str = "db-ruskey";
+
+fn ruskey_crash_options() -> Options {
+    Options {
+        tuner: cairn::policy::TunerOptions {
+            policy: cairn::policy::TunerPolicy::Lerp(cairn::policy::LerpParams {
+                propagation: cairn::policy::Propagation::None,
+                ..Default::default()
+            }),
+            mission_ops: 40,
+            checkpoint_every: 3,
+            ..Default::default()
+        },
         ..crash_options()
     }
 }
@@ -537,6 +559,8 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
         LEAPER_DB
     } else if test_name.contains("mixed") {
         MIXED_DB
+    } else if test_name.contains("ruskey") {
+        RUSKEY_DB
     } else {
         "db"
     });
@@ -598,6 +622,14 @@ fn crash_vlog_sync_writes_survive_sigkill() {
 #[test]
 fn crash_mixed_sync_writes_survive_sigkill() {
     crash_cycles("crash_mixed_sync_writes_survive_sigkill", true, 30);
+}
+
+/// Kills while RusKey's tuner changes K_i and checkpoints its agents lose no
+/// acknowledged write, and the checkpoint left behind (whole, or a torn temporary file)
+/// never stops an open.
+#[test]
+fn crash_ruskey_sync_writes_survive_sigkill() {
+    crash_cycles("crash_ruskey_sync_writes_survive_sigkill", true, 20);
 }
 
 /// Kills while Leaper warms and evicts blocks around flushes and compactions lose no

@@ -1055,3 +1055,61 @@ fn model_prefetch_policies() {
         }
     }
 }
+
+/// RusKey's tuners change K_i after every mission while the model's operations run (with
+/// reopens and, in the background runs, concurrent flushes and compactions): answers
+/// must stay the model's. (tests/tuner.rs checks that the tuners do change K.)
+#[test]
+fn model_compaction_tuners() {
+    use cairn::policy::{LerpParams, Propagation, TunerOptions, TunerPolicy};
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    let tuners: Vec<(u64, bool, TunerPolicy)> = vec![
+        (
+            4300,
+            false,
+            TunerPolicy::Greedy {
+                h_bottom: 0.45,
+                h_top: 0.55,
+            },
+        ),
+        (
+            4301,
+            true,
+            TunerPolicy::Lerp(LerpParams {
+                propagation: Propagation::None,
+                ..Default::default()
+            }),
+        ),
+        (
+            4302,
+            false,
+            TunerPolicy::Lerp(LerpParams {
+                propagation: Propagation::Monkey,
+                ..Default::default()
+            }),
+        ),
+    ];
+    for (seed, background, policy) in tuners {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, b"", |o| {
+                o.tuner = TunerOptions {
+                    policy: policy.clone(),
+                    mission_ops: 50,
+                    checkpoint_every: 5,
+                    ..Default::default()
+                };
+            })
+        }));
+        match r {
+            Ok(stats) => {
+                let t = stats.tuner;
+                assert!(t.missions > 0, "{policy:?}: {t:?}");
+                assert_eq!(t.errors, 0, "{policy:?}: {t:?}");
+            }
+            Err(e) => {
+                eprintln!("tuner model test failed: seed {seed}, tuner {policy:?}");
+                resume_unwind(e);
+            }
+        }
+    }
+}

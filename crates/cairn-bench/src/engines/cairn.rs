@@ -182,8 +182,8 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
         }
         opts.size_ratio = t;
     }
-    // TODO(ruskey): once `Options::tuner` lands: opts.tuner.mission_ops = cfg.mission_ops();
-    let _ = cfg.mission_ops();
+    // The tuner's missions are the harness's: one per --mission-ops operations.
+    opts.tuner.mission_ops = cfg.mission_ops();
 }
 
 impl CairnEngine {

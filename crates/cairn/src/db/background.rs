@@ -197,7 +197,12 @@ impl DbInner {
             return Ok(false);
         };
         self.stats.flushes_running.fetch_add(1, Ordering::Relaxed);
+        let t = std::time::Instant::now();
         let r = self.flush_memtable(&cf, &mem);
+        self.stats
+            .level(0)
+            .compaction_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         self.stats.flushes_running.fetch_sub(1, Ordering::Relaxed);
         r?;
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);
@@ -512,6 +517,7 @@ impl DbInner {
                 self.stats
                     .compactions_running
                     .fetch_add(1, Ordering::Relaxed);
+                let t = std::time::Instant::now();
                 let r = self.run_merge(
                     cf,
                     from,
@@ -522,6 +528,10 @@ impl DbInner {
                     bottommost,
                     pointer,
                 );
+                self.stats
+                    .level(to)
+                    .compaction_ns
+                    .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 self.stats
                     .compactions_running
                     .fetch_sub(1, Ordering::Relaxed);

@@ -279,7 +279,7 @@ impl Learner {
 }
 
 /// CPU time of the calling thread, nanoseconds.
-fn thread_cpu_nanos() -> u64 {
+pub(crate) fn thread_cpu_nanos() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -9,9 +9,11 @@ mod recovery;
 mod repair;
 mod snapshot;
 mod table_cache;
+mod tuner;
 mod write;
 
 pub use iter::{DbIterator, Scan};
+pub(crate) use learner::thread_cpu_nanos;
 pub use repair::{RepairMethod, RepairReport};
 pub use snapshot::Snapshot;
 
@@ -131,6 +133,8 @@ pub(crate) struct DbInner {
     pub(crate) gc_targets: Mutex<std::collections::HashSet<u64>>,
     /// The cache around flush and compaction (Leaper and its baselines).
     pub(crate) prefetch: Prefetcher,
+    /// The compaction-policy tuner (RusKey), when one is configured.
+    pub(crate) tuner: Option<tuner::TunerRuntime>,
     _lock: File,
 }
 
@@ -207,6 +211,15 @@ impl Db {
                     .spawn(move || i.compaction_loop())
                     .map_err(|e| Error::io("spawn compaction thread", e))?,
             );
+            if db.inner.tuner.is_some() {
+                let i = db.inner.clone();
+                t.push(
+                    std::thread::Builder::new()
+                        .name("cairn-tuner".into())
+                        .spawn(move || i.tuner_loop())
+                        .map_err(|e| Error::io("spawn tuner thread", e))?,
+                );
+            }
             if db.inner.tables.learner().is_some() {
                 let i = db.inner.clone();
                 t.push(
@@ -389,6 +402,9 @@ impl Db {
     /// Applies a batch atomically: all of it is visible at once, or none of it.
     pub fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let t = Instant::now();
+        if let Some(tuner) = &self.inner.tuner {
+            tuner.tick(batch.len().max(1) as u64);
+        }
         let r = self.inner.write(wo, batch);
         self.inner
             .stats
@@ -414,6 +430,9 @@ impl Db {
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
         let t = Instant::now();
+        if let Some(tuner) = &self.inner.tuner {
+            tuner.tick(1);
+        }
         let r = self.inner.get(ro, cf.id, key);
         self.inner
             .stats
@@ -538,6 +557,7 @@ impl Db {
         if let Some(l) = self.inner.tables.learner() {
             l.pass();
         }
+        self.inner.run_due_missions()?;
         Ok(())
     }
 
@@ -616,6 +636,13 @@ impl Db {
         }
         s.vlog = self.inner.vlog.stats(&self.inner.vlog_usage());
         s.prefetch = self.inner.prefetch.stats();
+        s.tuner = match &self.inner.tuner {
+            Some(t) => t.stats(),
+            None => crate::policy::TunerStats {
+                policy: "static".into(),
+                ..Default::default()
+            },
+        };
         s
     }
 
@@ -637,9 +664,13 @@ impl Db {
         self.inner.shutdown.store(true, Ordering::SeqCst);
         self.inner.bg_cv.notify_all();
         self.inner.queue_cv.notify_all();
+        if let Some(t) = &self.inner.tuner {
+            t.wake();
+        }
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
+        self.inner.save_tuner_checkpoint();
         let mut wal = self.inner.wal.lock();
         let poisoned = wal.poisoned;
         if let Some(w) = wal.writer.as_mut() {
@@ -765,7 +796,12 @@ impl DbInner {
         }
         let sv = state.sv.load_full();
         let seq = self.read_seq(ro);
-        self.stats.gets.fetch_add(1, Ordering::Relaxed);
+        // One read in READ_TIME_SAMPLE has its time per level measured (RusKey's t_i).
+        let timed = self
+            .stats
+            .gets
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(READ_TIME_SAMPLE);
         if let Some((kind, v)) = sv.mem.get(key, seq) {
             self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
             return self.resolve_entry(key, kind, v);
@@ -790,6 +826,14 @@ impl DbInner {
         let lookup = make_lookup_key(key, seq);
         let mut probed = 0u32;
         for (level, l) in sv.version.levels.iter().enumerate() {
+            if l.runs.is_empty() {
+                continue;
+            }
+            self.stats
+                .level(level)
+                .lookups_reached
+                .fetch_add(1, Ordering::Relaxed);
+            let _level_time = timed.then(|| LevelTimer::start(&self.stats.level(level).read_ns));
             for run in &l.runs {
                 let Some(f) = run.file_for(key) else { continue };
                 if f.desc.min_seq > seq {
@@ -867,6 +911,10 @@ impl DbInner {
         // Super version first, as in `get`.
         let sv = self.super_version(cf)?;
         let seq = self.read_seq(ro);
+        self.stats.iterators.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = &self.tuner {
+            t.tick(1);
+        }
         Ok(DbIterator::new(
             sv,
             &self.tables,
@@ -980,5 +1028,31 @@ impl DbInner {
             )),
         };
         (bc, None)
+    }
+}
+
+/// One point read in this many has its time per level measured.
+const READ_TIME_SAMPLE: u64 = 8;
+
+/// Adds the time until it is dropped, times [`READ_TIME_SAMPLE`], to a level's read time
+/// (so the read's early returns are counted too).
+struct LevelTimer<'a> {
+    ns: &'a AtomicU64,
+    start: Instant,
+}
+
+impl<'a> LevelTimer<'a> {
+    fn start(ns: &'a AtomicU64) -> Self {
+        LevelTimer {
+            ns,
+            start: Instant::now(),
+        }
+    }
+}
+
+impl Drop for LevelTimer<'_> {
+    fn drop(&mut self) {
+        let ns = self.start.elapsed().as_nanos() as u64;
+        self.ns.fetch_add(ns * READ_TIME_SAMPLE, Ordering::Relaxed);
     }
 }

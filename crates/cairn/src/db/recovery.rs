@@ -51,6 +51,8 @@ fn is_cairn_file(name: &str) -> bool {
         || name.ends_with(".vlog")
         || name.ends_with(".plr")
         || name.ends_with(".plr.tmp")
+        || name == super::tuner::CHECKPOINT_FILE
+        || name == "TUNER.tmp"
 }
 
 /// Files that only exist once a database holds data (or its manifest): without `CURRENT`
@@ -232,6 +234,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     // writes. Never hand out a number already present on disk.
     vs.next_file_no = vs.next_file_no.max(max_file_no_on_disk(&env)? + 1);
     let first_wal = vs.new_file_no();
+    let tuner = super::tuner::TunerRuntime::new(&opts, path);
     let inner = DbInner {
         path: path.to_path_buf(),
         opts,
@@ -265,6 +268,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             opts_block_size,
             opts_window,
         ),
+        tuner,
         _lock: lock,
     };
     inner.replay_wals(log_number, first_wal)?;

@@ -164,7 +164,9 @@ impl DbInner {
     pub(crate) fn apply_to_memtables(&self, batch: &WriteBatch, first: u64) -> Result<()> {
         let cfs = self.cfs.read();
         let mut bytes = 0u64;
+        let mut entries = 0u64;
         for (seq, op) in (first..).zip(batch.iter()) {
+            entries += 1;
             if let Some(cf) = cfs.get(&op.cf) {
                 let sv = cf.sv.load();
                 match op.kind {
@@ -182,6 +184,9 @@ impl DbInner {
         self.stats
             .user_bytes_written
             .fetch_add(bytes, Ordering::Relaxed);
+        self.stats
+            .entries_written
+            .fetch_add(entries, Ordering::Relaxed);
         Ok(())
     }
 

@@ -9,13 +9,18 @@
 //! Leaper (Yang et al., VLDB 2020), prefetching hot key ranges: [`gbdt`] evaluates the
 //! LightGBM models the offline learner trains, and [`leaper_model`] reads the model bundle
 //! it writes (`docs/leaper-formats.md`).
+//!
+//! RusKey (Mo et al.), tuning each level's compaction policy online: [`ddpg`] is its
+//! reinforcement-learning agent, Deep Deterministic Policy Gradient in candle.
 
 pub mod cba;
+pub mod ddpg;
 pub mod gbdt;
 pub mod leaper_model;
 pub mod plr;
 
 pub use cba::{CbaEstimate, CbaInput};
+pub use ddpg::{DdpgAgent, DdpgConfig};
 pub use gbdt::{GbdtModel, Objective};
 pub use leaper_model::{LeaperMeta, LeaperModel};
 pub use plr::{key_to_u64, Plr, PlrBuilder, Segment};

@@ -1,10 +1,21 @@
-//! Background policies that act on the engine's seams. So far, Leaper's prefetcher and
-//! its baselines (the cache around flush and compaction, [`prefetch`]), with the
-//! hot-range prediction ([`hot_ranges`]) and overlap check ([`overlap`]) it uses.
+//! Background policies that act on the engine's seams:
+//! - Leaper's prefetcher and its baselines (the cache around flush and compaction,
+//!   [`prefetch`]), with the hot-range prediction ([`hot_ranges`]) and overlap check
+//!   ([`overlap`]) it uses;
+//! - the compaction-policy tuner (K_i per level, [`tuner`]): RusKey's Lerp ([`lerp`]) with
+//!   policy propagation ([`propagation`]) and a cost-model simulator to pretrain and test
+//!   it ([`cost_model`]), and the greedy-threshold baseline.
 
+pub mod cost_model;
 pub mod hot_ranges;
+pub mod lerp;
 pub mod overlap;
 pub mod prefetch;
+pub mod propagation;
+pub mod tuner;
 
 pub use hot_ranges::HotRangePredictor;
+pub use lerp::{Lerp, LerpParams};
 pub use prefetch::{HotRangeSource, LeaperParams, PrefetchPolicy, PrefetchStats};
+pub use propagation::Propagation;
+pub use tuner::{CompactionTuner, MissionStats, TunerOptions, TunerPolicy, TunerStats};
