@@ -24,8 +24,12 @@
 # ruskey-summary.md (per-session latency once converged, ranks, Table 3, the goals, when
 # RusKey's K and latency settled). $OUT/summary.md collects them with each part's time.
 #
-#   scripts/ruskey-bench.sh                  # about 25 minutes on 2 cores (estimate)
-#   QUICK=1 scripts/ruskey-bench.sh          # smaller and shorter: about 7 minutes
+#   scripts/ruskey-bench.sh                  # about 20-25 minutes on 2 cores
+#   QUICK=1 scripts/ruskey-bench.sh          # smaller and shorter: about 8 minutes
+#
+# Time goes mostly to loads: every run loads $RECORDS records, and the tuner presets work
+# during the load too (their missions count the load's writes), which made cairn:ruskey's
+# loads 4-8x longer than a static preset's in the QUICK run.
 #   PARTS="sessions greedy" MISSIONS=200 scripts/ruskey-bench.sh
 #   ENGINES=cairn:default,cairn:moderate,cairn:tiering RUSKEY=cairn:moderate \
 #     GREEDY_ENGINES=cairn:lazy-leveling MONKEY_ENGINES=cairn:lazy-leveling,cairn:monkey \
@@ -38,9 +42,10 @@ if [ -n "$QUICK" ]; then
   RECORDS=${RECORDS:-50000}
   MISSION_OPS=${MISSION_OPS:-500}
   MISSIONS=${MISSIONS:-100}
-  STATIC_MISSIONS=${STATIC_MISSIONS:-100}
-  YCSB_OPS=${YCSB_OPS:-30000}
+  STATIC_MISSIONS=${STATIC_MISSIONS:-80}
+  YCSB_OPS=${YCSB_OPS:-20000}
   YCSB_WORKLOADS=${YCSB_WORKLOADS:-"a b c d e f"}
+  YCSB_ENGINES=${YCSB_ENGINES:-cairn:ruskey,cairn:default,cairn:tiering}
 else
   RECORDS=${RECORDS:-80000}
   MISSION_OPS=${MISSION_OPS:-1000}
