@@ -361,6 +361,21 @@ impl Engine for CairnEngine {
                 "model_index_ns",
                 mean(sum(|l| l.model_index_ns), sum(|l| l.model_path_samples)),
             ),
+            // RusKey's tuner (Fig. 13: training time against the missions' operation time).
+            ("tuner_missions", s.tuner.missions as f64),
+            ("tuner_changes", s.tuner.changes as f64),
+            ("tuner_missions_skipped", s.tuner.missions_skipped as f64),
+            ("tuner_train_cpu_ms", s.tuner.train_cpu_ns as f64 / 1e6),
+            ("tuner_mission_op_ms", s.tuner.mission_op_ns as f64 / 1e6),
+            (
+                "tuner_train_share_pct",
+                if s.tuner.mission_op_ns > 0 {
+                    100.0 * s.tuner.train_cpu_ns as f64 / s.tuner.mission_op_ns as f64
+                } else {
+                    0.0
+                },
+            ),
+            ("tuner_pretrain_cpu_ms", s.tuner.pretrain_cpu_ns as f64 / 1e6),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
