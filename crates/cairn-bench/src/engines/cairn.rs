@@ -375,7 +375,10 @@ impl Engine for CairnEngine {
                     0.0
                 },
             ),
-            ("tuner_pretrain_cpu_ms", s.tuner.pretrain_cpu_ns as f64 / 1e6),
+            (
+                "tuner_pretrain_cpu_ms",
+                s.tuner.pretrain_cpu_ns as f64 / 1e6,
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
