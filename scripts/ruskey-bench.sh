@@ -24,7 +24,7 @@
 # ruskey-summary.md (per-session latency once converged, ranks, Table 3, the goals, when
 # RusKey's K and latency settled). $OUT/summary.md collects them with each part's time.
 #
-#   scripts/ruskey-bench.sh                  # about 20-25 minutes on 2 cores
+#   scripts/ruskey-bench.sh                  # about 20 minutes on 2 cores (13 with MISSIONS=200)
 #   QUICK=1 scripts/ruskey-bench.sh          # smaller and shorter: about 8 minutes
 #
 # Time goes mostly to loads: every run loads $RECORDS records, and the tuner presets work
@@ -49,8 +49,8 @@ if [ -n "$QUICK" ]; then
 else
   RECORDS=${RECORDS:-80000}
   MISSION_OPS=${MISSION_OPS:-1000}
-  MISSIONS=${MISSIONS:-200}
-  STATIC_MISSIONS=${STATIC_MISSIONS:-200}
+  MISSIONS=${MISSIONS:-400}
+  STATIC_MISSIONS=${STATIC_MISSIONS:-400}
   YCSB_OPS=${YCSB_OPS:-100000}
   YCSB_WORKLOADS=${YCSB_WORKLOADS:-"a b c d e f"}
 fi
