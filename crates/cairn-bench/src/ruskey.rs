@@ -694,7 +694,8 @@ pub fn summary_cmd(a: &RuskeySummaryArgs) -> Result<()> {
                 .join(", ")
         );
     }
-    let md = render(&table, &a.title, a.tie_tolerance, set, &sources);
+    let mut md = render(&table, &a.title, a.tie_tolerance, set, &sources);
+    md.push_str(&tuner_cost(&dirs));
     print!("{md}");
     let out = a
         .out
@@ -708,6 +709,43 @@ pub fn summary_cmd(a: &RuskeySummaryArgs) -> Result<()> {
     }
     eprintln!("summary: {}", out.display());
     Ok(())
+}
+
+/// Fig. 13: the tuners' training CPU against their missions' operation time, from the
+/// engine statistics cairn reports at the end of each run (empty when no run tuned).
+pub fn tuner_cost(dirs: &[(String, Vec<RunResult>)]) -> String {
+    let mut rows = String::new();
+    for (label, runs) in dirs {
+        for r in runs {
+            let st = |k: &str| r.engine_stats.get(k).copied();
+            if !st("tuner_missions").is_some_and(|m| m > 0.0) {
+                continue;
+            }
+            let f = |k: &str, d: usize| opt(st(k), d);
+            let _ = writeln!(
+                rows,
+                "| {label} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.engine,
+                f("tuner_missions", 0),
+                f("tuner_changes", 0),
+                f("tuner_missions_skipped", 0),
+                f("tuner_train_cpu_ms", 0),
+                f("tuner_mission_op_ms", 0),
+                f("tuner_train_share_pct", 2),
+                f("tuner_pretrain_cpu_ms", 0),
+            );
+        }
+    }
+    if rows.is_empty() {
+        return rows;
+    }
+    format!(
+        "\n### Tuner cost (Fig. 13)\n\n\
+         | run | method | missions | K changes | missions skipped | train CPU ms | missions' op ms | train / op time % | pretrain CPU ms |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n{rows}\n\
+         Missions counted by the engine include the load's writes. The paper: model updates at \
+         most about 1% of the operation time.\n"
+    )
 }
 
 /// ruskey_missions.png in `dir` when its runs have missions.
@@ -923,6 +961,32 @@ mod tests {
         assert_eq!(t.sessions[1].label, "balanced");
         assert_eq!(t.sessions[1].latency, vec![Some(30.0), None]);
         assert_eq!(t.primary.as_deref(), Some("cairn:greedy-50-50"));
+    }
+
+    #[test]
+    fn tuner_cost_lists_only_runs_that_tuned() {
+        let mut a = RunResult {
+            engine: "cairn:ruskey".into(),
+            ..Default::default()
+        };
+        for (k, v) in [
+            ("tuner_missions", 120.0),
+            ("tuner_changes", 7.0),
+            ("tuner_train_share_pct", 0.8),
+        ] {
+            a.engine_stats.insert(k.into(), v);
+        }
+        let b = RunResult {
+            engine: "cairn:default".into(),
+            ..Default::default()
+        };
+        let s = tuner_cost(&[("sessions".into(), vec![a, b.clone()])]);
+        assert!(
+            s.contains("| sessions | cairn:ruskey | 120 | 7 | - | - | - | 0.80 | - |"),
+            "{s}"
+        );
+        assert!(!s.contains("cairn:default"));
+        assert_eq!(tuner_cost(&[("x".into(), vec![b])]), "");
     }
 
     #[test]
