@@ -4,6 +4,12 @@ use cairn_bench::compare;
 use clap::Parser;
 
 fn main() -> Result<()> {
+    // candle (RusKey's DDPG agents) runs its small matmuls on rayon and, without this
+    // variable, counts the CPUs again on every matmul; the tuner trains in one background
+    // thread anyway. Set before any thread starts (children inherit it).
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        std::env::set_var("RAYON_NUM_THREADS", "1");
+    }
     match Cli::parse().command {
         Command::Run(a) => compare::run_cmd(&a),
         Command::Compare(a) => compare::compare_cmd(&a),
