@@ -213,7 +213,14 @@ fn lerp_tunes_in_the_background_and_resumes_from_its_checkpoint() {
 #[test]
 fn lerp_changes_k_and_propagates_down() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), small(lerp(Propagation::Uniform), false)).unwrap();
+    // Copy level 1's K down after every mission, so that the check below does not hang
+    // on how long the agent holds a K (the lib tests cover the waiting).
+    let policy = TunerPolicy::Lerp(LerpParams {
+        propagation: Propagation::Uniform,
+        propagate_after: 0,
+        ..Default::default()
+    });
+    let db = Db::open(dir.path(), small(policy, false)).unwrap();
     let mut model = BTreeMap::new();
     let wo = WriteOptions::default();
     let mut seen = std::collections::BTreeSet::new();
