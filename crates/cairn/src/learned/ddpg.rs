@@ -257,12 +257,14 @@ pub fn next_k(k: usize, a: f32, t: usize) -> usize {
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014): one `u64` of state, good enough statistics for
-/// minibatch sampling and exploration noise.
+/// minibatch sampling, exploration noise and the simulations that must replay (RusKey's
+/// cost model and Lerp use it too).
 #[derive(Clone, Debug)]
-struct SplitMix64(u64);
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -271,7 +273,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in `[0, 1)`.
-    fn next_f64(&mut self) -> f64 {
+    pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 

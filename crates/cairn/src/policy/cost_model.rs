@@ -12,6 +12,9 @@
 use super::tuner::{LevelMission, MissionStats};
 use crate::options::Options;
 
+/// The seeded generator of the simulations (shared with the DDPG agent).
+pub use crate::learned::ddpg::SplitMix64;
+
 /// Constants of the cost model, in nanoseconds and bytes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CostModel {
@@ -161,26 +164,6 @@ impl CostModel {
             size_ratio: self.size_ratio,
             levels,
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64) for simulations and sampling that must replay.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 

@@ -88,7 +88,6 @@ pub struct Lerp {
     stable: u32,
     last_k1: usize,
     missions: u64,
-    last_train_ns: u64,
     /// Missions simulated before the real ones.
     pub pretrained: u64,
 }
@@ -109,7 +108,6 @@ impl Lerp {
             stable: 0,
             last_k1: 0,
             missions: 0,
-            last_train_ns: 0,
             pretrained: 0,
         }
     }
@@ -313,7 +311,6 @@ impl Lerp {
             stable: 0,
             last_k1: 0,
             missions,
-            last_train_ns: 0,
             pretrained,
         })
     }
@@ -354,7 +351,6 @@ impl CompactionTuner for Lerp {
     }
 
     fn decide(&mut self, m: &MissionStats) -> Result<Vec<(usize, usize)>> {
-        let t0 = crate::db::thread_cpu_nanos();
         self.missions += 1;
         let t = m.size_ratio.max(1);
         let e2e = m.end_to_end_ns();
@@ -408,7 +404,6 @@ impl CompactionTuner for Lerp {
         } else {
             propagate(mode, &chosen, &current, t)
         };
-        self.last_train_ns = crate::db::thread_cpu_nanos().saturating_sub(t0);
         Ok(target
             .into_iter()
             .enumerate()
@@ -418,10 +413,6 @@ impl CompactionTuner for Lerp {
 
     fn save(&self) -> Option<Vec<u8>> {
         Some(self.encode())
-    }
-
-    fn last_train_ns(&self) -> u64 {
-        self.last_train_ns
     }
 }
 

@@ -174,10 +174,6 @@ pub trait CompactionTuner: Send {
     fn save(&self) -> Option<Vec<u8>> {
         None
     }
-    /// Time the last `decide` spent training, nanoseconds of thread CPU.
-    fn last_train_ns(&self) -> u64 {
-        0
-    }
 }
 
 /// RusKey 7's greedy baseline: per level, the share of lookups among the lookups that
