@@ -45,7 +45,8 @@ pub mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::{
-    ColumnFamily, Db, DbIterator, LevelInfo, RepairMethod, RepairReport, RunInfo, Scan, Snapshot,
+    ColumnFamily, Db, DbIterator, LevelInfo, ProactiveReport, RepairMethod, RepairReport, RunInfo,
+    Scan, Snapshot,
 };
 pub use error::{Error, Result};
 pub use events::{CompactionInfo, EventListener, FlushInfo};

@@ -256,6 +256,13 @@ pub struct Options {
     /// Access statistics per key range and time slot (Leaper's collector); `None` (the
     /// default) collects nothing and costs nothing.
     pub access: Option<crate::access::AccessOptions>,
+    /// SA-LSM's query store: a record-level access trace per column family, exported
+    /// with `Db::export_record_trace` for the external service and kept across restarts.
+    /// `None` (the default) records nothing.
+    pub records: Option<crate::access::RecordOptions>,
+    /// Hot/cold placement and proactive compaction (SA-LSM and its baselines). Default:
+    /// passive (data moves between tiers by level size only).
+    pub placement: crate::policy::PlacementOptions,
     /// What happens to cached blocks around flushes and compactions (Leaper and its
     /// baselines). Default: blocks of deleted tables are erased.
     pub prefetch: crate::policy::PrefetchPolicy,
@@ -301,6 +308,8 @@ impl Default for Options {
             value_threshold: None,
             vlog_gc_space_amp: Some(1.5),
             access: None,
+            records: None,
+            placement: Default::default(),
             prefetch: crate::policy::PrefetchPolicy::EagerEvict,
             invalidation_window_ms: 10_000,
             tuner: Default::default(),
@@ -444,6 +453,10 @@ impl Options {
         if let Some(a) = &self.access {
             a.validate()?;
         }
+        if let Some(r) = &self.records {
+            r.validate()?;
+        }
+        self.placement.validate()?;
         if let crate::policy::PrefetchPolicy::Leaper(p) = &self.prefetch {
             if p.model.is_some() && self.access.is_none() {
                 return invalid("a Leaper model needs access statistics (Options::access)".into());

@@ -1,9 +1,10 @@
 //! Named option presets, used by `cairn-bench` as `cairn:NAME` and handy for users.
 //! Each learned part adds its preset and its baselines' presets here.
 
-use crate::access::AccessOptions;
+use crate::access::{AccessOptions, RecordOptions};
 use crate::options::{BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy};
-use crate::policy::{LerpParams, PrefetchPolicy, Propagation, TunerPolicy};
+use crate::policy::{LerpParams, PlacementPolicy, PrefetchPolicy, Propagation, TunerPolicy};
+use crate::storage::{DeviceProfile, TierConfig};
 
 /// Names of every preset, with a one-line description.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -34,7 +35,46 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ruskey-monkey", "RusKey on Monkey blooms: Lerp tunes K_1 and K_2, deeper levels follow Lemma 5.1"),
     ("greedy", "RusKey's greedy-threshold baseline: a level's K + 1 when its lookup share is under 33%, K - 1 over 67%"),
     ("greedy-B-T", "the greedy baseline with thresholds in percent (e.g. greedy-25-75)"),
+    ("passive", "SA-LSM's baseline: a hot ssd tier (levels 0-1) and a cold hdd tier (2+), data moves down by level size only"),
+    ("age-tier", "SA-LSM's baseline, RocksDB's time-aware tiering: on the two tiers, proactive compaction moves data older than 7 days to the cold tier"),
+    ("sa-lsm", "SA-LSM: on the two tiers, a query store per column family; proactive compaction moves the keys the external service's random survival forest predicts cold"),
+    ("sa-gbdt", "SA-LSM's GBDT baseline: as sa-lsm, the cold keys chosen by the service's LightGBM classifier"),
+    ("sa-cox", "SA-LSM's Cox baseline: as sa-lsm, the cold keys chosen by the service's Cox model"),
+    ("sa-lru", "SA-LSM's LRU baseline: as sa-lsm, the least recently used keys are cold"),
+    ("sa-lfu", "SA-LSM's LFU baseline: as sa-lsm, the least frequently used keys are cold"),
+    ("sa-lru2", "SA-LSM's LRU-2 baseline: as sa-lsm, ranked by the second most recent access"),
+    ("sa-lirs", "SA-LSM's LIRS baseline: as sa-lsm, ranked by inter-reference recency"),
 ];
+
+/// The external service's method behind a SA-LSM preset (`sa-lsm` is the survival forest).
+pub fn salsm_method(preset: &str) -> Option<&'static str> {
+    Some(match preset {
+        "sa-lsm" => "rsf",
+        "sa-gbdt" => "gbdt",
+        "sa-cox" => "cox",
+        "sa-lru" => "lru",
+        "sa-lfu" => "lfu",
+        "sa-lru2" => "lru2",
+        "sa-lirs" => "lirs",
+        _ => return None,
+    })
+}
+
+/// SA-LSM's two tiers (Table 4's media): levels 0-1 on `hot/` (ssd), 2+ on `cold/` (hdd).
+pub fn salsm_tiers() -> Vec<TierConfig> {
+    vec![
+        TierConfig {
+            dir: "hot".into(),
+            first_level: 0,
+            profile: DeviceProfile::Ssd,
+        },
+        TierConfig {
+            dir: "cold".into(),
+            first_level: 2,
+            profile: DeviceProfile::Hdd,
+        },
+    ]
+}
 
 /// Simulated missions RusKey's presets pretrain on before the first real one.
 pub const RUSKEY_PRETRAIN_MISSIONS: u32 = 400;
@@ -125,6 +165,18 @@ pub fn by_name(name: &str) -> Option<Options> {
                 },
                 ..Default::default()
             });
+        }
+        "passive" => o.tiers = salsm_tiers(),
+        "age-tier" => {
+            o.tiers = salsm_tiers();
+            o.placement.policy = PlacementPolicy::AgeTier {
+                max_age_ms: 7 * 86_400_000,
+            };
+        }
+        _ if salsm_method(name).is_some() => {
+            o.tiers = salsm_tiers();
+            o.records = Some(RecordOptions::default());
+            o.placement.policy = PlacementPolicy::ColdSet;
         }
         "greedy" => {
             o.tuner.policy = TunerPolicy::Greedy {

@@ -171,6 +171,11 @@ pub(crate) struct StatsInner {
     pub entries_written: AtomicU64,
     /// Iterators created (range lookups).
     pub iterators: AtomicU64,
+    /// SA-LSM: proactive compactions run, backed off, records moved cold, CPU spent.
+    pub proactive_compactions: AtomicU64,
+    pub proactive_backoffs: AtomicU64,
+    pub proactive_cold_records: AtomicU64,
+    pub proactive_cpu_ns: AtomicU64,
     /// Sum of foreground operation latencies (gets, writes, scan steps), nanoseconds.
     pub op_ns: AtomicU64,
     hist: [Mutex<Histogram<u64>>; 3],
@@ -212,6 +217,10 @@ impl Default for StatsInner {
             learned_models_rejected: AtomicU64::new(0),
             entries_written: AtomicU64::new(0),
             iterators: AtomicU64::new(0),
+            proactive_compactions: AtomicU64::new(0),
+            proactive_backoffs: AtomicU64::new(0),
+            proactive_cold_records: AtomicU64::new(0),
+            proactive_cpu_ns: AtomicU64::new(0),
             op_ns: AtomicU64::new(0),
             hist: [hist(), hist(), hist()],
         }
@@ -386,6 +395,14 @@ pub struct DbStats {
     pub entries_written: u64,
     /// Iterators created.
     pub iterators: u64,
+    /// Proactive compactions run (SA-LSM and its placement baselines).
+    pub proactive_compactions: u64,
+    /// Proactive compactions that backed off under load.
+    pub proactive_backoffs: u64,
+    /// Records proactive compactions moved to the cold tier.
+    pub proactive_cold_records: u64,
+    /// CPU time of proactive compactions, nanoseconds.
+    pub proactive_cpu_ns: u64,
     /// Sum of foreground operation latencies (gets, writes, scan steps), nanoseconds.
     pub op_ns: u64,
     /// The compaction-policy tuner (RusKey's Lerp or a baseline), when one runs.
@@ -495,6 +512,10 @@ impl DbStats {
             learned_models_rejected: s.learned_models_rejected.load(Relaxed),
             entries_written: s.entries_written.load(Relaxed),
             iterators: s.iterators.load(Relaxed),
+            proactive_compactions: s.proactive_compactions.load(Relaxed),
+            proactive_backoffs: s.proactive_backoffs.load(Relaxed),
+            proactive_cold_records: s.proactive_cold_records.load(Relaxed),
+            proactive_cpu_ns: s.proactive_cpu_ns.load(Relaxed),
             op_ns: s.op_ns.load(Relaxed),
             get_latency: Latency::from_hist(&s.latency(OpKind::Get)),
             write_latency: Latency::from_hist(&s.latency(OpKind::Write)),

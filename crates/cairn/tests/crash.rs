@@ -60,6 +60,8 @@ fn open_db(dir: &Path) -> cairn::Result<Db> {
         open_with(dir, mixed_crash_options)
     } else if dir.file_name().is_some_and(|n| n == RUSKEY_DB) {
         open_with(dir, ruskey_crash_options)
+    } else if dir.file_name().is_some_and(|n| n == SALSM_DB) {
+        open_with(dir, salsm_crash_options)
     } else {
         open_with(dir, crash_options)
     }
@@ -126,6 +128,35 @@ fn ruskey_crash_options() -> Options {
             }),
             mission_ops: 40,
             checkpoint_every: 3,
+            ..Default::default()
+        },
+        ..crash_options()
+    }
+}
+
+/// Directory name that selects SA-LSM: two tiers, the query store (persisted at each
+/// close), and proactive compactions with changing cold-key sets while the writers run,
+/// so kills land mid-migration.
+const SALSM_DB: &str = "db-salsm";
+
+fn salsm_crash_options() -> Options {
+    Options {
+        tiers: vec![
+            cairn::TierConfig {
+                dir: "hot".into(),
+                first_level: 0,
+                profile: cairn::DeviceProfile::None,
+            },
+            cairn::TierConfig {
+                dir: "cold".into(),
+                first_level: 2,
+                profile: cairn::DeviceProfile::None,
+            },
+        ],
+        records: Some(Default::default()),
+        placement: cairn::policy::PlacementOptions {
+            policy: cairn::policy::PlacementPolicy::ColdSet,
+            hot_level_slack: 2.0,
             ..Default::default()
         },
         ..crash_options()
@@ -263,6 +294,28 @@ fn child_main(dir: &Path) {
                 let k = rng.random_range(1..=4);
                 let t = transitions[rng.random_range(0..3)];
                 let _ = db.set_policy(&db.default_cf(), level, k, t);
+            }
+        });
+    }
+    if dir.file_name().is_some_and(|n| n == SALSM_DB) {
+        // Proactive compactions with a new random cold-key set each time.
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let mut rng = SmallRng::seed_from_u64(seed ^ 0xc01d);
+            loop {
+                std::thread::sleep(Duration::from_millis(rng.random_range(2..15)));
+                let cf = db.default_cf();
+                let keys: Vec<Vec<u8>> = (0..200)
+                    .map(|_| {
+                        key(
+                            rng.random_range(0..THREADS),
+                            rng.random_range(0..KEYS_PER_THREAD),
+                        )
+                    })
+                    .collect();
+                let set = cairn::learned::ColdSet::new(cf.id(), 0, 0.0, "crash", keys);
+                let _ = db.install_cold_set(&cf, set);
+                let _ = db.proactive_compact(&cf);
             }
         });
     }
@@ -561,6 +614,8 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
         MIXED_DB
     } else if test_name.contains("ruskey") {
         RUSKEY_DB
+    } else if test_name.contains("salsm") {
+        SALSM_DB
     } else {
         "db"
     });
@@ -583,12 +638,12 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
             "nothing separated: {v:?}"
         );
     }
-    let tables = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter(|e| {
-            let n = e.as_ref().unwrap().file_name();
-            n.to_string_lossy().ends_with(".sst")
-        })
+    // Tables live in the directory, or in its tier directories.
+    let tables: usize = [dir.clone(), dir.join("hot"), dir.join("cold")]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
         .count();
     drop(db);
     eprintln!(
@@ -630,6 +685,13 @@ fn crash_mixed_sync_writes_survive_sigkill() {
 #[test]
 fn crash_ruskey_sync_writes_survive_sigkill() {
     crash_cycles("crash_ruskey_sync_writes_survive_sigkill", true, 20);
+}
+
+/// Kills while proactive compactions move records between tiers lose no acknowledged
+/// write.
+#[test]
+fn crash_salsm_sync_writes_survive_sigkill() {
+    crash_cycles("crash_salsm_sync_writes_survive_sigkill", true, 20);
 }
 
 /// Kills while Leaper warms and evicts blocks around flushes and compactions lose no

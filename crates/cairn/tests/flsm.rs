@@ -28,6 +28,7 @@ fn shape() -> LevelShape {
         level1_bytes: 600,
         size_ratio: 10,
         num_levels: 3,
+        held: None,
     }
 }
 

@@ -11,12 +11,16 @@
 
 pub mod clock;
 pub mod ranges;
+pub mod record_trace;
+pub mod records;
 pub mod trace;
 
 use std::sync::Arc;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use ranges::{estimate, key_number, Access, RangeCollector};
+pub use record_trace::{RecordEntry, RecordTraceHeader};
+pub use records::{RecordOptions, RecordStore};
 pub use trace::{TraceHeader, TraceRow, TransferRow};
 
 use crate::{Error, Result};

@@ -33,6 +33,9 @@ pub struct LevelShape {
     pub size_ratio: usize,
     /// Number of levels including level 0.
     pub num_levels: usize,
+    /// A level whose capacity is multiplied by the factor (SA-LSM: while placement is on,
+    /// the deepest hot level grows until proactive compactions move its cold data).
+    pub held: Option<(usize, f64)>,
 }
 
 impl LevelShape {
@@ -42,7 +45,10 @@ impl LevelShape {
         for _ in 1..level {
             c = c.saturating_mul(self.size_ratio as u64);
         }
-        c
+        match self.held {
+            Some((l, f)) if l == level => (c as f64 * f).min(u64::MAX as f64) as u64,
+            _ => c,
+        }
     }
     /// The bytes at which the active run of `level` is sealed (`None`: never).
     pub fn run_capacity(&self, level: usize, k: u32) -> Option<u64> {
@@ -269,7 +275,10 @@ fn key_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
 /// overlap. Whether tombstones may be dropped must be judged over all of it: a destination
 /// file can reach beyond the inputs' range, and its tombstones there still shadow older
 /// data in deeper levels (judging over the inputs' range alone resurrected deleted keys).
-fn merged_range(inputs: &[Arc<FileMeta>], dest_inputs: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn merged_range(
+    inputs: &[Arc<FileMeta>],
+    dest_inputs: &[Arc<FileMeta>],
+) -> (Vec<u8>, Vec<u8>) {
     let all: Vec<Arc<FileMeta>> = inputs.iter().chain(dest_inputs).cloned().collect();
     key_range(&all)
 }
@@ -287,7 +296,13 @@ fn dest_overlap(
 }
 
 /// True if nothing older than the destination active run holds keys in [lo, hi].
-fn is_bottommost(v: &CfVersion, to: usize, dest_run: Option<u64>, lo: &[u8], hi: &[u8]) -> bool {
+pub(crate) fn is_bottommost(
+    v: &CfVersion,
+    to: usize,
+    dest_run: Option<u64>,
+    lo: &[u8],
+    hi: &[u8],
+) -> bool {
     v.levels[to..].iter().enumerate().all(|(i, level)| {
         level
             .runs

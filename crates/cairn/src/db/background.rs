@@ -83,14 +83,14 @@ impl DbInner {
         }
     }
 
-    fn table_options(&self, level: usize, deepest: usize) -> TableBuildOptions {
+    pub(super) fn table_options(&self, level: usize, deepest: usize) -> TableBuildOptions {
         TableBuildOptions {
             block_size: self.opts.block_size,
             bloom_bits_per_key: self.opts.bloom_bits_for_level(level, deepest),
         }
     }
 
-    fn output_file(
+    pub(super) fn output_file(
         &self,
         f: &FileDesc,
         level: usize,
@@ -337,7 +337,7 @@ impl DbInner {
                 let v = cf.sv.load().version.clone();
                 let same_tier =
                     |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
-                if let Some(task) = picker::pick(&v, &self.shape, &same_tier) {
+                if let Some(task) = picker::pick(&v, &self.shape_for(&cf), &same_tier) {
                     self.execute(&cf, task)?;
                     did = true;
                 }
@@ -369,12 +369,12 @@ impl DbInner {
         let hi = end.map(|e| e.to_vec());
         let same_tier =
             |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
+        let shape = self.shape_for(&state);
         for level in 0..self.shape.num_levels {
             loop {
                 self.check_open()?;
                 let v = state.sv.load().version.clone();
-                let Some(task) =
-                    picker::manual(&v, level, &lo, hi.as_deref(), &self.shape, &same_tier)
+                let Some(task) = picker::manual(&v, level, &lo, hi.as_deref(), &shape, &same_tier)
                 else {
                     break;
                 };
@@ -385,7 +385,7 @@ impl DbInner {
         Ok(())
     }
 
-    fn install_edit(&self, cf: &CfState, edit: VersionEdit) -> Result<()> {
+    pub(super) fn install_edit(&self, cf: &CfState, edit: VersionEdit) -> Result<()> {
         let mut vs = self.versions.lock();
         self.log_and_install(&mut vs, cf, edit)?;
         drop(vs);
@@ -413,7 +413,7 @@ impl DbInner {
         };
         let same_tier =
             |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
-        if !picker::pick(&current, &self.shape, &same_tier).is_some_and(|t| same(&t)) {
+        if !picker::pick(&current, &self.shape_for(cf), &same_tier).is_some_and(|t| same(&t)) {
             return Ok(());
         }
         self.log_and_install(&mut vs, cf, edit)?;

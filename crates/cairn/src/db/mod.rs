@@ -4,6 +4,7 @@
 mod background;
 mod iter;
 mod learner;
+mod placement;
 mod point_cache;
 mod recovery;
 mod repair;
@@ -14,6 +15,7 @@ mod write;
 
 pub use iter::{DbIterator, Scan};
 pub(crate) use learner::thread_cpu_nanos;
+pub use placement::ProactiveReport;
 pub use repair::{RepairMethod, RepairReport};
 pub use snapshot::Snapshot;
 
@@ -63,6 +65,8 @@ pub(crate) struct CfState {
     pub(crate) sv: ArcSwap<SuperVersion>,
     /// Leaper's per-range access counters, when [`Options::access`] is set.
     pub(crate) access: Option<Arc<RangeCollector>>,
+    /// SA-LSM's query store, when [`Options::records`] is set.
+    pub(crate) records: Option<Arc<crate::access::RecordStore>>,
 }
 
 /// A handle to a column family: a named, separate LSM-tree sharing the database's WAL.
@@ -135,6 +139,8 @@ pub(crate) struct DbInner {
     pub(crate) prefetch: Prefetcher,
     /// The compaction-policy tuner (RusKey), when one is configured.
     pub(crate) tuner: Option<tuner::TunerRuntime>,
+    /// SA-LSM: loaded cold-key sets, the age rule's clock samples.
+    pub(crate) placement: placement::PlacementState,
     _lock: File,
 }
 
@@ -314,6 +320,11 @@ impl Db {
                 id,
                 name: name.to_string(),
                 access: self.inner.new_collector(id),
+                records: placement::open_query_store(
+                    &self.inner.path,
+                    id,
+                    &self.inner.opts.records,
+                ),
                 sv: ArcSwap::from_pointee(SuperVersion {
                     mem: self.inner.new_memtable(),
                     mem_wal: wal,
@@ -671,6 +682,7 @@ impl Db {
             let _ = t.join();
         }
         self.inner.save_tuner_checkpoint();
+        self.inner.save_query_stores();
         let mut wal = self.inner.wal.lock();
         let poisoned = wal.poisoned;
         if let Some(w) = wal.writer.as_mut() {
@@ -794,6 +806,9 @@ impl DbInner {
         if let Some(a) = &state.access {
             a.record(key, Access::Read);
         }
+        if let Some(r) = &state.records {
+            r.record_read(key);
+        }
         let sv = state.sv.load_full();
         let seq = self.read_seq(ro);
         // One read in READ_TIME_SAMPLE has its time per level measured (RusKey's t_i).
@@ -912,6 +927,9 @@ impl DbInner {
         let sv = self.super_version(cf)?;
         let seq = self.read_seq(ro);
         self.stats.iterators.fetch_add(1, Ordering::Relaxed);
+        if let Some(r) = &self.cf_state(cf)?.records {
+            r.record_scan();
+        }
         if let Some(t) = &self.tuner {
             t.tick(1);
         }

@@ -193,6 +193,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         level1_bytes: opts.level1_bytes,
         size_ratio: opts.size_ratio,
         num_levels: opts.num_levels,
+        held: None,
     };
     let stats = Arc::new(StatsInner::default());
     let last_seq = vs.last_seq;
@@ -217,6 +218,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
                         .access
                         .clone()
                         .map(|a| Arc::new(crate::access::RangeCollector::new(id, a))),
+                    records: super::placement::open_query_store(path, id, &opts.records),
                     sv: ArcSwap::from_pointee(SuperVersion {
                         mem: Arc::new(Memtable::new(0)),
                         mem_wal: 0,
@@ -235,6 +237,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     vs.next_file_no = vs.next_file_no.max(max_file_no_on_disk(&env)? + 1);
     let first_wal = vs.new_file_no();
     let tuner = super::tuner::TunerRuntime::new(&opts, path);
+    let placement = super::placement::PlacementState::new(&opts);
     let inner = DbInner {
         path: path.to_path_buf(),
         opts,
@@ -269,6 +272,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             opts_window,
         ),
         tuner,
+        placement,
         _lock: lock,
     };
     inner.replay_wals(log_number, first_wal)?;

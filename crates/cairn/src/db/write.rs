@@ -41,6 +41,10 @@ impl DbInner {
                 if let Some(a) = &state.access {
                     a.record(op.key, crate::access::Access::Write);
                 }
+                // A range delete names no record: the query store traces point writes.
+                if let (Some(r), false) = (&state.records, op.kind == BatchOpKind::DeleteRange) {
+                    r.record_write(op.key, op.kind == BatchOpKind::Delete);
+                }
             }
         }
         self.submit(Slot {
@@ -155,6 +159,7 @@ impl DbInner {
         }
         self.apply_to_memtables(batch, first)?;
         self.last_seq.store(first + n - 1, Ordering::Release);
+        self.note_seq_time(first + n - 1);
         self.stats
             .writes
             .fetch_add(group.len() as u64, Ordering::Relaxed);

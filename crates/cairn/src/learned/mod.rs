@@ -12,14 +12,19 @@
 //!
 //! RusKey (Mo et al.), tuning each level's compaction policy online: [`ddpg`] is its
 //! reinforcement-learning agent, Deep Deterministic Policy Gradient in candle.
+//!
+//! SA-LSM (Zhang et al., VLDB 2022): the survival forest runs in the external service;
+//! the engine loads what it predicts, a cold-key set ([`cold_set`]).
 
 pub mod cba;
+pub mod cold_set;
 pub mod ddpg;
 pub mod gbdt;
 pub mod leaper_model;
 pub mod plr;
 
 pub use cba::{CbaEstimate, CbaInput};
+pub use cold_set::ColdSet;
 pub use ddpg::{DdpgAgent, DdpgConfig};
 pub use gbdt::{GbdtModel, Objective};
 pub use leaper_model::{LeaperMeta, LeaperModel};

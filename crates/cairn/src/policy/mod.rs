@@ -4,18 +4,22 @@
 //!   ([`overlap`]) it uses;
 //! - the compaction-policy tuner (K_i per level, [`tuner`]): RusKey's Lerp ([`lerp`]) with
 //!   policy propagation ([`propagation`]) and a cost-model simulator to pretrain and test
-//!   it ([`cost_model`]), and the greedy-threshold baseline.
+//!   it ([`cost_model`]), and the greedy-threshold baseline;
+//! - hot/cold placement ([`placement`]): SA-LSM's cold-key sets, the age rule and passive
+//!   compaction, for the proactive compaction of `db/placement.rs`.
 
 pub mod cost_model;
 pub mod hot_ranges;
 pub mod lerp;
 pub mod overlap;
+pub mod placement;
 pub mod prefetch;
 pub mod propagation;
 pub mod tuner;
 
 pub use hot_ranges::HotRangePredictor;
 pub use lerp::{Lerp, LerpParams};
+pub use placement::{Placement, PlacementOptions, PlacementPolicy};
 pub use prefetch::{HotRangeSource, LeaperParams, PrefetchPolicy, PrefetchStats};
 pub use propagation::Propagation;
 pub use tuner::{CompactionTuner, MissionStats, TunerOptions, TunerPolicy, TunerStats};
