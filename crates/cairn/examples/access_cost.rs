@@ -1,12 +1,13 @@
-//! Cost of Leaper's access collector per request (Leaper Table 5 / Table 1): nanoseconds
-//! per `record` call at sampling probabilities 1 and 0.1, on 1 and 2 threads, over a
-//! Zipf-like mix of ranges. Run with
+//! Cost of the access statistics per request: Leaper's range collector (Leaper Table 5 /
+//! Table 1), nanoseconds per `record` call at sampling probabilities 1 and 0.1, and
+//! SA-LSM's query store (record-level trace), nanoseconds per recorded read or write at
+//! sample rates 1 and 0.1; on 1 and 2 threads, over a skewed mix. Run with
 //! `cargo run --release -p cairn --example access_cost`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use cairn::access::{Access, AccessOptions, RangeCollector};
+use cairn::access::{Access, AccessOptions, RangeCollector, RecordOptions, RecordStore};
 
 fn main() {
     let ops: u64 = 4_000_000;
@@ -50,6 +51,55 @@ fn main() {
             });
             let ns = t.elapsed().as_nanos() as f64 / (ops as f64 / threads as f64);
             println!("| {p} | {threads} | {ns:.0} | {} |", c.num_ranges());
+        }
+    }
+    query_store_cost();
+}
+
+/// SA-LSM's query store: a hash per request, and for a tracked record a shard lock, a
+/// map lookup and a bounded append.
+fn query_store_cost() {
+    let ops: u64 = 2_000_000;
+    let records: u64 = 200_000;
+    println!();
+    println!("| query store sample rate | threads | ns/request | records tracked |");
+    println!("|---:|---:|---:|---:|");
+    for rate in [1.0, 0.1] {
+        for threads in [1usize, 2] {
+            let s = Arc::new(RecordStore::new(
+                0,
+                RecordOptions {
+                    sample_rate: rate,
+                    ..RecordOptions::default()
+                },
+            ));
+            let t = Instant::now();
+            std::thread::scope(|sc| {
+                for th in 0..threads {
+                    let s = s.clone();
+                    sc.spawn(move || {
+                        let mut x: u64 = 0x51ed_2701 + th as u64;
+                        for i in 0..ops / threads as u64 {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            let r = if x & 1 == 0 {
+                                x % (records / 100)
+                            } else {
+                                x % records
+                            };
+                            let key = format!("user{r:012}");
+                            if i % 4 == 0 {
+                                s.record_write(key.as_bytes(), false);
+                            } else {
+                                s.record_read(key.as_bytes());
+                            }
+                        }
+                    });
+                }
+            });
+            let ns = t.elapsed().as_nanos() as f64 / (ops as f64 / threads as f64);
+            println!("| {rate} | {threads} | {ns:.0} | {} |", s.len());
         }
     }
 }
