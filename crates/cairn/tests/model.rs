@@ -271,7 +271,20 @@ impl Harness {
             }
             845..=859 => {
                 let c = self.rand_cf();
-                if self.rng.random_bool(0.3) {
+                if self.opts.placement.policy != cairn::policy::PlacementPolicy::Passive
+                    && self.rng.random_bool(0.5)
+                {
+                    // SA-LSM: a proactive compaction with a random cold-key set (keys
+                    // present, deleted and never written).
+                    let cf = self.cfs[c].clone();
+                    let keys: Vec<Vec<u8>> = (0..self.rng.random_range(0..200))
+                        .map(|_| self.rand_key())
+                        .collect();
+                    let set = cairn::learned::ColdSet::new(cf.id(), 0, 0.0, "model", keys);
+                    self.db().install_cold_set(&cf, set).unwrap();
+                    let r = self.db().proactive_compact(&cf).unwrap();
+                    self.trace(|| format!("proactive_compact cf{c}: {r:?}"));
+                } else if self.rng.random_bool(0.3) {
                     self.trace(|| format!("compact_range cf{c} all"));
                     self.db()
                         .compact_range_cf(&self.cfs[c], None, None)
@@ -1108,6 +1121,59 @@ fn model_compaction_tuners() {
             }
             Err(e) => {
                 eprintln!("tuner model test failed: seed {seed}, tuner {policy:?}");
+                resume_unwind(e);
+            }
+        }
+    }
+}
+
+/// SA-LSM's proactive compactions (random cold-key sets, both column families) among
+/// every other operation, with the hot level held while placement is on: answers stay the
+/// model's, through snapshots, reopens and concurrent background work.
+#[test]
+fn model_placement() {
+    use cairn::policy::{PlacementOptions, PlacementPolicy};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    /// Counts proactive compactions that moved data, across reopens.
+    struct Count(Arc<AtomicU64>);
+    impl cairn::EventListener for Count {
+        fn on_compaction_end(&self, i: &cairn::CompactionInfo) {
+            if i.reason == "proactive" {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    for (seed, background) in [(4400, false), (4401, true), (4402, false)] {
+        let count = Arc::new(AtomicU64::new(0));
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, b"", |o| {
+                o.listeners.push(Arc::new(Count(count.clone())));
+                o.tiers = vec![
+                    cairn::TierConfig {
+                        dir: "hot".into(),
+                        first_level: 0,
+                        profile: cairn::DeviceProfile::None,
+                    },
+                    cairn::TierConfig {
+                        dir: "cold".into(),
+                        first_level: 2,
+                        profile: cairn::DeviceProfile::None,
+                    },
+                ];
+                o.records = Some(Default::default());
+                o.placement = PlacementOptions {
+                    policy: PlacementPolicy::ColdSet,
+                    hot_level_slack: 2.0,
+                    ..Default::default()
+                };
+            })
+        }));
+        match r {
+            Ok(_) => assert!(count.load(Ordering::Relaxed) > 0, "seed {seed}: none ran"),
+            Err(e) => {
+                eprintln!("placement model test failed: seed {seed}, background {background}");
                 resume_unwind(e);
             }
         }
