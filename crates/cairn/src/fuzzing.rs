@@ -73,6 +73,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("leaper_bundle", leaper_bundle),
     ("gbdt_text", gbdt_text),
     ("access_trace", access_trace),
+    ("record_trace", record_trace),
+    ("cold_set", cold_set),
 ];
 
 /// The target called `name`.
@@ -865,6 +867,56 @@ pub fn access_trace(data: &[u8]) {
     }
 }
 
+/// SA-LSM's record trace (`CAIRNRTR`): decodes, and an accepted trace re-encodes to the
+/// same bytes and resumes a query store without panicking.
+pub fn record_trace(data: &[u8]) {
+    use crate::access::record_trace::{decode, encode};
+    let mut sealed = data.to_vec();
+    if let Some(n) = sealed.len().checked_sub(4) {
+        let crc = crc32c::crc32c(&sealed[..n]);
+        sealed[n..].copy_from_slice(&crc.to_le_bytes());
+    }
+    for bytes in [data, &sealed[..]] {
+        let Some((h, records)) = typed("record trace", decode(bytes, NAME)) else {
+            continue;
+        };
+        assert_eq!(
+            encode(&h, &records),
+            bytes,
+            "record trace changes through a re-encode"
+        );
+        let store = crate::access::RecordStore::resume(
+            h.cf_id,
+            crate::access::RecordOptions::default(),
+            &h,
+            records,
+        );
+        let _ = store.snapshot();
+    }
+}
+
+/// SA-LSM's cold-key set (`CAIRNCLD`): decodes, re-encodes to the same bytes, and
+/// answers membership for every key it holds.
+pub fn cold_set(data: &[u8]) {
+    use crate::learned::ColdSet;
+    let mut sealed = data.to_vec();
+    if let Some(n) = sealed.len().checked_sub(4) {
+        let crc = crc32c::crc32c(&sealed[..n]);
+        sealed[n..].copy_from_slice(&crc.to_le_bytes());
+    }
+    for bytes in [data, &sealed[..]] {
+        let Some(set) = typed("cold-key set", ColdSet::decode(bytes, NAME)) else {
+            continue;
+        };
+        assert_eq!(
+            set.encode(),
+            bytes,
+            "cold-key set changes through a re-encode"
+        );
+        assert!(set.keys().iter().all(|k| set.contains(k)));
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Seeds: small valid inputs made with the engine's own encoders.
 
@@ -1144,6 +1196,41 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             vec![
                 crate::access::trace::encode(&h, &rows, &transfers),
                 crate::access::trace::encode(&h, &[], &[]),
+            ]
+        }
+        "record_trace" => {
+            use crate::access::record_trace::{
+                encode, RecordEntry, RecordTraceHeader, FLAG_INSERT_SEEN,
+            };
+            let h = RecordTraceHeader {
+                cf_id: 1,
+                sample_rate: 1.0,
+                day_ms: 1000,
+                start_ms: 0,
+                end_ms: 5000,
+                max_times: 4,
+                point_reads: 9,
+                writes: 4,
+                scans: 1,
+            };
+            let records: Vec<RecordEntry> = (0..4u64)
+                .map(|i| RecordEntry {
+                    key: format!("user{i:04}").into_bytes(),
+                    insert_ms: i * 100,
+                    flags: FLAG_INSERT_SEEN,
+                    last_update_ms: i * 100 + 50,
+                    times: vec![(i * 100) << 1 | 1, (i * 100 + 50) << 1 | 1, 2000 << 1],
+                    days: vec![(0, 0, 2), (2, 1, 0)],
+                })
+                .collect();
+            vec![encode(&h, &records), encode(&h, &[])]
+        }
+        "cold_set" => {
+            use crate::learned::ColdSet;
+            let keys = (0..6).map(|i| format!("user{i:04}").into_bytes()).collect();
+            vec![
+                ColdSet::new(0, 5000, 2.5e6, "rsf", keys).encode(),
+                ColdSet::new(3, 0, 0.0, "lru", Vec::new()).encode(),
             ]
         }
         _ => Vec::new(),

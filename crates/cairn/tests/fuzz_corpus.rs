@@ -336,6 +336,8 @@ target_tests!(
     leaper_bundle,
     gbdt_text,
     access_trace,
+    record_trace,
+    cold_set,
 );
 
 /// The corpus stays small enough to keep in the repository.

@@ -161,7 +161,9 @@ pub fn decode(b: &[u8], file: &str) -> Result<(RecordTraceHeader, Vec<RecordEntr
         c.u64().ok_or_else(short)?,
     );
     let max_times = c.u32().ok_or_else(short)?;
-    let _reserved = c.u32().ok_or_else(short)?;
+    if c.u32().ok_or_else(short)? != 0 {
+        return Err(bad("reserved field is not zero"));
+    }
     let h = RecordTraceHeader {
         cf_id,
         sample_rate,
