@@ -1,0 +1,31 @@
+"""SA-LSM's external service (Zhang et al., "SA-LSM: Optimize Data Layout for LSM-tree
+Based Storage using Survival Analysis", VLDB 2022).
+
+From the engine's record trace it labels pivot samples with tau-events and censoring
+(§2.2.3, Alg. 1, eq. 1), builds the access and per-day features, trains a random survival
+forest (Alg. 2; Cox, GBDT and the LRU / LFU / LRU-2 / LIRS baselines behind the same
+interface), picks the cold keys (Alg. 3, or an equal budget) and writes the cold-key set
+the engine loads before a proactive compaction. ``evaluate`` reports the c-index (eq. 5)
+and cold_fir (eq. 6) of every method side by side. File formats: ``docs/sa-lsm-formats.md``.
+
+Modules: :mod:`.trace` (record trace I/O), :mod:`.coldset` (cold-key set I/O),
+:mod:`.labels` (tau-events, censoring, pivots), :mod:`.features`, :mod:`.models`,
+:mod:`.metrics`, :mod:`.awpi`, :mod:`.select` (Alg. 3), :mod:`.pipeline` (train,
+evaluate), :mod:`.synth` (synthetic traces), :mod:`.cli`. Nothing here needs a compiled
+module; scikit-survival and LightGBM are imported only when a model is fit.
+"""
+
+from .coldset import ColdSet, ColdSetError, read_cold_set, write_cold_set
+from .trace import Record, RecordTrace, TraceError, read_trace, write_trace
+
+__all__ = [
+    "ColdSet",
+    "ColdSetError",
+    "Record",
+    "RecordTrace",
+    "TraceError",
+    "read_cold_set",
+    "read_trace",
+    "write_cold_set",
+    "write_trace",
+]

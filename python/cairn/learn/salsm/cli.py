@@ -1,0 +1,146 @@
+"""Command line: ``python -m cairn.learn.salsm {train,evaluate,synth} ...`` (or ``cairn-salsm``).
+
+* ``train --trace T --method M --out COLD --report R.json (--budget F | --alpha-days A)``:
+  learn from the trace, predict at its end for every record, write the cold-key set and a
+  JSON report;
+* ``evaluate --trace T --methods rsf,gbdt,... --budgets 0.2,0.3,0.5 --out E.json``:
+  c-index and cold_fir of the methods side by side (see :mod:`.pipeline`);
+* ``synth --out T --profile P``: a synthetic record trace (see :mod:`.synth`).
+
+A damaged or foreign file, a non-AWPI trace (without ``--force``) or bad options end with
+exit code 2 and a one-line message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..leaper.report import json_safe
+from .coldset import ColdSetError, write_cold_set
+from .metrics import plot_km
+from .models import METHODS
+from .pipeline import Settings, evaluate, format_table, train
+from .synth import PROFILES, SynthConfig, synth_trace
+from .trace import TraceError, read_trace, write_trace
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    d = Settings()
+    p.add_argument("--trace", type=Path, required=True, help="record trace (CAIRNRTR) exported by the engine")
+    p.add_argument("--tau-days", type=float, default=d.tau_days, help="tau of Def. 2.1 in days (default 1)")
+    p.add_argument("--pivots", type=int, default=d.n_pivots, help="pivots per record, Alg. 1 (default 10)")
+    p.add_argument("--horizon-days", type=float, default=d.horizon_days, help="prediction horizon (default 30)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--jobs", type=int, default=d.n_jobs, help="threads for RSF and LightGBM (default 2)")
+    p.add_argument("--force", action="store_true", help="train even if the workload is not AWPI")
+    p.add_argument("--max-samples", type=int, default=d.max_samples, help="fit on at most this many samples (0: all)")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    if args.tau_days <= 0 or args.horizon_days <= 0:
+        raise ValueError("--tau-days and --horizon-days must be > 0")
+    if args.pivots < 1:
+        raise ValueError("--pivots must be >= 1")
+    return Settings(args.tau_days, args.pivots, args.horizon_days, args.seed, args.jobs, args.force, args.max_samples)
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    path.write_text(json.dumps(json_safe(obj), indent=2, allow_nan=False) + "\n")
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{what}: expected comma-separated numbers, got {text!r}") from None
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    trace = read_trace(args.trace)
+    cs, report = train(trace, args.method, _settings(args), budget=args.budget, alpha_days=args.alpha_days)
+    write_cold_set(args.out, cs)
+    report["trace"] = str(args.trace)
+    report["out"] = str(args.out)
+    if args.report:
+        _write_json(args.report, report)
+    print(
+        f"wrote {args.out}: {report['cold_keys']} cold keys of {report['records']} records "
+        f"(migrated share {report['migrated_share']:.3f}), method {args.method}, "
+        f"train {report['train_seconds']:.1f} s, predict {report['predict_seconds']:.1f} s"
+    )
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    trace = read_trace(args.trace)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    for m in methods:
+        if m not in METHODS:
+            raise ValueError(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
+    budgets = _floats(args.budgets, "--budgets")
+    rep = evaluate(trace, methods, budgets, _settings(args))
+    rep["trace"] = str(args.trace)
+    print(format_table(rep))
+    if args.out:
+        _write_json(args.out, rep)
+    if args.km_plot:
+        curve = {"training samples": (rep["km"]["t_days"], rep["km"]["survival"])}
+        if plot_km(curve, str(args.km_plot), f"Kaplan-Meier, {args.trace.name}"):
+            print(f"wrote {args.km_plot}")
+        else:
+            print("matplotlib is not installed: no Kaplan-Meier plot", file=sys.stderr)
+    return 0
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    cfg = SynthConfig(profile=args.profile, records=args.records, days=args.days, seed=args.seed, cf_id=args.cf_id)
+    trace = synth_trace(cfg)
+    write_trace(args.out, trace)
+    print(f"wrote {args.out}: {trace.n_records} records, {trace.times.size} access times, {cfg.days} days")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m cairn.learn.salsm", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train one method and write the cold-key set")
+    _common(p)
+    p.add_argument("--method", choices=METHODS, default="rsf")
+    p.add_argument("--out", type=Path, required=True, metavar="COLD_SET")
+    p.add_argument("--report", type=Path, metavar="R.json", help="also write a JSON report here")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--budget", type=float, help="migrate this share of the records, the coldest first")
+    g.add_argument("--alpha-days", type=float, help="Algorithm 3: cold when the predicted time to event > alpha")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="c-index and cold_fir of several methods side by side")
+    _common(p)
+    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated (default: all)")
+    p.add_argument("--budgets", default="0.2,0.3,0.5", help="migrated shares for cold_fir (default 0.2,0.3,0.5)")
+    p.add_argument("--out", type=Path, metavar="E.json", help="write the evaluation as JSON here")
+    p.add_argument("--km-plot", type=Path, metavar="KM.png", help="Kaplan-Meier curve of the training samples")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("synth", help="write a synthetic record trace")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--profile", choices=sorted(PROFILES), default="logistics")
+    p.add_argument("--records", type=int, default=SynthConfig.records)
+    p.add_argument("--days", type=int, default=SynthConfig.days)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cf-id", type=int, default=0)
+    p.set_defaults(func=cmd_synth)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (TraceError, ColdSetError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,98 @@
+"""The 51 features of a (record, pivot) pair on hand-made records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cairn.learn.salsm.features import (
+    EARLIER,
+    FEATURE_NAMES,
+    INSERT_PIVOT,
+    INSERT_UPDATE,
+    LAST,
+    READS,
+    SENTINEL_DAYS,
+    UPDATE_PIVOT,
+    WRITES,
+    build_features,
+    make_samples,
+)
+from cairn.learn.salsm.trace import FLAG_TRUNCATED, Record, RecordTrace
+
+D = 1000  # a 1000 ms day keeps the arithmetic readable
+H = dict(cf_id=0, sample_rate=1.0, day_ms=D, start_ms=0, end_ms=40 * D)
+
+
+def one(record: Record, pivot: float) -> np.ndarray:
+    t = RecordTrace.from_records([record], **H)
+    return build_features(t, np.array([0]), np.array([pivot]))[0]
+
+
+def test_feature_names_and_layout():
+    assert len(FEATURE_NAMES) == 51
+    assert FEATURE_NAMES[LAST] == "last_interval" and FEATURE_NAMES[EARLIER][0] == "interval_1"
+    assert FEATURE_NAMES[READS][0] == "reads_d1" and FEATURE_NAMES[WRITES][-1] == "writes_d20"
+
+
+def test_hand_made_record():
+    # insert at day 1.0; reads at 2.0, 2.5, 5.0; update at 6.0; read at 9.0 (after the pivot)
+    acc = [(1000, True), (2000, False), (2500, False), (5000, False), (6000, True), (9000, False)]
+    x = one(Record(b"a", 1000, acc, last_update_ms=6000), 7500.0)
+    assert x[LAST] == pytest.approx(1.5)  # 7.5 - 6.0
+    assert x[EARLIER][:4].tolist() == pytest.approx([1.0, 2.5, 0.5, 1.0])
+    assert (x[EARLIER][4:] == SENTINEL_DAYS).all()
+    assert x[INSERT_PIVOT] == pytest.approx(6.5)
+    assert x[UPDATE_PIVOT] == pytest.approx(1.5)
+    assert x[INSERT_UPDATE] == pytest.approx(5.0)
+    # whole days before day 7: d1 = day 6 (the update), d2 = day 5, d5 = day 2 (two reads), d6 = day 1
+    reads, writes = x[READS], x[WRITES]
+    assert reads[:6].tolist() == [0, 1, 0, 0, 2, 0] and writes[:6].tolist() == [1, 0, 0, 0, 0, 1]
+    assert reads[6:].sum() == 0 and writes[6:].sum() == 0  # day 9's read is in the future
+
+
+def test_pivot_day_and_later_accesses_are_not_counted():
+    acc = [(0, True), (7100, False), (7900, False)]
+    x = one(Record(b"a", 0, acc), 7500.0)
+    assert x[READS].sum() == 0  # the read at 7.1 is on the pivot's own day: left out of the counts
+    assert x[LAST] == pytest.approx(0.4) and x[EARLIER][0] == pytest.approx(7.1)
+
+
+def test_update_before_the_pivot_only():
+    acc = [(1000, True), (3000, True), (8000, True)]
+    x = one(Record(b"a", 1000, acc, last_update_ms=8000), 5000.0)
+    assert x[UPDATE_PIVOT] == pytest.approx(2.0) and x[INSERT_UPDATE] == pytest.approx(2.0)
+    # never updated before the pivot: the insert is the last write
+    x = one(Record(b"a", 1000, acc, last_update_ms=8000), 2000.0)
+    assert x[UPDATE_PIVOT] == pytest.approx(1.0) and x[INSERT_UPDATE] == 0.0
+
+
+def test_truncated_record_uses_last_update_ms_and_sentinels():
+    # the cap dropped the insert and the update at day 3; the trace still knows last_update_ms
+    x = one(Record(b"a", 1000, [(6000, False), (6500, False)], flags=FLAG_TRUNCATED, last_update_ms=3000), 7000.0)
+    assert x[UPDATE_PIVOT] == pytest.approx(4.0) and x[INSERT_UPDATE] == pytest.approx(2.0)
+    assert x[EARLIER][0] == pytest.approx(0.5) and (x[EARLIER][1:] == SENTINEL_DAYS).all()
+    # with the first write being an update (insert not seen), it counts as one
+    x = one(Record(b"a", 6000, [(6000, True), (6500, False)], flags=0), 7000.0)
+    assert x[UPDATE_PIVOT] == pytest.approx(1.0)
+
+
+def test_no_access_before_the_pivot_falls_back_to_the_insert():
+    x = one(Record(b"a", 2000, [(5000, False)], flags=0), 3000.0)
+    assert x[LAST] == pytest.approx(1.0) and (x[EARLIER] == SENTINEL_DAYS).all()
+
+
+def test_vectorised_rows_equal_one_at_a_time():
+    rng = np.random.default_rng(3)
+    recs = []
+    for i in range(50):
+        ts = np.sort(rng.integers(0, 39 * D, rng.integers(1, 25)))
+        acc = [(int(t), bool(rng.random() < 0.3) or j == 0) for j, t in enumerate(ts)]
+        upd = max([t for j, (t, w) in enumerate(acc) if w and j > 0], default=0)
+        recs.append(Record(f"{i:03d}".encode(), acc[0][0], acc, last_update_ms=upd))
+    t = RecordTrace.from_records(recs, **H)
+    s = make_samples(t, 10, D, rng)
+    for i in range(0, len(s), 7):
+        assert np.array_equal(s.x[i], one(recs[s.rec[i]], s.pivots[i]))
+    assert np.isfinite(s.x).all() and (s.x >= 0).all()
+    assert (s.y >= 0).all() and s.y.shape == s.delta.shape == (len(s),)
