@@ -40,6 +40,15 @@ pub enum Command {
     /// converged latency, rank and ratio to the best static policy, Table 3's ranks, the
     /// goals, RusKey's convergence; writes ruskey-summary.md and ruskey_missions.png.
     RuskeySummary(crate::ruskey::RuskeySummaryArgs),
+    /// SA-LSM's tables from `scripts/sa-lsm-bench.sh`'s output directory: Table 3 (c-index
+    /// per method and profile), Fig. 12 (cold_fir at equal budgets), Figs. 15-17 (replay
+    /// throughput, p99, cold-tier reads per method), Table 5 (proactive vs passive
+    /// compaction), the goals; writes salsm-summary.md.
+    SalsmSummary(crate::salsm::summary::SalsmSummaryArgs),
+    /// SA-LSM's trace of an awpi-* workload alone: cairn:sa-lsm replays the trace days (no
+    /// device latency), exports the record trace, and (with --evaluate) runs the service's
+    /// `evaluate` on it (Table 3, Fig. 12).
+    SalsmTrace(crate::salsm::run::SalsmTraceArgs),
     /// Internal: run one request file in this process (used by `compare`).
     #[command(hide = true)]
     Child {
@@ -63,6 +72,8 @@ pub struct RunArgs {
     pub budget: BudgetArgs,
     #[command(flatten)]
     pub leaper: LeaperArgs,
+    #[command(flatten)]
+    pub salsm: crate::salsm::SalsmArgs,
     /// Write the result JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -86,6 +97,8 @@ pub struct CompareArgs {
     pub budget: BudgetArgs,
     #[command(flatten)]
     pub leaper: LeaperArgs,
+    #[command(flatten)]
+    pub salsm: crate::salsm::SalsmArgs,
     /// Directory for per-engine JSON and timeline CSV, report.md and PNG plots.
     #[arg(long, value_name = "DIR", default_value = "cairn-bench-out")]
     pub out: PathBuf,
@@ -109,8 +122,8 @@ pub struct LeaperArgs {
     /// first (then again with that T); elsewhere cairn's default, 10 s.
     #[arg(long, default_value = "auto", value_name = "MS|auto")]
     pub invalidation_window_ms: String,
-    /// Python interpreter for the Leaper learner [default: $CAIRN_PYTHON, else
-    /// target/pyenv/bin/python, else python3].
+    /// Python interpreter for the learners (Leaper's, SA-LSM's service) [default:
+    /// $CAIRN_PYTHON, else target/pyenv/bin/python, else python3].
     #[arg(long, value_name = "PATH")]
     pub python: Option<String>,
     /// Models the learner trains (future slots); default: Leaper's eq. 2 from the warm-up's
@@ -187,9 +200,11 @@ pub struct WorkloadArgs {
     /// --mix/--phases is given.
     #[arg(long, value_enum)]
     pub workload: Option<WorkloadName>,
-    /// Records loaded before the measured phase (for fillseq/fillrandom: records written).
-    #[arg(long, default_value_t = 100_000)]
-    pub records: u64,
+    /// Records loaded before the measured phase (for fillseq/fillrandom: records written;
+    /// awpi-*: records inserted over the trace and replay days) [default: 100000; awpi-*:
+    /// the profile's, times --awpi-scale].
+    #[arg(long)]
+    pub records: Option<u64>,
     /// Operations in the measured phase (split evenly across phases of presets, and
     /// across --threads). Ignored by fillseq/fillrandom.
     #[arg(long, default_value_t = 100_000)]
@@ -273,6 +288,9 @@ pub struct WorkloadArgs {
     /// (Fig. 13a).
     #[arg(long, value_name = "FRACTION")]
     pub range_ratio: Option<f64>,
+    /// awpi-* workloads: records = the profile's times this, when --records is not given.
+    #[arg(long, default_value_t = 1.0, value_name = "SCALE")]
+    pub awpi_scale: f64,
 }
 
 /// Accepts `8388608`, `512K`, `64M`, `64MiB`, `1G`, `1GB` (binary multiples).
@@ -297,8 +315,8 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 #[derive(Args, Debug, Clone)]
 pub struct BudgetArgs {
-    /// Memtable size given to every engine (e.g. 64M) [default: 64M; 1M for leaper-*
-    /// workloads, so flushes and compactions run while they are measured].
+    /// Memtable size given to every engine (e.g. 64M) [default: 64M; 1M for leaper-* and
+    /// awpi-* workloads, so flushes and compactions run while they are measured].
     #[arg(long, value_parser = parse_size, value_name = "BYTES")]
     pub write_buffer_size: Option<usize>,
     /// Block cache capacity given to every engine (e.g. 8M).
@@ -346,7 +364,7 @@ impl BudgetArgs {
 
     /// The budget for a workload (its default memtable size when none is given).
     pub fn config_for(&self, w: Option<crate::workload::WorkloadName>) -> BenchConfig {
-        let wbs = if w.is_some_and(|w| w.is_leaper()) {
+        let wbs = if w.is_some_and(|w| w.is_leaper() || w.is_awpi()) {
             1 << 20
         } else {
             64 << 20
@@ -366,7 +384,15 @@ impl BudgetArgs {
     }
 }
 
+/// --records when not given (awpi-* workloads take their profile's).
+pub const DEFAULT_RECORDS: u64 = 100_000;
+
 impl WorkloadArgs {
+    /// --records, or its default.
+    pub fn records(&self) -> u64 {
+        self.records.unwrap_or(DEFAULT_RECORDS)
+    }
+
     /// Validates the flags and resolves them into the spec every engine runs.
     pub fn spec(&self) -> Result<WorkloadSpec> {
         let workload = match (self.workload, &self.mix, &self.phases) {
@@ -382,6 +408,8 @@ impl WorkloadArgs {
             phases::parse(p)?;
         }
         let value_size = match &self.value_size_dist {
+            // SA-LSM's records: values of 200-500 bytes.
+            None if workload.is_awpi() => ValueSize::Uniform(200, 500),
             None => ValueSize::Fixed(self.value_size),
             Some(d) => ValueSize::parse(d.strip_prefix("fixed:").unwrap_or(d))
                 .with_context(|| format!("--value-size-dist `{d}`"))?,
@@ -424,7 +452,16 @@ impl WorkloadArgs {
         }
         Ok(WorkloadSpec {
             workload,
-            records: self.records,
+            records: match (self.records, workload.awpi_profile()) {
+                (Some(n), _) => n,
+                (None, Some(p)) => {
+                    if !(self.awpi_scale > 0.0 && self.awpi_scale.is_finite()) {
+                        bail!("--awpi-scale must be positive");
+                    }
+                    ((p.records as f64 * self.awpi_scale).round() as u64).max(100)
+                }
+                (None, None) => DEFAULT_RECORDS,
+            },
             ops: self.ops,
             seed: self.seed,
             key_size: self.key_size,

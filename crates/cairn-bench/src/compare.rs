@@ -95,6 +95,12 @@ pub fn run_cmd(a: &RunArgs) -> Result<()> {
         timeline_period_ms: a.workload.timeline_ms,
         leaper: a.leaper.settings(),
         window_source: None,
+        salsm: a.salsm.settings(
+            a.leaper.python.clone(),
+            a.out
+                .as_deref()
+                .or(a.json.as_deref().and_then(|j| j.parent())),
+        ),
     };
     let (result, rows) = runner::run(&req)?;
     eprintln!("{}", summary_line(&result));
@@ -194,6 +200,7 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
         timeline_period_ms: a.workload.timeline_ms,
         leaper: a.leaper.settings(),
         window_source: source,
+        salsm: a.salsm.settings(a.leaper.python.clone(), Some(&a.out)),
     };
     let mut done: Vec<Option<(RunResult, Vec<TimelineRow>)>> = vec![None; engines.len()];
     let mut source = None;

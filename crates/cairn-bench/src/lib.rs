@@ -10,5 +10,6 @@ pub mod report;
 pub mod rng;
 pub mod runner;
 pub mod ruskey;
+pub mod salsm;
 pub mod sweep;
 pub mod workload;

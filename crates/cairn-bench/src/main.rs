@@ -16,6 +16,8 @@ fn main() -> Result<()> {
         Command::Sweep(a) => cairn_bench::sweep::sweep_cmd(&a),
         Command::LeaperSummary(a) => cairn_bench::leaper::summary::summary_cmd(&a),
         Command::RuskeySummary(a) => cairn_bench::ruskey::summary_cmd(&a),
+        Command::SalsmSummary(a) => cairn_bench::salsm::summary::summary_cmd(&a),
+        Command::SalsmTrace(a) => cairn_bench::salsm::run::trace_cmd(&a),
         Command::Child {
             request,
             json,

@@ -40,18 +40,21 @@ pub struct RunRequest {
     /// Where `config.invalidation_window_ms` came from, for the report.
     #[serde(default)]
     pub window_source: Option<String>,
+    /// SA-LSM's runs (awpi-* workloads): the placement experiment's settings.
+    #[serde(default)]
+    pub salsm: crate::salsm::SalsmSettings,
 }
 
 /// Random bytes that values are sliced from (compression is off, content is irrelevant
 /// beyond not being trivially compressible should an engine compress anyway).
-struct Values {
+pub(crate) struct Values {
     buf: Vec<u8>,
 }
 
 const VALUE_POOL: usize = 1 << 20;
 
 impl Values {
-    fn new(seed: u64, max_len: usize) -> Values {
+    pub(crate) fn new(seed: u64, max_len: usize) -> Values {
         let mut rng = Rng::derive(seed, 0x7A1);
         let buf = (0..VALUE_POOL + max_len)
             .map(|_| rng.next_u64() as u8)
@@ -59,7 +62,7 @@ impl Values {
         Values { buf }
     }
 
-    fn get(&self, key: u64, salt: u64, len: usize) -> &[u8] {
+    pub(crate) fn get(&self, key: u64, salt: u64, len: usize) -> &[u8] {
         let off = ((key ^ salt.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 44) as usize
             % VALUE_POOL;
         &self.buf[off..off + len]
@@ -123,7 +126,7 @@ impl Ctx<'_> {
     }
 }
 
-fn progress(len: u64, msg: String) -> ProgressBar {
+pub(crate) fn progress(len: u64, msg: String) -> ProgressBar {
     // Hidden when stderr is not a terminal, so logs and CI output stay clean.
     let target = if std::io::stderr().is_terminal() {
         ProgressDrawTarget::stderr()
@@ -155,7 +158,7 @@ pub fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
-fn storage(c: &EngineCounters) -> Storage {
+pub(crate) fn storage(c: &EngineCounters) -> Storage {
     Storage {
         read_ops: c.read_ops,
         read_bytes: c.read_bytes,
@@ -166,6 +169,9 @@ fn storage(c: &EngineCounters) -> Storage {
 
 /// Runs `req`, returning the result and the per-second timeline.
 pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
+    if req.spec.workload.is_awpi() {
+        return crate::salsm::run::run(req);
+    }
     let spec = &req.spec;
     let plan = Plan::build(spec)?;
     let keyspace = KeySpace::new(spec.dataset, spec.records, spec.key_size, spec.seed)?;
@@ -211,6 +217,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         oracle: oracle
             .clone()
             .map(|o| o as Arc<dyn cairn::policy::HotRangeSource>),
+        salsm: None,
     };
     let engine = req.engine.open_with(&dir, &req.config, &extras)?;
     let op_count = oracle.as_ref().map(|o| o.progress());
@@ -588,6 +595,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             warmup_ops,
             mission_ops,
             missions,
+            placement: None,
+            awpi: None,
         },
         rows,
     ))
@@ -692,7 +701,7 @@ pub fn invalidation_summary(
 
 /// Waits until the engine reports no background work in several polls in a row (a
 /// compaction can start right after another ends), or 10 minutes pass.
-fn settle(engine: &dyn Engine) {
+pub(crate) fn settle(engine: &dyn Engine) {
     let deadline = Instant::now() + Duration::from_secs(600);
     let mut quiet = 0;
     while quiet < 5 && Instant::now() < deadline {

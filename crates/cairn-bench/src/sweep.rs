@@ -350,6 +350,7 @@ pub fn sweep_cmd(a: &SweepArgs) -> Result<()> {
                     timeline_period_ms: a.workload.timeline_ms,
                     leaper: Default::default(),
                     window_source: None,
+                    salsm: Default::default(),
                 };
                 let key = serde_json::to_string(&req)?;
                 let (r, t) = match done.get(&key) {
@@ -408,7 +409,7 @@ fn header(a: &SweepArgs) -> String {
          of point reads and scans per operation. Reads/op is a count, the same on every run \
          of a seed; QPS is timed and, on a shared machine, varies between runs by more than \
          the gaps it measures at small --ops.\n\n",
-        w.records,
+        w.records(),
         w.ops,
         w.key_size,
         w.value_size,

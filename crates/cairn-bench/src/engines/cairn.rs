@@ -3,7 +3,7 @@
 
 use super::{
     BenchConfig, Engine, EngineCounters, EngineExtras, JobKind, JobSpan, PrefetchCounters,
-    ReadCacheGauges,
+    ProactiveSummary, ReadCacheGauges,
 };
 use anyhow::{anyhow, Context, Result};
 use cairn::events::{CompactionInfo, EventListener, FlushInfo};
@@ -137,6 +137,23 @@ impl CairnEngine {
             opts.l0_stop_trigger = 1 << 20;
         }
         apply_shape(&mut opts, cfg);
+        if let Some(s) = &extras.salsm {
+            if let Some(r) = opts.records.as_mut() {
+                r.clock = s.clock.clone();
+                r.day_ms = s.day_ms;
+            }
+            opts.placement.clock = s.clock.clone();
+            opts.placement.hot_level_slack = s.hot_level_slack;
+            opts.latency_scale = s.latency_scale;
+            if let Some(t) = s.target_file_size {
+                opts.target_file_size = t;
+            }
+            if let (cairn::policy::PlacementPolicy::AgeTier { max_age_ms }, Some(age)) =
+                (&mut opts.placement.policy, s.age_tier_ms)
+            {
+                *max_age_ms = age;
+            }
+        }
         let jobs = Arc::new(JobLog::default());
         opts.listeners.push(jobs.clone());
         opts.write_buffer_size = cfg.write_buffer_size;
@@ -252,7 +269,61 @@ impl Engine for CairnEngine {
             flushes_running: s.flushes_running,
             compactions_running: s.compactions_running,
             invalidation_misses: s.prefetch.invalidation_misses,
+            cold_read_ops: s.io.tier(1).read_ops,
+            compaction_bytes_read: s.compaction_bytes_read,
         }
+    }
+
+    fn export_record_trace(&self, path: &Path) -> Result<Option<usize>> {
+        let cf = self.db.default_cf();
+        if self.db.record_store(&cf).is_none() {
+            return Ok(None);
+        }
+        let n = self
+            .db
+            .export_record_trace(&cf, path)
+            .with_context(|| format!("exporting the record trace to {}", path.display()))?;
+        Ok(Some(n))
+    }
+
+    fn load_cold_set(&self, path: &Path) -> Result<usize> {
+        let cf = self.db.default_cf();
+        self.db
+            .load_cold_set(&cf, path)
+            .with_context(|| format!("loading the cold-key set {}", path.display()))
+    }
+
+    fn proactive_compact(&self) -> Result<Option<ProactiveSummary>> {
+        if self.db.options().tiers.len() < 2 {
+            return Ok(None);
+        }
+        let r = self.db.proactive_compact(&self.db.default_cf())?;
+        Ok(Some(ProactiveSummary {
+            placement: r.placement,
+            skipped: r.skipped,
+            input_files: r.input_files,
+            input_bytes: r.input_bytes,
+            cold_records: r.cold_records,
+            hot_records: r.hot_records,
+            cold_bytes: r.cold_bytes,
+            hot_bytes: r.hot_bytes,
+            cpu_ns: r.cpu_ns,
+            wall_ns: r.wall_ns,
+        }))
+    }
+
+    fn compact_all(&self) -> Result<()> {
+        Ok(self.db.compact_range(None, None)?)
+    }
+
+    fn level_bytes(&self) -> Option<Vec<u64>> {
+        let levels = self.db.level_info(&self.db.default_cf()).ok()?;
+        Some(
+            levels
+                .iter()
+                .map(|l| l.runs.iter().map(|r| r.bytes).sum())
+                .collect(),
+        )
     }
 
     fn level_ks(&self) -> Option<Vec<usize>> {

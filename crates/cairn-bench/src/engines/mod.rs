@@ -135,6 +135,12 @@ pub struct EngineCounters {
     /// Invalidation misses with T = the configured window (engines that count them).
     #[serde(default)]
     pub invalidation_misses: u64,
+    /// Storage reads on the cold tier (tier 1: SA-LSM's hdd levels), engines with tiers.
+    #[serde(default)]
+    pub cold_read_ops: u64,
+    /// Bytes read by compactions.
+    #[serde(default)]
+    pub compaction_bytes_read: u64,
 }
 
 impl EngineCounters {
@@ -161,6 +167,10 @@ impl EngineCounters {
             invalidation_misses: self
                 .invalidation_misses
                 .saturating_sub(earlier.invalidation_misses),
+            cold_read_ops: self.cold_read_ops.saturating_sub(earlier.cold_read_ops),
+            compaction_bytes_read: self
+                .compaction_bytes_read
+                .saturating_sub(earlier.compaction_bytes_read),
         }
     }
 }
@@ -244,6 +254,42 @@ impl PrefetchCounters {
 pub struct EngineExtras {
     pub clock: Option<std::sync::Arc<dyn ::cairn::access::Clock>>,
     pub oracle: Option<std::sync::Arc<dyn ::cairn::policy::HotRangeSource>>,
+    /// SA-LSM's runs: the simulated clock and the placement settings.
+    pub salsm: Option<SalsmOpen>,
+}
+
+/// What an SA-LSM run sets at open besides the budget (cairn; other engines ignore it).
+#[derive(Clone)]
+pub struct SalsmOpen {
+    /// The clock the query store and the placement run on (the bench drives simulated days).
+    pub clock: std::sync::Arc<dyn ::cairn::access::Clock>,
+    /// Length of a simulated day (the query store's `day_ms`).
+    pub day_ms: u64,
+    /// Multiplier of the tiers' device latencies (`Options::latency_scale`).
+    pub latency_scale: f64,
+    /// `PlacementOptions::hot_level_slack`.
+    pub hot_level_slack: f64,
+    /// The age rule's threshold, for presets with the age rule.
+    pub age_tier_ms: Option<u64>,
+    /// Table file size (`Options::target_file_size`): small enough that passive compaction
+    /// moves level 1 down a slice at a time.
+    pub target_file_size: Option<u64>,
+}
+
+/// What a proactive compaction did (cairn's `ProactiveReport`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProactiveSummary {
+    pub placement: String,
+    /// Why nothing moved, when nothing did.
+    pub skipped: Option<String>,
+    pub input_files: usize,
+    pub input_bytes: u64,
+    pub cold_records: u64,
+    pub hot_records: u64,
+    pub cold_bytes: u64,
+    pub hot_bytes: u64,
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
 }
 
 /// The read cache's components now (gauges) and its hit counters since open, for engines
@@ -316,6 +362,28 @@ pub trait Engine: Send + Sync {
     /// Installs a Leaper model bundle.
     fn load_leaper_model(&self, _path: &Path) -> Result<()> {
         bail!("this engine takes no Leaper model")
+    }
+    /// Writes SA-LSM's record trace (the query store) to `path`; None when the engine keeps
+    /// no query store.
+    fn export_record_trace(&self, _path: &Path) -> Result<Option<usize>> {
+        Ok(None)
+    }
+    /// Loads a cold-key set for the next proactive compaction; returns its keys.
+    fn load_cold_set(&self, _path: &Path) -> Result<usize> {
+        bail!("this engine takes no cold-key set")
+    }
+    /// Runs a proactive compaction now (SA-LSM's Algorithm 3); None for engines without.
+    fn proactive_compact(&self) -> Result<Option<ProactiveSummary>> {
+        Ok(None)
+    }
+    /// Compacts everything down through every level in the calling thread (a manual,
+    /// passive compaction).
+    fn compact_all(&self) -> Result<()> {
+        bail!("this engine has no manual compaction")
+    }
+    /// Bytes of tables per level (level 0 first), for engines with levels.
+    fn level_bytes(&self) -> Option<Vec<u64>> {
+        None
     }
     fn close(self: Box<Self>) -> Result<()>;
 }

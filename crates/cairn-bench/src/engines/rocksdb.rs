@@ -104,6 +104,7 @@ impl Engine for RocksEngine {
             compactions_running: prop("rocksdb.num-running-compactions"),
             // Leaper's metric is cairn's own count; RocksDB has none.
             invalidation_misses: 0,
+            ..Default::default()
         }
     }
 

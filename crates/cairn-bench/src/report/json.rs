@@ -194,6 +194,12 @@ pub struct RunResult {
     /// mission, written one row a line.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missions: Vec<MissionRow>,
+    /// SA-LSM's runs (awpi-* workloads): the placement and what it did to the replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::salsm::PlacementSummary>,
+    /// SA-LSM's runs: the AWPI stream's shape and ground truth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awpi: Option<crate::workload::awpi::AwpiStats>,
 }
 
 /// Leaper's metric. An invalidation miss is a foreground data-block miss on a key whose

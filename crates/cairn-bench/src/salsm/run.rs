@@ -1,0 +1,737 @@
+//! One SA-LSM run (`compare --workload awpi-*`): the engine, opened with its preset, a
+//! simulated clock (`ManualClock`, set to each op's time) for the query store and the
+//! placement, level 1 sized so the hot tier holds (1 - B) of the data and the block cache
+//! at a share of it, replays the trace days without added device latency; then
+//!
+//! - sa-* presets: the record trace is exported, the service trains (a subprocess; the
+//!   clock stands still) and writes the cold-key set, the engine loads it and runs a
+//!   proactive compaction (Table 5: cairn:sa-lsm also compacts a copy of the same data
+//!   passively, for comparison);
+//! - age-tier: the age threshold is set so the same share B is older than it, and a
+//!   proactive compaction moves those records;
+//! - passive: nothing more (level 1's capacity put the rest of the data on the cold tier).
+//!
+//! The database is closed, the tiers' tables are read to see which records each placement
+//! left on the cold tier (migrated share, cold_fir against the replay's accesses), and it
+//! is reopened with the tiers' device latencies (scaled) for the replay days: a share of
+//! them warms the cache unmeasured, the rest is measured (throughput, latency, cold-tier
+//! reads per op).
+
+use super::{layout, service, thread_cpu_ns, CompactionCost, PlacementSummary, SalsmArgs};
+use crate::engines::{Engine, EngineExtras, EngineName, SalsmOpen};
+use crate::measure::latency::{cdf, summarize, OpClass, OpLatencies};
+use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, CpuTime, ProcIo};
+use crate::measure::timeline::{self, Live, TimelineRow};
+use crate::report::json::{CacheStats, LoadPhase, PhaseResult, RunResult};
+use crate::runner::{dir_size, progress, settle, storage, RunRequest, Values};
+use crate::workload::awpi::{self, AwpiKind, AwpiOp, AwpiSpec, AwpiStream, DAY_MS};
+use crate::workload::dataset::{Dataset, KeySpace};
+use crate::workload::{ValueSize, WorkloadSpec};
+use anyhow::{bail, Context, Result};
+use cairn::access::ManualClock;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Table bytes per byte of key and value (internal-key trailers, block and index
+/// overhead, blooms), to size level 1 and the cache from the data's bytes.
+const TABLE_OVERHEAD: f64 = 1.06;
+
+/// The AWPI stream a run request describes.
+pub fn awpi_spec(spec: &WorkloadSpec, s: &super::SalsmSettings) -> Result<AwpiSpec> {
+    let p = spec
+        .workload
+        .awpi_profile()
+        .with_context(|| format!("{} is not an awpi-* workload", spec.workload.name()))?;
+    let (value_min, value_max) = match spec.value_size {
+        ValueSize::Fixed(n) => (n, n),
+        ValueSize::Uniform(a, b) => (a, b),
+    };
+    Ok(AwpiSpec {
+        profile: p.name.to_string(),
+        records: spec.records,
+        trace_days: s.trace_days,
+        replay_days: s.replay_days,
+        seed: spec.seed,
+        key_size: spec.key_size,
+        value_min,
+        value_max,
+    })
+}
+
+/// Runs the AWPI ops on an engine, setting the clock to each op's time.
+struct Driver<'a> {
+    keys: &'a KeySpace,
+    values: &'a Values,
+    clock: &'a ManualClock,
+    user_bytes: u64,
+    kbuf: Vec<u8>,
+}
+
+impl Driver<'_> {
+    fn exec(&mut self, engine: &dyn Engine, op: &AwpiOp, salt: u64) -> Result<bool> {
+        self.clock.set(op.t_ms);
+        self.keys.encode_into(op.rec as u64, &mut self.kbuf);
+        Ok(match op.kind {
+            AwpiKind::Read => engine.get(&self.kbuf)?.is_some(),
+            AwpiKind::Scan => engine.scan(&self.kbuf, op.len as usize)? > 0,
+            AwpiKind::Insert | AwpiKind::Update => {
+                let v = self.values.get(op.rec as u64, salt, op.len as usize);
+                self.user_bytes += (self.kbuf.len() + v.len()) as u64;
+                engine.put(&self.kbuf, v)?;
+                true
+            }
+        })
+    }
+
+    fn run_untimed(&mut self, engine: &dyn Engine, ops: &[AwpiOp], label: &str) -> Result<()> {
+        let pb = progress(ops.len() as u64, label.to_string());
+        for (i, op) in ops.iter().enumerate() {
+            self.exec(engine, op, op.t_ms)?;
+            if i % 4096 == 0 {
+                pb.set_position(i as u64);
+            }
+        }
+        pb.finish_and_clear();
+        Ok(())
+    }
+}
+
+fn preset_of(e: &EngineName) -> Option<&str> {
+    match e {
+        EngineName::Cairn { preset } => preset.as_deref(),
+        _ => None,
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let dst = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &dst)?;
+        } else {
+            std::fs::copy(e.path(), &dst)?;
+        }
+    }
+    Ok(())
+}
+
+/// Table 5's passive side: a copy of the database compacted down through the levels in
+/// this thread (CPU and wall time around it, bytes from the engine's counters).
+fn passive_compaction(
+    engine_name: &EngineName,
+    src: &Path,
+    copy: &Path,
+    cfg: &crate::engines::BenchConfig,
+    extras: &EngineExtras,
+) -> Result<CompactionCost> {
+    if copy.exists() {
+        std::fs::remove_dir_all(copy)?;
+    }
+    copy_dir(src, copy)?;
+    let e = engine_name.open_with(copy, cfg, extras)?;
+    settle(e.as_ref());
+    let c0 = e.counters();
+    let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
+    e.compact_all()?;
+    let cost = CompactionCost {
+        input_bytes: e.counters().compaction_bytes_read - c0.compaction_bytes_read,
+        output_bytes: e.counters().compaction_bytes_written - c0.compaction_bytes_written,
+        cpu_ms: thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e6,
+        wall_ms: t0.elapsed().as_secs_f64() * 1e3,
+    };
+    e.close()?;
+    std::fs::remove_dir_all(copy).ok();
+    Ok(cost)
+}
+
+/// The settings a run derives from its stream.
+struct Derived {
+    budget: f64,
+    budget_source: String,
+    level1: u64,
+    slack: f64,
+    cache: u64,
+    age_ms: Option<u64>,
+}
+
+fn derive(req: &RunRequest, stream: &AwpiStream) -> Result<Derived> {
+    let st = &stream.stats;
+    let s = &req.salsm;
+    let (budget, budget_source) = match s.budget {
+        Some(b) => (b, "--salsm-budget".to_string()),
+        None => (
+            st.true_cold_share,
+            "the generator's true cold share (trace records not accessed in the replay days)"
+                .to_string(),
+        ),
+    };
+    if !(budget > 0.0 && budget < 1.0) {
+        bail!("the cold budget must be within (0, 1), got {budget}");
+    }
+    if !(s.cache_share > 0.0 && s.cache_share.is_finite()) {
+        bail!("--salsm-cache-share must be positive");
+    }
+    if !(s.latency_scale >= 0.0 && s.latency_scale.is_finite()) {
+        bail!("--salsm-latency-scale must be a number >= 0");
+    }
+    if !(0.0..1.0).contains(&s.warmup_share) {
+        bail!("--salsm-warmup-share must be within [0, 1)");
+    }
+    let data = st.live_bytes as f64 * TABLE_OVERHEAD;
+    let level1 = req
+        .config
+        .level1_bytes
+        .unwrap_or(((1.0 - budget) * data) as u64)
+        .max(256 << 10);
+    // While placement is on, level 1 may hold this many times its capacity before passive
+    // compaction spills it: all of the data, so the proactive compaction decides.
+    let slack = (1.5 * data / level1 as f64).clamp(8.0, 10_000.0);
+    let age_ms = match preset_of(&req.engine) {
+        Some("age-tier") => stream.age_for_share(budget),
+        _ => None,
+    };
+    Ok(Derived {
+        budget,
+        budget_source,
+        level1,
+        slack,
+        cache: ((s.cache_share * data) as u64).max(64 << 10),
+        age_ms,
+    })
+}
+
+fn extras(clock: &ManualClock, d: &Derived, scale: f64) -> EngineExtras {
+    EngineExtras {
+        salsm: Some(SalsmOpen {
+            clock: Arc::new(clock.clone()),
+            day_ms: DAY_MS,
+            latency_scale: scale,
+            hot_level_slack: d.slack,
+            age_tier_ms: d.age_ms,
+            target_file_size: Some((d.level1 / 16).clamp(64 << 10, 2 << 20)),
+        }),
+        ..Default::default()
+    }
+}
+
+/// Exports the trace, runs the service, loads its cold-key set.
+#[allow(clippy::too_many_arguments)]
+fn train(
+    engine: &dyn Engine,
+    req: &RunRequest,
+    method: &str,
+    budget: f64,
+    work: &Path,
+    stem: &str,
+    placement: &mut PlacementSummary,
+) -> Result<PathBuf> {
+    let trace = work.join("trace.rtr");
+    let rows = engine
+        .export_record_trace(&trace)?
+        .context("the engine keeps no query store (Options::records)")?;
+    let cold = work.join("cold.cld");
+    let report = work.join("service.json");
+    let horizon = req
+        .salsm
+        .horizon_days
+        .unwrap_or(req.salsm.replay_days as f64);
+    eprintln!("{stem}: service trains {method} on {rows} records (budget {budget:.3}) ...");
+    let r = service::train(
+        req.salsm.python.as_deref(),
+        &trace,
+        method,
+        budget,
+        horizon,
+        &cold,
+        &report,
+        &req.salsm.service_args,
+    )?;
+    placement.service = Some(r);
+    if let Some(a) = &req.salsm.artifacts {
+        std::fs::create_dir_all(a)?;
+        for (f, ext) in [
+            (&trace, "trace.rtr"),
+            (&cold, "cold.cld"),
+            (&report, "service.json"),
+        ] {
+            std::fs::copy(f, a.join(format!("{stem}.{ext}"))).ok();
+        }
+    }
+    Ok(cold)
+}
+
+pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
+    let spec = &req.spec;
+    let aspec = awpi_spec(spec, &req.salsm)?;
+    let t_gen = Instant::now();
+    let stream = awpi::generate(&aspec)?;
+    let d = derive(req, &stream)?;
+    let name = req.engine.to_string();
+    let stem = req.engine.file_stem();
+    let preset = preset_of(&req.engine);
+    let method = preset.and_then(cairn::presets::salsm_method);
+    eprintln!(
+        "{name}: {} records ({} trace), {} + {} ops, B = {:.3}, level 1 {} KiB, cache {} KiB (generated in {:.1} s)",
+        aspec.records,
+        stream.stats.trace_records,
+        stream.trace().len(),
+        stream.replay().len(),
+        d.budget,
+        d.level1 >> 10,
+        d.cache >> 10,
+        t_gen.elapsed().as_secs_f64()
+    );
+    let mut cfg = req.config.clone();
+    cfg.level1_bytes = Some(d.level1);
+    cfg.cache_bytes = d.cache as usize;
+    cfg.device = crate::engines::Device::None;
+
+    let tmp;
+    let parent = match &req.data_dir {
+        Some(p) => p.clone(),
+        None => {
+            tmp = tempfile::Builder::new().prefix("cairn-bench-").tempdir()?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let dir = parent.join(format!("cairn-bench-{stem}"));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    let work = parent.join(format!("salsm-{stem}"));
+    std::fs::create_dir_all(&work)?;
+    let started_at_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |x| x.as_secs());
+    let rss_at_open = current_rss_bytes();
+    let clock = ManualClock::new(0);
+    let keys = KeySpace::new(
+        Dataset::Sequential,
+        aspec.records,
+        aspec.key_size,
+        aspec.seed,
+    )?;
+    let values = Values::new(aspec.seed, aspec.value_max);
+    let mut drv = Driver {
+        keys: &keys,
+        values: &values,
+        clock: &clock,
+        user_bytes: 0,
+        kbuf: vec![0u8; aspec.key_size],
+    };
+
+    // The trace days, no added latency.
+    let mut engine = req.engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
+    let t_trace = Instant::now();
+    let c_start = engine.counters();
+    drv.run_untimed(
+        engine.as_ref(),
+        stream.trace(),
+        &format!("{name} trace days"),
+    )?;
+    engine.flush()?;
+    settle(engine.as_ref());
+    clock.set(aspec.trace_end_ms());
+    let trace_seconds = t_trace.elapsed().as_secs_f64();
+    let load = LoadPhase {
+        records: stream.stats.trace_records,
+        seconds: trace_seconds,
+        storage: storage(&engine.counters().since(&c_start)),
+    };
+
+    // The placement.
+    let t_place = Instant::now();
+    let mut pl = PlacementSummary {
+        method: method
+            .map(str::to_string)
+            .or(preset.map(str::to_string))
+            .unwrap_or_else(|| name.clone()),
+        budget: d.budget,
+        budget_source: d.budget_source.clone(),
+        level1_bytes: d.level1,
+        hot_level_slack: d.slack,
+        cache_bytes: d.cache,
+        latency_scale: req.salsm.latency_scale,
+        age_days: d.age_ms.map(|a| a as f64 / DAY_MS as f64),
+        trace_seconds,
+        ..Default::default()
+    };
+    let mut cold_set = None;
+    if let Some(m) = method {
+        let cold = train(engine.as_ref(), req, m, d.budget, &work, &stem, &mut pl)?;
+        if req.salsm.table5 && preset == Some("sa-lsm") {
+            // Table 5's passive side, on a copy of the data the proactive compaction gets.
+            engine.close()?;
+            let copy = parent.join(format!("salsm-{stem}-passive"));
+            pl.passive_compaction = Some(passive_compaction(
+                &req.engine,
+                &dir,
+                &copy,
+                &cfg,
+                &extras(&clock, &d, 0.0),
+            )?);
+            engine = req.engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
+        }
+        engine.load_cold_set(&cold)?;
+        cold_set = Some(cairn::learned::ColdSet::read(&cold)?);
+    }
+    if method.is_some() || preset == Some("age-tier") {
+        let r = engine.proactive_compact()?;
+        if let Some(r) = &r {
+            if let Some(why) = &r.skipped {
+                eprintln!("warning: {name}: the proactive compaction did nothing: {why}");
+                pl.note = Some(format!("proactive compaction skipped: {why}"));
+            }
+            pl.proactive_cpu_ms = Some(r.cpu_ns as f64 / 1e6);
+            pl.proactive_wall_ms = Some(r.wall_ns as f64 / 1e6);
+        }
+        pl.proactive = r;
+    }
+    settle(engine.as_ref());
+    pl.placement_seconds = t_place.elapsed().as_secs_f64();
+    let level_bytes = engine.level_bytes();
+    engine.close()?;
+
+    // Where the records are now.
+    let lay = layout::read(&dir)?;
+    let trace_n = stream.stats.trace_records;
+    let on_cold = lay.cold.iter().filter(|&&r| r < trace_n).count();
+    pl.migrated_share = (trace_n > 0).then(|| on_cold as f64 / trace_n as f64);
+    pl.hot_bytes = lay.hot_bytes;
+    pl.cold_bytes = lay.cold_bytes;
+    let all = lay.hot_bytes + lay.cold_bytes;
+    pl.migrated_bytes_share = (all > 0).then(|| lay.cold_bytes as f64 / all as f64);
+    pl.cold_fir = layout::cold_fir(lay.cold.iter().copied(), &stream.replay_accessed);
+    if pl.cold_fir.is_none() {
+        pl.note
+            .get_or_insert_with(|| "no record of the trace is on the cold tier".into());
+    }
+    if let Some(set) = &cold_set {
+        pl.cold_set_keys = Some(set.len());
+        pl.cold_set_fir = layout::cold_fir(
+            set.keys().iter().filter_map(|k| layout::record_of(k)),
+            &stream.replay_accessed,
+        );
+    }
+    if let Some(lb) = level_bytes {
+        let (h, c): (u64, u64) = (lb.iter().take(2).sum(), lb.iter().skip(2).sum());
+        if h != lay.hot_bytes || c != lay.cold_bytes {
+            eprintln!(
+                "note: {name}: tier directories hold {}/{} bytes, levels {h}/{c} (hot/cold)",
+                lay.hot_bytes, lay.cold_bytes
+            );
+        }
+    }
+    eprintln!(
+        "{name}: placement {} moved {:.1}% of the trace's records ({:.1}% of bytes), cold_fir {}",
+        pl.method,
+        pl.migrated_share.unwrap_or(0.0) * 100.0,
+        pl.migrated_bytes_share.unwrap_or(0.0) * 100.0,
+        pl.cold_fir
+            .map_or("-".to_string(), |f| format!("{:.1}%", f * 100.0))
+    );
+
+    // The replay days, with the tiers' (scaled) latencies.
+    let engine = req
+        .engine
+        .open_with(&dir, &cfg, &extras(&clock, &d, req.salsm.latency_scale))?;
+    let replay = stream.replay();
+    let warm = (replay.len() as f64 * req.salsm.warmup_share) as usize;
+    drv.run_untimed(engine.as_ref(), &replay[..warm], &format!("{name} warm-up"))?;
+    pl.warmup_ops = warm as u64;
+    let measured = &replay[warm..];
+    let c0 = engine.counters();
+    let io0 = ProcIo::now();
+    let cpu0 = CpuTime::now();
+    let live = Live::default();
+    let period = Duration::from_millis(req.timeline_period_ms.max(10));
+    let pb = progress(measured.len() as u64, format!("{name} replay"));
+    let t0 = Instant::now();
+    let mut lat = OpLatencies::default();
+    let (mut found, mut missing, mut scanned) = (0u64, 0u64, 0u64);
+    let rows = std::thread::scope(|s| -> Result<Vec<TimelineRow>> {
+        let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0));
+        let r = (|| -> Result<()> {
+            for (i, op) in measured.iter().enumerate() {
+                let t = Instant::now();
+                let hit = drv.exec(engine.as_ref(), op, op.t_ms)?;
+                let nanos = t.elapsed().as_nanos() as u64;
+                match op.kind {
+                    AwpiKind::Read if hit => found += 1,
+                    AwpiKind::Read => missing += 1,
+                    AwpiKind::Scan => scanned += 1,
+                    _ => {}
+                }
+                lat.record(op.kind.name(), nanos);
+                lat.record_phase(
+                    0,
+                    t,
+                    nanos,
+                    OpClass {
+                        write: op.kind.writes(),
+                        tail: i >= measured.len() / 2,
+                    },
+                );
+                live.record(nanos);
+                if i % 4096 == 0 {
+                    pb.set_position(i as u64);
+                }
+            }
+            Ok(())
+        })();
+        live.stop.store(true, std::sync::atomic::Ordering::Release);
+        let rows = sampler.join().expect("sampler panicked");
+        r.map(|_| rows)
+    })?;
+    let seconds = t0.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let cpu = CpuTime::now().since(&cpu0);
+    let io = ProcIo::now().since(&io0);
+    let c1 = engine.counters();
+    let dd = c1.since(&c0);
+    let life = c1.since(&c_start);
+    let engine_stats = engine.extra_stats();
+    let ops = lat.all.len();
+    pl.cold_tier_reads = dd.cold_read_ops;
+    pl.cold_tier_reads_per_op = if ops > 0 {
+        dd.cold_read_ops as f64 / ops as f64
+    } else {
+        0.0
+    };
+    let disk_bytes = dir_size(&dir);
+    engine.close()?;
+    if !req.keep_data {
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::remove_dir_all(&work).ok();
+    }
+    let lookups = dd.cache_hits + dd.cache_misses;
+    let phases = lat
+        .phases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let p = p.as_ref()?;
+            let secs = p.end.duration_since(p.start).as_secs_f64();
+            Some(PhaseResult {
+                index: i,
+                mix: format!("{} replay days", aspec.replay_days),
+                ops: p.hist.len(),
+                seconds: secs,
+                ops_per_sec: if secs > 0.0 {
+                    p.hist.len() as f64 / secs
+                } else {
+                    0.0
+                },
+                latency_us: summarize(&p.hist),
+                mean_us: p.all.mean_us().unwrap_or(0.0),
+                read_ops: p.reads.n,
+                read_mean_us: p.reads.mean_us(),
+                write_ops: p.writes.n,
+                write_mean_us: p.writes.mean_us(),
+                converged_ops: p.tail.n,
+                converged_mean_us: p.tail.mean_us(),
+                converged_ops_per_sec: None,
+            })
+        })
+        .collect();
+    let result = RunResult {
+        engine: name,
+        workload: spec.workload.name(),
+        records: aspec.records,
+        ops,
+        seconds,
+        ops_per_sec: if seconds > 0.0 {
+            ops as f64 / seconds
+        } else {
+            0.0
+        },
+        latency_us: summarize(&lat.all),
+        per_op_latency_us: lat
+            .by_op
+            .iter()
+            .map(|(k, h)| (k.clone(), summarize(h)))
+            .collect(),
+        latency_cdf_us: cdf(&lat.all),
+        phases,
+        storage: storage(&dd),
+        cache: CacheStats {
+            hits: dd.cache_hits,
+            misses: dd.cache_misses,
+            hit_ratio: (lookups > 0).then(|| dd.cache_hits as f64 / lookups as f64),
+        },
+        write_amplification: (life.write_bytes > 0 && drv.user_bytes > 0)
+            .then(|| life.write_bytes as f64 / drv.user_bytes as f64),
+        user_bytes_written: drv.user_bytes,
+        flush_bytes_written: life.flush_bytes_written,
+        compaction_bytes_written: life.compaction_bytes_written,
+        load,
+        disk_bytes,
+        peak_rss_bytes: peak_rss_bytes(),
+        rss_at_open_bytes: rss_at_open,
+        rss_note: "peak RSS of the whole process (VmHWM), the AWPI stream included".into(),
+        os_io: io,
+        reads_found: found,
+        reads_missing: missing,
+        scan_entries: scanned,
+        threads: 1,
+        spec: spec.clone(),
+        config: cfg,
+        started_at_unix,
+        cpu,
+        engine_stats,
+        warmup_ops: warm as u64,
+        placement: Some(pl),
+        awpi: Some(stream.stats.clone()),
+        ..Default::default()
+    };
+    Ok((result, rows))
+}
+
+/// `salsm-trace`: the trace days on cairn:sa-lsm, exported; optionally evaluated.
+#[derive(Args, Debug)]
+pub struct SalsmTraceArgs {
+    #[command(flatten)]
+    pub workload: crate::cli::WorkloadArgs,
+    #[command(flatten)]
+    pub salsm: SalsmArgs,
+    /// Python interpreter for the service [default: $CAIRN_PYTHON, else
+    /// target/pyenv/bin/python, else python3].
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<String>,
+    /// Output directory: trace.rtr, awpi.json, and with --evaluate eval.json (and km.png).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Run the service's `evaluate` on the trace.
+    #[arg(long)]
+    pub evaluate: bool,
+    /// Methods `evaluate` scores.
+    #[arg(
+        long,
+        default_value = "rsf,gbdt,cox,lru,lfu,lru2,lirs",
+        value_delimiter = ','
+    )]
+    pub methods: Vec<String>,
+    /// Budgets of `evaluate`'s cold_fir [default: B (the true cold share), 0.2, 0.3, 0.5].
+    #[arg(long, value_delimiter = ',', value_name = "FRACTIONS")]
+    pub budgets: Option<Vec<f64>>,
+    /// Ask `evaluate` for the Kaplan-Meier plot (km.png, Fig. 11).
+    #[arg(long)]
+    pub km_plot: bool,
+    /// Extra arguments for `evaluate`, one string split at spaces.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub eval_args: Option<String>,
+}
+
+pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
+    let spec = a.workload.spec()?;
+    let s = a.salsm.settings(a.python.clone(), None);
+    let aspec = awpi_spec(&spec, &s)?;
+    let stream = awpi::generate(&aspec)?;
+    let engine = EngineName::parse("cairn:sa-lsm")?;
+    let req = RunRequest {
+        engine: engine.clone(),
+        spec: spec.clone(),
+        config: crate::engines::BenchConfig {
+            write_buffer_size: 1 << 20,
+            ..Default::default()
+        },
+        data_dir: None,
+        keep_data: false,
+        timeline_period_ms: 1000,
+        leaper: Default::default(),
+        window_source: None,
+        salsm: s.clone(),
+    };
+    let d = derive(&req, &stream)?;
+    let mut cfg = req.config.clone();
+    cfg.level1_bytes = Some(d.level1);
+    cfg.cache_bytes = d.cache as usize;
+    let tmp = tempfile::Builder::new().prefix("cairn-bench-").tempdir()?;
+    let dir = tmp.path().join("db");
+    let clock = ManualClock::new(0);
+    let keys = KeySpace::new(
+        Dataset::Sequential,
+        aspec.records,
+        aspec.key_size,
+        aspec.seed,
+    )?;
+    let values = Values::new(aspec.seed, aspec.value_max);
+    let mut drv = Driver {
+        keys: &keys,
+        values: &values,
+        clock: &clock,
+        user_bytes: 0,
+        kbuf: vec![0u8; aspec.key_size],
+    };
+    let e = engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
+    let t = Instant::now();
+    drv.run_untimed(e.as_ref(), stream.trace(), "trace days")?;
+    clock.set(aspec.trace_end_ms());
+    std::fs::create_dir_all(&a.out)?;
+    let trace = a.out.join("trace.rtr");
+    let rows = e
+        .export_record_trace(&trace)?
+        .context("cairn:sa-lsm keeps no query store")?;
+    let trace_seconds = t.elapsed().as_secs_f64();
+    e.close()?;
+    let mut info = serde_json::json!({
+        "workload": spec.workload.name(),
+        "spec": aspec,
+        "stats": stream.stats,
+        "budget": d.budget,
+        "budget_source": d.budget_source,
+        "trace_records_exported": rows,
+        "trace_seconds": trace_seconds,
+    });
+    eprintln!(
+        "{}: {} records traced in {trace_seconds:.1} s; r/w {:.1}, censored {:.1}%, true cold share {:.1}%",
+        spec.workload.name(),
+        rows,
+        stream.stats.rw_ratio,
+        stream.stats.censored_share * 100.0,
+        stream.stats.true_cold_share * 100.0
+    );
+    if a.evaluate {
+        let mut budgets = a
+            .budgets
+            .clone()
+            .unwrap_or_else(|| vec![(d.budget * 1000.0).round() / 1000.0, 0.2, 0.3, 0.5]);
+        budgets.dedup_by(|x, y| (*x - *y).abs() < 1e-3);
+        let horizon = s.horizon_days.unwrap_or(s.replay_days as f64);
+        let km = a.out.join("km.png");
+        let (v, secs) = service::evaluate(
+            s.python.as_deref(),
+            &trace,
+            &a.methods,
+            &budgets,
+            horizon,
+            &a.out.join("eval.json"),
+            a.km_plot.then_some(km.as_path()),
+            &a.eval_args
+                .as_deref()
+                .unwrap_or("")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+        )?;
+        info["evaluate_seconds"] = secs.into();
+        info["budgets"] = budgets.clone().into();
+        info["horizon_days"] = horizon.into();
+        for m in &a.methods {
+            eprintln!(
+                "  {m}: c-index {}",
+                service::eval_c_index(&v, m).map_or("-".into(), |c| format!("{c:.3}"))
+            );
+        }
+    }
+    std::fs::write(
+        a.out.join("awpi.json"),
+        serde_json::to_string_pretty(&info)?,
+    )?;
+    Ok(())
+}
