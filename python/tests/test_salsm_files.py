@@ -222,3 +222,18 @@ def test_cold_set_many_keys_round_trip():
     rng = np.random.default_rng(1)
     keys = [rng.bytes(int(n)) for n in rng.integers(0, 20, 500)]
     assert decode_cold_set(encode_cold_set(cold(keys))).keys == sorted(set(keys))
+
+
+def test_files_written_by_the_engine_read():
+    """The engine's own encoders wrote the fuzz seeds (`fuzz/corpus`): the service reads them."""
+    from pathlib import Path
+
+    from cairn.learn.salsm import read_cold_set, read_trace
+
+    root = Path(__file__).resolve().parents[2] / "fuzz" / "corpus"
+    t = read_trace(root / "record_trace" / "seed-0")
+    assert t.cf_id == 1 and t.n_records == 4 and t.end_ms == 5000
+    assert t.keys[0] == b"user0000"
+    cs = read_cold_set(root / "cold_set" / "seed-0")
+    assert cs.method == "rsf" and cs.cf_id == 0 and len(cs.keys) == 6
+    assert cs.keys[0] == b"user0000"

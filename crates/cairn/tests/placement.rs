@@ -396,3 +396,30 @@ fn proactive_compaction_needs_a_cold_tier() {
         Err(cairn::Error::InvalidArgument(_))
     ));
 }
+
+/// Files the Python service wrote (`tests/data/salsm`, made with `cairn.learn.salsm`'s
+/// writers) read in the engine: the two sides agree on both formats.
+#[test]
+fn files_written_by_the_python_service_load() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/salsm");
+    let (h, records) = cairn::access::record_trace::read(&data.join("python.rtr")).unwrap();
+    assert_eq!((h.cf_id, records.len()), (2, 29));
+    assert_eq!(
+        (h.start_ms, h.end_ms),
+        (1_702_080_000_000, 1_702_944_000_000)
+    );
+    assert_eq!(records[0].key, b"order:00000000");
+    assert!(records
+        .iter()
+        .all(|r| r.times.len() <= h.max_times as usize));
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(0);
+    let db = Db::open(dir.path(), opts(PlacementPolicy::ColdSet, &clock)).unwrap();
+    db.create_cf("one").unwrap();
+    let two = db.create_cf("two").unwrap();
+    assert_eq!(two.id(), 2);
+    assert_eq!(db.load_cold_set(&two, data.join("python.cld")).unwrap(), 10);
+    let set = ColdSet::read(&data.join("python.cld")).unwrap();
+    assert_eq!((set.method.as_str(), set.trace_end_ms), ("rsf", h.end_ms));
+    assert!(set.contains(b"order:00000000"));
+}
