@@ -69,6 +69,14 @@ for p in $TRACES; do
     ${EVAL_ARGS:+--eval-args "$EVAL_ARGS"} $EXTRA
   echo "trace $p: $(($(date +%s) - t)) s" >>"$log"
 done
+# Fig. 11: the workloads' Kaplan-Meier curves in one plot.
+reports=()
+for p in $TRACES; do
+  [ -f "$OUT/traces/$p/eval.json" ] && reports+=("$p=$OUT/traces/$p/eval.json")
+done
+if [ ${#reports[@]} -gt 0 ]; then
+  PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH} "$PY" -m cairn.learn.salsm km --out "$OUT/km.png" "${reports[@]}" >&2 || true
+fi
 
 for p in $COMPARE; do
   t=$(date +%s)

@@ -141,3 +141,24 @@ def test_sample_cap_is_a_seeded_subset():
     assert len(np.unique(a.rec)) == 100
     assert len(cap_samples(s, Settings(max_samples=0))) == n
     assert cap_samples(s, Settings(max_samples=5000)) is s
+
+
+def test_km_combines_evaluate_reports(tmp_path):
+    import json
+
+    import pytest
+
+    pytest.importorskip("matplotlib")
+    from cairn.learn.salsm.cli import main
+
+    paths = []
+    for name, s in [("a", [0.9, 0.5]), ("b", [0.7, 0.6])]:
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps({"km": {"t_days": [0.5, 2.0], "survival": s}}))
+        paths.append(f"{name}={p}")
+    out = tmp_path / "km.png"
+    assert main(["km", "--out", str(out), *paths]) == 0
+    assert out.stat().st_size > 0
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["km", "--out", str(out), str(bad)]) == 2

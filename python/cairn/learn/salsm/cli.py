@@ -19,6 +19,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from ..leaper.report import json_safe
 from .coldset import ColdSetError, write_cold_set
 from .metrics import plot_km
@@ -96,6 +98,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_km(args: argparse.Namespace) -> int:
+    """One Kaplan-Meier plot of several evaluations (Fig. 11: one curve per workload)."""
+    curves = {}
+    for spec in args.reports:
+        label, sep, path = spec.partition("=")
+        if not sep:
+            label, path = Path(spec).parent.name or spec, spec
+        with open(path, encoding="utf-8") as f:
+            rep = json.load(f)
+        km = rep.get("km")
+        if not isinstance(km, dict) or "t_days" not in km or "survival" not in km:
+            raise ValueError(f"{path}: not an evaluate report (no Kaplan-Meier curve)")
+        curves[label] = (np.asarray(km["t_days"], float), np.asarray(km["survival"], float))
+    if not plot_km(curves, str(args.out), args.title):
+        print("matplotlib is not installed: no Kaplan-Meier plot", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_synth(args: argparse.Namespace) -> int:
     cfg = SynthConfig(profile=args.profile, records=args.records, days=args.days, seed=args.seed, cf_id=args.cf_id)
     trace = synth_trace(cfg)
@@ -125,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, metavar="E.json", help="write the evaluation as JSON here")
     p.add_argument("--km-plot", type=Path, metavar="KM.png", help="Kaplan-Meier curve of the training samples")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("km", help="one Kaplan-Meier plot of several evaluate reports (Fig. 11)")
+    p.add_argument("reports", nargs="+", metavar="[LABEL=]E.json", help="evaluate --out reports")
+    p.add_argument("--out", type=Path, required=True, metavar="KM.png")
+    p.add_argument("--title", default="Kaplan-Meier: time to the next tau-event")
+    p.set_defaults(func=cmd_km)
 
     p = sub.add_parser("synth", help="write a synthetic record trace")
     p.add_argument("--out", type=Path, required=True)
