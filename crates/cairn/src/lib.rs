@@ -45,8 +45,9 @@ pub mod vlog;
 
 pub use batch::WriteBatch;
 pub use db::{
-    ColumnFamily, Db, DbIterator, LevelInfo, ProactiveReport, RepairMethod, RepairReport, RunInfo,
-    Scan, Snapshot,
+    CfInfo, CheckIssue, CheckProgress, CheckReport, ColumnFamily, Db, DbIterator, LevelInfo,
+    ManifestInfo, ProactiveReport, RepairMethod, RepairReport, RunInfo, Scan, Snapshot,
+    TableFileInfo,
 };
 pub use error::{Error, Result};
 pub use events::{CompactionInfo, EventListener, FlushInfo};

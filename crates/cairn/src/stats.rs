@@ -241,7 +241,7 @@ impl StatsInner {
 }
 
 /// Read counters of one level.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LevelStats {
     /// Point reads answered from this level.
     pub gets_served: u64,
@@ -298,7 +298,7 @@ pub struct LevelStats {
 }
 
 /// Latency percentiles in microseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Latency {
     /// Samples.
     pub count: u64,
@@ -329,7 +329,7 @@ impl Latency {
 }
 
 /// A copy of a database's statistics.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct DbStats {
     /// All storage I/O, by file kind, tier and level.
     pub io: IoStatsSnapshot,
@@ -427,7 +427,7 @@ pub struct DbStats {
 
 /// Sizes and hits of the read cache's components. For AC-Key (paper section 4) the three
 /// components and their ghosts share one byte budget, `capacity`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ReadCacheStats {
     /// The cache policy's name (`block`, `pure-kv`, `pure-kp`, `fixed-3-2-5`, `ac-key`).
     pub policy: String,

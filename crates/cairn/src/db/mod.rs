@@ -2,6 +2,8 @@
 //! stalls), the read path, iterators, snapshots, column families and background work.
 
 mod background;
+mod check;
+mod inspect;
 mod iter;
 mod learner;
 mod placement;
@@ -9,10 +11,13 @@ mod point_cache;
 mod recovery;
 mod repair;
 mod snapshot;
+mod stats_file;
 mod table_cache;
 mod tuner;
 mod write;
 
+pub use check::{CheckIssue, CheckProgress, CheckReport};
+pub use inspect::{CfInfo, ManifestInfo, TableFileInfo};
 pub use iter::{DbIterator, Scan};
 pub(crate) use learner::thread_cpu_nanos;
 pub use placement::ProactiveReport;
@@ -191,6 +196,33 @@ impl Db {
     /// [`RepairReport`] for what it did; open the database afterwards as usual.
     pub fn repair(path: impl AsRef<Path>, opts: Options) -> Result<RepairReport> {
         repair::repair(path.as_ref(), opts)
+    }
+
+    /// Verifies every file of the database at `path` without changing anything: `CURRENT`
+    /// and the manifest, every table whole (block checksums, key order, agreement with
+    /// the manifest), every value log record by record, the write-ahead logs an open
+    /// would replay, and the order of files within runs. Damage is listed in
+    /// [`CheckReport::problems`], files an open would remove in
+    /// [`CheckReport::warnings`]. Errors are for what is not damage: no database at
+    /// `path`, options that do not fit it, a database open in another process
+    /// ([`Error::Locked`]).
+    pub fn check(path: impl AsRef<Path>, opts: &Options) -> Result<CheckReport> {
+        check::check(path.as_ref(), opts, &mut |_, _, _| {})
+    }
+
+    /// [`Db::check`], calling `progress` before each file is read.
+    pub fn check_with_progress(
+        path: impl AsRef<Path>,
+        opts: &Options,
+        progress: CheckProgress,
+    ) -> Result<CheckReport> {
+        check::check(path.as_ref(), opts, progress)
+    }
+
+    /// Reads the manifest of the database at `path` without opening the database: no
+    /// lock, no log replay, no write. Level capacities follow `opts`.
+    pub fn inspect(path: impl AsRef<Path>, opts: &Options) -> Result<ManifestInfo> {
+        inspect::inspect(path.as_ref(), opts)
     }
 
     /// Opens (or creates) the database at `path`.
@@ -589,33 +621,7 @@ impl Db {
     /// The levels of a column family: K, capacity and runs.
     pub fn level_info(&self, cf: &ColumnFamily) -> Result<Vec<LevelInfo>> {
         let sv = self.inner.super_version(cf.id)?;
-        Ok(sv
-            .version
-            .levels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| LevelInfo {
-                level: i,
-                capacity: if i == 0 {
-                    0
-                } else {
-                    self.inner.shape.capacity(i)
-                },
-                k: l.policy.k,
-                pending_k: l.policy.pending_k,
-                draining: l.policy.draining,
-                runs: l
-                    .runs
-                    .iter()
-                    .map(|r| RunInfo {
-                        id: r.id,
-                        files: r.files.len(),
-                        bytes: r.size(),
-                        sealed: r.sealed,
-                    })
-                    .collect(),
-            })
-            .collect())
+        Ok(level_infos(&sv.version, &self.inner.shape))
     }
 
     /// Counters, latencies and the shape of the default column family.
@@ -693,6 +699,12 @@ impl Db {
             } else {
                 w.sync()?;
             }
+        }
+        drop(wal);
+        // Last, after the threads stopped: the counters are final, and a failure here
+        // cannot cost data (the WAL is synced above).
+        if let Err(e) = stats_file::save(&self.inner.env, &self.inner.path, &self.stats()) {
+            log::warn!("cairn: {} not written: {e}", stats_file::STATS_FILE);
         }
         Ok(())
     }
@@ -1047,6 +1059,32 @@ impl DbInner {
         };
         (bc, None)
     }
+}
+
+/// The inspection view of a column family's levels (shared by `Db::level_info` and
+/// `Db::inspect`).
+pub(crate) fn level_infos(v: &CfVersion, shape: &LevelShape) -> Vec<LevelInfo> {
+    v.levels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| LevelInfo {
+            level: i,
+            capacity: if i == 0 { 0 } else { shape.capacity(i) },
+            k: l.policy.k,
+            pending_k: l.policy.pending_k,
+            draining: l.policy.draining,
+            runs: l
+                .runs
+                .iter()
+                .map(|r| RunInfo {
+                    id: r.id,
+                    files: r.files.len(),
+                    bytes: r.size(),
+                    sealed: r.sealed,
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// One point read in this many has its time per level measured.

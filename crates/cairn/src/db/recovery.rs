@@ -53,6 +53,9 @@ fn is_cairn_file(name: &str) -> bool {
         || name.ends_with(".plr.tmp")
         || name == super::tuner::CHECKPOINT_FILE
         || name == "TUNER.tmp"
+        || name == super::stats_file::STATS_FILE
+        || name == super::stats_file::STATS_TMP
+        || (name.starts_with("QUERYSTORE-") && (name.ends_with(".rtr") || name.ends_with(".tmp")))
 }
 
 /// Files that only exist once a database holds data (or its manifest): without `CURRENT`

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::check::read_table_whole;
 use super::recovery::{lock_dir, max_file_no_on_disk};
 use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
@@ -37,10 +38,10 @@ use crate::merging::MergingIterator;
 use crate::options::Options;
 use crate::storage::{FileKind, StorageEnv};
 use crate::table::{Table, TableBuildOptions};
-use crate::types::{parse_internal_key, ValueKind};
+use crate::types::ValueKind;
 use crate::version::set::{current_path, manifest_path};
 use crate::version::{VersionEdit, VersionSet};
-use crate::vlog::{vlog_path, ValuePointer};
+use crate::vlog::vlog_path;
 use crate::{Error, Result};
 
 /// How [`Db::repair`](super::Db::repair) brought the database back.
@@ -158,54 +159,6 @@ fn try_newest_manifest(env: &StorageEnv, opts: &Options) -> Result<Option<Repair
     }))
 }
 
-/// Reads a whole table: every block, key and value pointer. Returns the open table, its
-/// column family and largest sequence number.
-fn scan_table(
-    env: &StorageEnv,
-    tier: usize,
-    no: u64,
-    vlog_sizes: &mut HashMap<u64, Option<u64>>,
-) -> Result<(Arc<Table>, (u32, String), u64)> {
-    let path = table_path(env, tier, no);
-    let name = path.display().to_string();
-    let file = env.open_read(&path, FileKind::Table, tier, None, false)?;
-    let table = Arc::new(Table::open(file, no, None)?);
-    let mut it = table.iter();
-    let mut max_seq = 0;
-    it.seek_to_first();
-    while it.valid() {
-        let k = parse_internal_key(it.key())
-            .filter(|k| k.value_kind().is_some())
-            .ok_or_else(|| Error::corruption(&name, "malformed internal key"))?;
-        max_seq = max_seq.max(k.seq);
-        if k.kind == ValueKind::ValuePointer as u8 {
-            let p = ValuePointer::decode(it.value())?;
-            let size = *vlog_sizes.entry(p.file_no).or_insert_with(|| {
-                std::fs::metadata(vlog_path(env.root(), p.file_no))
-                    .ok()
-                    .map(|m| m.len())
-            });
-            if size.is_none_or(|s| p.offset.saturating_add(u64::from(p.len)) > s) {
-                return Err(Error::corruption(
-                    &name,
-                    format!(
-                        "points past the end of value log {} (or it is missing)",
-                        p.file_no
-                    ),
-                ));
-            }
-        }
-        it.next();
-    }
-    it.status()?;
-    let cf = table
-        .properties()
-        .column_family
-        .clone()
-        .unwrap_or_else(|| (0, "default".into()));
-    Ok((table, cf, max_seq))
-}
-
 fn move_to_lost(env: &StorageEnv, path: &Path) -> Result<PathBuf> {
     let lost = env.root().join("lost");
     std::fs::create_dir_all(&lost).map_err(|e| Error::io(lost.display().to_string(), e))?;
@@ -236,12 +189,13 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
         numbers.sort_unstable();
         for no in numbers {
             let path = table_path(env, tier, no);
-            match scan_table(env, tier, no, &mut vlog_sizes) {
-                Ok((table, (cf, name), seq)) => {
+            match read_table_whole(env, tier, no, &mut vlog_sizes) {
+                Ok(scan) => {
+                    let ((cf, name), seq) = (scan.cf, scan.max_seq);
                     let plan = plans.entry(cf).or_default();
                     plan.name.get_or_insert(name);
                     plan.table_max_seq = plan.table_max_seq.max(seq);
-                    plan.tables.push(table);
+                    plan.tables.push(scan.table);
                     max_seq = max_seq.max(seq);
                     inputs.push((tier, no));
                 }

@@ -393,7 +393,7 @@ fn write_checkpoint(dir: &Path, payload: &[u8]) -> Result<()> {
 }
 
 /// The checkpoint's payload; `None` when there is none.
-fn read_checkpoint(path: &Path) -> Result<Option<Vec<u8>>> {
+pub(crate) fn read_checkpoint(path: &Path) -> Result<Option<Vec<u8>>> {
     match std::fs::read(path) {
         Ok(data) => unframe(&path.display().to_string(), &data).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

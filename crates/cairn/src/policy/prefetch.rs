@@ -135,7 +135,7 @@ impl PrefetchPolicy {
 }
 
 /// Counters of the prefetcher and of the invalidation metric.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct PrefetchStats {
     /// Blocks put in the cache by warming.
     pub warmed_blocks: u64,

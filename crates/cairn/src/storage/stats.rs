@@ -45,7 +45,7 @@ impl FileKind {
 }
 
 /// Counts of one slice of I/O.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct IoCounts {
     /// Read operations.
     pub read_ops: u64,
@@ -193,7 +193,7 @@ impl IoStats {
 }
 
 /// A copy of [`IoStats`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct IoStatsSnapshot {
     /// `[kind index][tier]`.
     pub by_kind_tier: Vec<Vec<IoCounts>>,

@@ -420,6 +420,11 @@ impl Table {
         }
     }
 
+    /// The bloom filter, when the table has one.
+    pub fn filter(&self) -> Option<&BloomFilter> {
+        self.filter.as_ref()
+    }
+
     /// The learned index, once learned.
     pub fn learned_index(&self) -> Option<&LearnedIndex> {
         self.learned.get()

@@ -95,7 +95,7 @@ pub(crate) struct VlogCounters {
 }
 
 /// Value-log counters and state (all zero when separation was never used).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct VlogStats {
     /// Record bytes written by flushes (new values).
     pub bytes_written: u64,
