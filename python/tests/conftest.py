@@ -52,3 +52,36 @@ def trace_of(cells, transfers=(), *, range_width=10, slot_ms=60_000, sample_p=1.
 
 def counts_of(cells, transfers=(), **kw) -> Counts:
     return from_traces([trace_of(cells, transfers, **kw)])
+
+
+# --- The engine bindings (cairn._native) ---------------------------------------------
+# scripts/test.sh builds the compiled module and sets CAIRN_REQUIRE_NATIVE=1, so there a
+# missing or broken build fails the tests; elsewhere (the learners alone, say) the
+# binding tests are skipped.
+
+
+@pytest.fixture(scope="session")
+def native():
+    import os
+
+    try:
+        import cairn._native as mod
+    except ImportError as e:
+        if os.environ.get("CAIRN_REQUIRE_NATIVE") == "1":
+            pytest.fail(f"cairn._native is not built: {e}")
+        pytest.skip(f"cairn._native is not built ({e}); 'maturin develop' in python/ builds it")
+    return mod
+
+
+@pytest.fixture
+def db_path(tmp_path, native):
+    return tmp_path / "db"
+
+
+@pytest.fixture
+def db(db_path):
+    import cairn
+
+    d = cairn.Db(db_path, options={"write_buffer_size": 64 << 10})
+    yield d
+    d.close()

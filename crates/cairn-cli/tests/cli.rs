@@ -489,3 +489,35 @@ fn bench_forwards_or_says_how_to_build_it() {
         );
     }
 }
+
+/// `cairn info DB | head -1`: a reader that goes away ends the command quietly (as SIGPIPE
+/// ends other Unix tools), never with a panic.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    for args in [vec!["info", p(dir.path())], vec!["scan", p(dir.path())]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(&args)
+            .env_remove("RUST_BACKTRACE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run cairn");
+        // The read end closes before the child has written anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            !stderr(&out).contains("panicked"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert_ne!(
+            out.status.code(),
+            Some(101),
+            "{args:?}: exit code of a panic"
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! Engine options from Python: a preset by name, then a dict of option names to values.
+//! Only plain values are reachable this way (sizes, counts, flags, enums by name); the
+//! learned parts are chosen with presets, which set their many parameters consistently.
+
+use cairn::{BloomAllocation, Options, WalRecovery};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::errors::InvalidArgument;
+
+/// Every option a dict may set, with what it holds (the docstring of `option_names`).
+pub const OPTION_NAMES: &[(&str, &str)] = &[
+    (
+        "create_if_missing",
+        "bool: create the database if the directory holds none",
+    ),
+    ("error_if_exists", "bool: fail if a database already exists"),
+    (
+        "write_buffer_size",
+        "int: bytes a memtable takes before it is flushed",
+    ),
+    (
+        "max_write_buffers",
+        "int: memtables (active + immutable) before writes wait",
+    ),
+    ("block_size", "int: target size of a data block"),
+    ("block_cache_bytes", "int: byte budget of the read cache"),
+    ("block_cache_shards", "int: shards of the block cache"),
+    (
+        "bloom_bits_per_key",
+        "float: average bloom-filter bits per key (0 disables)",
+    ),
+    ("bloom_allocation", "str: 'uniform' or 'monkey'"),
+    ("size_ratio", "int: size ratio T between levels"),
+    ("level1_bytes", "int: capacity of level 1"),
+    ("num_levels", "int: levels, level 0 included"),
+    (
+        "l0_compaction_trigger",
+        "int: level-0 runs that trigger a compaction",
+    ),
+    (
+        "l0_slowdown_trigger",
+        "int: level-0 runs at which writes slow down",
+    ),
+    ("l0_stop_trigger", "int: level-0 runs at which writes stop"),
+    (
+        "level_runs",
+        "list[int]: initial run limit K_i of levels 1.. (1 = leveling, T = tiering)",
+    ),
+    ("target_file_size", "int: target size of table files"),
+    ("use_direct_reads", "bool: read tables with O_DIRECT"),
+    (
+        "latency_scale",
+        "float: multiplier of the storage tiers' simulated latencies",
+    ),
+    ("wal_recovery", "str: 'strict' or 'skip-corrupt'"),
+    (
+        "background_work",
+        "bool: run flushes and compactions in background threads",
+    ),
+    (
+        "value_threshold",
+        "int | None: values this large go to a value log (None: none)",
+    ),
+    (
+        "vlog_gc_space_amp",
+        "float | None: value-log space amplification that triggers GC",
+    ),
+    (
+        "invalidation_window_ms",
+        "int: window of the prefetcher's invalidation-miss metric",
+    ),
+];
+
+/// The options of a preset (`None`: cairn's defaults), with `overrides` applied.
+pub fn build(preset: Option<&str>, overrides: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+    let mut o = match preset {
+        None => Options::default(),
+        Some(name) => cairn::presets::by_name(name).ok_or_else(|| {
+            InvalidArgument::new_err(format!(
+                "unknown preset {name:?} (cairn.presets() lists them)"
+            ))
+        })?,
+    };
+    if let Some(d) = overrides {
+        for (k, v) in d.iter() {
+            let name: String = k
+                .extract()
+                .map_err(|_| PyTypeError::new_err("option names must be str"))?;
+            set(&mut o, &name, &v).map_err(|e| {
+                if e.is_instance_of::<InvalidArgument>(d.py()) {
+                    e
+                } else {
+                    InvalidArgument::new_err(format!("option {name:?}: {e}"))
+                }
+            })?;
+        }
+    }
+    Ok(o)
+}
+
+fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
+    match name {
+        "create_if_missing" => o.create_if_missing = v.extract()?,
+        "error_if_exists" => o.error_if_exists = v.extract()?,
+        "write_buffer_size" => o.write_buffer_size = v.extract()?,
+        "max_write_buffers" => o.max_write_buffers = v.extract()?,
+        "block_size" => o.block_size = v.extract()?,
+        "block_cache_bytes" => o.block_cache_bytes = v.extract()?,
+        "block_cache_shards" => o.block_cache_shards = v.extract()?,
+        "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract()?,
+        "bloom_allocation" => {
+            o.bloom_allocation = match v.extract::<String>()?.as_str() {
+                "uniform" => BloomAllocation::Uniform,
+                "monkey" => BloomAllocation::Monkey,
+                s => return Err(bad_choice("bloom_allocation", s, "'uniform' or 'monkey'")),
+            }
+        }
+        "size_ratio" => o.size_ratio = v.extract()?,
+        "level1_bytes" => o.level1_bytes = v.extract()?,
+        "num_levels" => o.num_levels = v.extract()?,
+        "l0_compaction_trigger" => o.l0_compaction_trigger = v.extract()?,
+        "l0_slowdown_trigger" => o.l0_slowdown_trigger = v.extract()?,
+        "l0_stop_trigger" => o.l0_stop_trigger = v.extract()?,
+        "level_runs" => o.level_runs = v.extract()?,
+        "target_file_size" => o.target_file_size = v.extract()?,
+        "use_direct_reads" => o.use_direct_reads = v.extract()?,
+        "latency_scale" => o.latency_scale = v.extract()?,
+        "wal_recovery" => {
+            o.wal_recovery = match v.extract::<String>()?.as_str() {
+                "strict" => WalRecovery::Strict,
+                "skip-corrupt" => WalRecovery::SkipCorrupt,
+                s => return Err(bad_choice("wal_recovery", s, "'strict' or 'skip-corrupt'")),
+            }
+        }
+        "background_work" => o.background_work = v.extract()?,
+        "value_threshold" => o.value_threshold = v.extract()?,
+        "vlog_gc_space_amp" => o.vlog_gc_space_amp = v.extract()?,
+        "invalidation_window_ms" => o.invalidation_window_ms = v.extract()?,
+        _ => {
+            return Err(InvalidArgument::new_err(format!(
+                "unknown option {name:?} (cairn.option_names() lists them)"
+            )))
+        }
+    }
+    Ok(())
+}
+
+fn bad_choice(name: &str, got: &str, want: &str) -> PyErr {
+    InvalidArgument::new_err(format!("option {name:?} is {got:?}, expected {want}"))
+}
+
+/// The values of every settable option in `o`, as a dict.
+pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("create_if_missing", o.create_if_missing)?;
+    d.set_item("error_if_exists", o.error_if_exists)?;
+    d.set_item("write_buffer_size", o.write_buffer_size)?;
+    d.set_item("max_write_buffers", o.max_write_buffers)?;
+    d.set_item("block_size", o.block_size)?;
+    d.set_item("block_cache_bytes", o.block_cache_bytes)?;
+    d.set_item("block_cache_shards", o.block_cache_shards)?;
+    d.set_item("bloom_bits_per_key", o.bloom_bits_per_key)?;
+    d.set_item(
+        "bloom_allocation",
+        match o.bloom_allocation {
+            BloomAllocation::Uniform => "uniform",
+            BloomAllocation::Monkey => "monkey",
+        },
+    )?;
+    d.set_item("size_ratio", o.size_ratio)?;
+    d.set_item("level1_bytes", o.level1_bytes)?;
+    d.set_item("num_levels", o.num_levels)?;
+    d.set_item("l0_compaction_trigger", o.l0_compaction_trigger)?;
+    d.set_item("l0_slowdown_trigger", o.l0_slowdown_trigger)?;
+    d.set_item("l0_stop_trigger", o.l0_stop_trigger)?;
+    d.set_item("level_runs", PyList::new(py, &o.level_runs)?)?;
+    d.set_item("target_file_size", o.target_file_size)?;
+    d.set_item("use_direct_reads", o.use_direct_reads)?;
+    d.set_item("latency_scale", o.latency_scale)?;
+    d.set_item(
+        "wal_recovery",
+        match o.wal_recovery {
+            WalRecovery::Strict => "strict",
+            WalRecovery::SkipCorrupt => "skip-corrupt",
+        },
+    )?;
+    d.set_item("background_work", o.background_work)?;
+    d.set_item("value_threshold", o.value_threshold)?;
+    d.set_item("vlog_gc_space_amp", o.vlog_gc_space_amp)?;
+    d.set_item("invalidation_window_ms", o.invalidation_window_ms)?;
+    Ok(d)
+}

@@ -1,0 +1,236 @@
+"""The Python API of the engine: mapping protocol, writes, batches, iterators, snapshots,
+column families, maintenance and introspection."""
+
+from __future__ import annotations
+
+import pytest
+
+import cairn
+
+
+def test_mapping_protocol(db):
+    db[b"a"] = b"1"
+    db["b"] = "2"  # str is encoded as UTF-8
+    db[bytearray(b"c")] = bytearray(b"3")
+    assert db[b"a"] == b"1"
+    assert db[b"b"] == b"2" and db["b"] == b"2"
+    assert db[b"c"] == b"3"
+    assert b"a" in db and "b" in db and b"z" not in db
+    assert db.get(b"z") is None
+    assert db.get(b"z", b"dflt") == b"dflt"
+    assert db.get(b"a", b"dflt") == b"1"
+    with pytest.raises(KeyError):
+        db[b"z"]
+    del db[b"a"]
+    assert b"a" not in db
+    del db[b"never-there"]  # a tombstone, not an error (as rocksdict)
+    assert list(db) == [b"b", b"c"]
+
+
+def test_unicode_keys_are_utf8(db):
+    db["clé"] = "valeur"
+    assert db["clé".encode()] == "valeur".encode()
+    assert list(db.keys()) == ["clé".encode()]
+
+
+def test_bad_key_types_are_type_errors(db):
+    for bad in (1, 1.5, None, [1, 2], object()):
+        with pytest.raises(TypeError):
+            db[bad] = b"v"
+        with pytest.raises(TypeError):
+            db.get(bad)
+
+
+def test_put_delete_with_sync(db_path):
+    with cairn.Db(db_path) as db:
+        db.put(b"k", b"v", sync=True)
+        db.put(b"k2", b"v2")
+        db.delete(b"k2", sync=True)
+    with cairn.Db(db_path) as db:
+        assert db[b"k"] == b"v"
+        assert b"k2" not in db
+
+
+def test_write_batch_is_atomic_and_reusable(db):
+    other = db.create_column_family("other")
+    db[b"gone"] = b"x"
+    b = cairn.WriteBatch()
+    b.put(b"a", b"1")
+    b.put("b", "2")
+    b.delete(b"gone")
+    b.put(b"o", b"in-other", cf=other)
+    assert len(b) == 4
+    db.write(b, sync=True)
+    assert dict(db.items()) == {b"a": b"1", b"b": b"2"}
+    assert dict(other.items()) == {b"o": b"in-other"}
+    assert len(b) == 4  # kept after the write
+    b.clear()
+    assert len(b) == 0
+    db.write(b)  # an empty batch is fine
+
+
+def test_delete_range(db):
+    for i in range(20):
+        db[b"k%02d" % i] = b"v"
+    db.delete_range(b"k05", b"k15")
+    assert list(db.keys()) == [b"k%02d" % i for i in list(range(5)) + list(range(15, 20))]
+    b = cairn.WriteBatch()
+    with pytest.raises(cairn.InvalidArgument):
+        b.delete_range(b"z", b"a")
+
+
+def test_iterators_ranges_and_reverse(db):
+    keys = [b"k%03d" % i for i in range(300)]
+    for k in keys:
+        db[k] = k + b"-v"
+    db.flush()
+    assert list(db.keys()) == keys
+    assert list(db.keys(reverse=True)) == keys[::-1]
+    assert list(db.keys(from_key=b"k100", to_key=b"k105")) == keys[100:105]
+    assert list(db.keys(from_key=b"k100", to_key=b"k105", reverse=True)) == keys[100:105][::-1]
+    assert list(db.values(from_key=b"k298")) == [b"k298-v", b"k299-v"]
+    assert list(db.items(to_key=b"k002")) == [(b"k000", b"k000-v"), (b"k001", b"k001-v")]
+    assert list(db.items(from_key=b"zzz")) == []
+    it = db.items()
+    assert next(it) == (b"k000", b"k000-v")
+    assert next(iter(it)) == (b"k001", b"k001-v")  # iter(it) is it
+
+
+def test_iterator_keeps_its_view(db):
+    for i in range(100):
+        db[b"%03d" % i] = b"old"
+    it = db.items()
+    first = next(it)
+    for i in range(100):
+        db[b"%03d" % i] = b"new"
+    db[b"999"] = b"added"
+    rest = list(it)
+    assert first == (b"000", b"old")
+    assert all(v == b"old" for _, v in rest) and len(rest) == 99
+
+
+def test_snapshot_context_manager(db):
+    db[b"a"] = b"1"
+    with db.snapshot() as snap:
+        db[b"a"] = b"2"
+        db[b"b"] = b"3"
+        del db[b"a"]
+        assert snap[b"a"] == b"1"
+        assert b"b" not in snap
+        assert snap.get(b"b", b"none") == b"none"
+        assert list(snap.items()) == [(b"a", b"1")]
+        assert list(snap) == [b"a"]
+        it = snap.values()
+        assert snap.seq > 0
+    with pytest.raises(cairn.ClosedError):
+        snap[b"a"]
+    assert list(it) == [b"1"]  # an iterator keeps its view after the snapshot closes
+    snap.close()  # twice is fine
+
+
+def test_snapshot_across_column_families(db):
+    cf = db.create_column_family("cf")
+    cf[b"x"] = b"old"
+    db[b"y"] = b"old"
+    snap = db.snapshot()
+    cf[b"x"] = b"new"
+    assert snap.column_family("cf")[b"x"] == b"old"
+    assert snap[b"y"] == b"old"
+    snap.close()
+
+
+def test_column_families(db_path):
+    with cairn.Db(db_path) as db:
+        users = db.create_column_family("users")
+        assert users.name == "users" and db.name == "default"
+        users[b"k"] = b"user"
+        db[b"k"] = b"default"
+        assert sorted(db.column_families()) == ["default", "users"]
+        with pytest.raises(cairn.InvalidArgument):
+            db.create_column_family("users")
+        with pytest.raises(cairn.InvalidArgument):
+            db.column_family("nope")
+    with cairn.Db(db_path) as db:
+        users = db.column_family("users")
+        assert users[b"k"] == b"user" and db[b"k"] == b"default"
+        db.drop_column_family("users")
+        assert db.column_families() == ["default"]
+        with pytest.raises(cairn.InvalidArgument):
+            users[b"k"]
+
+
+def test_flush_compact_and_level_info(db):
+    for i in range(5000):
+        db[b"key%06d" % i] = b"v" * 100
+    db.flush()
+    db.compact_range()
+    db.compact_range(b"key000100", b"key000200")
+    levels = db.level_info()
+    assert levels[0]["level"] == 0
+    files = sum(r["files"] for lv in levels for r in lv["runs"])
+    assert files > 0
+    assert all({"level", "capacity", "k", "pending_k", "draining", "runs"} <= set(lv) for lv in levels)
+    assert db[b"key004999"] == b"v" * 100
+
+
+def test_set_policy(db):
+    db.set_policy(1, 4)
+    assert db.level_info()[1]["k"] == 4
+    db.set_policy(2, 3, transition="lazy")
+    with pytest.raises(cairn.InvalidArgument):
+        db.set_policy(1, 3, transition="sideways")
+    with pytest.raises(cairn.InvalidArgument):
+        db.set_policy(1, 1000)
+
+
+def test_stats_is_a_dict(db):
+    for i in range(100):
+        db[b"%d" % i] = b"v"
+    for i in range(100):
+        db.get(b"%d" % i)
+    s = db.stats()
+    assert isinstance(s, dict)
+    assert s["gets"] >= 100
+    assert s["writes"] >= 100
+    assert isinstance(s["levels"], list)
+    assert "read_cache" in s and "io" in s
+
+
+def test_presets_and_options_by_name(tmp_path, native):
+    presets = cairn.presets()
+    for name in ("default", "ac-key", "bourbon", "ruskey", "leaper", "sa-lsm", "tiering"):
+        assert name in presets and presets[name]
+    names = cairn.option_names()
+    assert set(names) == set(cairn.default_options())
+    assert cairn.default_options("tiering")["level_runs"][0] == 10
+    # every concrete preset opens, takes writes and reads them back
+    for name in presets:
+        if any(c in name for c in "XYZBT"):  # patterns such as fixed-X-Y-Z, greedy-B-T
+            continue
+        with cairn.Db(tmp_path / name, preset=name, options={"write_buffer_size": 1 << 20}) as db:
+            db[b"k"] = b"v"
+            assert db[b"k"] == b"v", name
+            assert db.options()["write_buffer_size"] == 1 << 20
+    with cairn.Db(tmp_path / "fixed", preset="fixed-3-2-5") as db:
+        db[b"k"] = b"v"
+
+
+def test_options_are_checked(tmp_path, native):
+    with pytest.raises(cairn.InvalidArgument, match="unknown option"):
+        cairn.Db(tmp_path / "a", options={"no_such_option": 1})
+    with pytest.raises(cairn.InvalidArgument, match="unknown preset"):
+        cairn.Db(tmp_path / "b", preset="no-such-preset")
+    with pytest.raises(cairn.InvalidArgument):
+        cairn.Db(tmp_path / "c", options={"block_size": "big"})
+    with pytest.raises(cairn.InvalidArgument):
+        cairn.Db(tmp_path / "d", options={"bloom_allocation": "fancy"})
+    with pytest.raises(cairn.InvalidArgument):
+        cairn.Db(tmp_path / "e", options={"level_runs": [99]})  # K > T
+
+
+def test_repr_path_and_latest_seq(db, db_path):
+    assert str(db.path) == str(db_path)
+    assert "default" in repr(db)
+    s0 = db.latest_seq
+    db[b"a"] = b"b"
+    assert db.latest_seq == s0 + 1
