@@ -44,7 +44,9 @@ _NATIVE = (
     "check",
 )
 
-__all__ = list(_NATIVE)
+# Not IOError: after 'from cairn import *', 'except IOError' would stop catching the
+# builtin (OSError). It is cairn.IOError.
+__all__ = [n for n in _NATIVE if n != "IOError"]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator as _Iterator
 from os import PathLike
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar, overload
 
@@ -21,7 +22,7 @@ class CorruptionError(Error):
 class IOError(Error):  # noqa: A001 (cairn.IOError, distinct from the builtin)
     """An operating-system I/O error (a full disk included)."""
 
-    errno: int
+    errno: int | None
 
 class InvalidArgument(Error):
     """Bad options or arguments."""
@@ -115,7 +116,7 @@ class Db:
     @property
     def name(self) -> str: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> Path: ...
     @property
     def closed(self) -> bool: ...
     @property

@@ -67,6 +67,30 @@ def test_write_batch_is_atomic_and_reusable(db):
     b.clear()
     assert len(b) == 0
     db.write(b)  # an empty batch is fine
+    # operations without cf= go to default whichever view writes the batch (as RocksDB)
+    b.put(b"via-view", b"1")
+    other.write(b)
+    assert db[b"via-view"] == b"1" and b"via-view" not in other
+
+
+def test_batch_refuses_another_databases_column_families(tmp_path, native):
+    with cairn.Db(tmp_path / "one") as one, cairn.Db(tmp_path / "two") as two:
+        u1 = one.create_column_family("u")
+        two.create_column_family("x")
+        u2 = two.create_column_family("u")  # ids are per database: a bare id would go astray
+        b = cairn.WriteBatch()
+        b.put(b"k", b"v", cf=u2)
+        with pytest.raises(cairn.InvalidArgument):
+            b.put(b"k", b"v", cf=u1)
+        with pytest.raises(cairn.InvalidArgument):
+            one.write(b)
+        assert b"k" not in u1 and b"k" not in one
+        two.write(b)
+        assert u2[b"k"] == b"v"
+        b.clear()  # a cleared batch may name another database's families
+        b.put(b"k1", b"v1", cf=u1)
+        one.write(b)
+        assert u1[b"k1"] == b"v1"
 
 
 def test_delete_range(db):
@@ -87,7 +111,12 @@ def test_iterators_ranges_and_reverse(db):
     assert list(db.keys()) == keys
     assert list(db.keys(reverse=True)) == keys[::-1]
     assert list(db.keys(from_key=b"k100", to_key=b"k105")) == keys[100:105]
-    assert list(db.keys(from_key=b"k100", to_key=b"k105", reverse=True)) == keys[100:105][::-1]
+    # reverse runs from from_key (included) down to to_key (excluded), as rocksdict and range()
+    assert list(db.keys(from_key=b"k105", to_key=b"k100", reverse=True)) == keys[101:106][::-1]
+    assert list(db.keys(from_key=b"k005", reverse=True)) == keys[:6][::-1]
+    assert list(db.keys(to_key=b"k297", reverse=True)) == [b"k299", b"k298"]
+    assert list(db.items(from_key=b"k004x", reverse=True))[0] == (b"k004", b"k004-v")
+    assert list(db.keys(from_key=b"k100", to_key=b"k105", reverse=True)) == []
     assert list(db.values(from_key=b"k298")) == [b"k298-v", b"k299-v"]
     assert list(db.items(to_key=b"k002")) == [(b"k000", b"k000-v"), (b"k001", b"k001-v")]
     assert list(db.items(from_key=b"zzz")) == []
@@ -229,7 +258,7 @@ def test_options_are_checked(tmp_path, native):
 
 
 def test_repr_path_and_latest_seq(db, db_path):
-    assert str(db.path) == str(db_path)
+    assert db.path == db_path  # a pathlib.Path
     assert "default" in repr(db)
     s0 = db.latest_seq
     db[b"a"] = b"b"

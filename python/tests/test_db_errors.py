@@ -13,6 +13,25 @@ import pytest
 import cairn
 
 
+def test_star_import_keeps_the_builtin_ioerror(native):
+    ns: dict = {}
+    exec("from cairn import *", ns)
+    assert "Db" in ns and "IOError" not in ns
+
+
+def test_options_dict_changed_while_read_is_not_a_crash(tmp_path, native):
+    opts: dict = {}
+
+    class Sneaky:
+        def __index__(self):
+            opts["block_size"] = 4096  # changes the dict being read
+            return 1 << 20
+
+    opts["write_buffer_size"] = Sneaky()
+    with cairn.Db(tmp_path / "db", options=opts) as db:
+        assert db.options()["write_buffer_size"] == 1 << 20
+
+
 def test_hierarchy(native):
     for name in ("CorruptionError", "IOError", "InvalidArgument", "Busy", "ClosedError"):
         cls = getattr(cairn, name)
@@ -23,8 +42,13 @@ def test_hierarchy(native):
 def test_closed_database(db_path):
     db = cairn.Db(db_path)
     db[b"k"] = b"v"
+    for i in range(200):
+        db[b"x%03d" % i] = b"v"
     snap = db.snapshot()
     it = db.items()
+    started = db.keys()
+    next(started)
+    next(started)  # a batch of items is now buffered
     cf = db.create_column_family("cf")
     db.close()
     assert db.closed and cf.closed
@@ -37,6 +61,7 @@ def test_closed_database(db_path):
         lambda: db.stats(),
         lambda: db.items(),
         lambda: next(it),
+        lambda: next(started),
         lambda: snap[b"k"],
         lambda: cf[b"k"],
         lambda: db.column_families(),
@@ -63,7 +88,7 @@ def test_io_error_has_errno(tmp_path, native):
     f.write_bytes(b"not a directory")
     with pytest.raises(cairn.IOError) as e:
         cairn.Db(f / "db")
-    assert e.value.errno != 0
+    assert isinstance(e.value.errno, int) and e.value.errno != 0
 
 
 def test_oversized_key_is_invalid(db):

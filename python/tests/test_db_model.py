@@ -21,7 +21,11 @@ def check(db, model: dict[bytes, bytes], rng: random.Random) -> None:
     lo, hi = sorted(b"k%03d" % rng.randrange(200) for _ in range(2))
     want = keys[bisect.bisect_left(keys, lo) : bisect.bisect_left(keys, hi)]
     assert list(db.keys(from_key=lo, to_key=hi)) == want
-    assert list(db.keys(from_key=lo, to_key=hi, reverse=True)) == want[::-1]
+    assert list(db.values(from_key=lo, to_key=hi)) == [model[k] for k in want]
+    # reverse: from hi (included) down to lo (excluded)
+    back = keys[bisect.bisect_right(keys, lo) : bisect.bisect_right(keys, hi)][::-1]
+    assert list(db.items(from_key=hi, to_key=lo, reverse=True)) == [(k, model[k]) for k in back]
+    assert list(db.values(reverse=True)) == [model[k] for k in keys[::-1]]
 
 
 @pytest.mark.parametrize("seed", range(3))

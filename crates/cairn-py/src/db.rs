@@ -135,16 +135,20 @@ impl PyDb {
         self.shared.with(py, |db| db.write(&write_options(sync), b))
     }
 
-    /// Applies a ``WriteBatch`` atomically (the batch keeps its operations).
+    /// Applies a ``WriteBatch`` atomically (the batch keeps its operations). Operations
+    /// added without ``cf=`` go to ``default``, whichever view writes the batch.
     #[pyo3(signature = (batch, sync = false))]
     fn write(&self, py: Python<'_>, batch: &PyWriteBatch, sync: bool) -> PyResult<()> {
-        let b = batch.snapshot();
+        let b = batch.for_db(&self.shared)?;
         self.shared.with(py, |db| db.write(&write_options(sync), b))
     }
 
-    /// ``(key, value)`` pairs with ``from_key <= key < to_key`` (either bound may be left
-    /// out), in key order, or descending with ``reverse=True``. The iterator sees the
-    /// database as it was when it was made.
+    /// ``(key, value)`` pairs from ``from_key`` (included) to ``to_key`` (excluded) in the
+    /// direction of travel, either bound left out for the end of the key space: in key
+    /// order ``from_key <= key < to_key``; with ``reverse=True`` descending,
+    /// ``to_key < key <= from_key`` (as ``range`` and rocksdict's ``from_key``). The
+    /// iterator sees the database as it was when it was made, and may be shared between
+    /// threads.
     #[pyo3(signature = (from_key = None, to_key = None, reverse = false))]
     fn items(
         &self,
@@ -157,7 +161,7 @@ impl PyDb {
             .iter(py, from_key, to_key, reverse, Yield::Items)
     }
 
-    /// Keys in ``[from_key, to_key)``, as ``items``.
+    /// Keys from ``from_key`` to ``to_key``, as ``items`` (no value is read).
     #[pyo3(signature = (from_key = None, to_key = None, reverse = false))]
     fn keys(
         &self,
@@ -170,7 +174,7 @@ impl PyDb {
             .iter(py, from_key, to_key, reverse, Yield::Keys)
     }
 
-    /// Values of the keys in ``[from_key, to_key)``, as ``items``.
+    /// Values of the keys from ``from_key`` to ``to_key``, as ``items``.
     #[pyo3(signature = (from_key = None, to_key = None, reverse = false))]
     fn values(
         &self,
@@ -373,8 +377,10 @@ impl PyDb {
         Ok(d)
     }
 
-    /// Closes the database (every column-family view of it too): waits for calls in
-    /// flight, stops background work and syncs the log. Closing twice is a no-op.
+    /// Closes the database (every column-family view of it too, so ``with`` on a view
+    /// closes the database): waits for calls in flight, stops background work and syncs
+    /// the log. Iterators and snapshots raise ``ClosedError`` afterwards. Closing twice is
+    /// a no-op.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.shared.close(py)
     }

@@ -20,7 +20,7 @@ create_exception!(
     cairn,
     IOError,
     Error,
-    "The operating system failed an I/O operation (a full disk included); `errno` holds its code when there is one."
+    "The operating system failed an I/O operation (a full disk included); `errno` holds its code, or None."
 );
 create_exception!(
     cairn,
@@ -48,11 +48,9 @@ pub fn to_py(e: cairn::Error) -> PyErr {
     match e {
         E::Io { source, .. } => {
             let err = IOError::new_err(msg);
-            if let Some(code) = source.raw_os_error() {
-                Python::attach(|py| {
-                    let _ = err.value(py).setattr("errno", code);
-                });
-            }
+            Python::attach(|py| {
+                let _ = err.value(py).setattr("errno", source.raw_os_error());
+            });
             err
         }
         E::Corruption { .. } | E::UnsupportedVersion { .. } => CorruptionError::new_err(msg),

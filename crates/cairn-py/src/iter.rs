@@ -25,7 +25,9 @@ pub enum Yield {
     Values,
 }
 
-/// The range and order of an iteration.
+/// The range and order of an iteration: from `from_key` (included) towards `to_key`
+/// (excluded) in the direction of travel, as Python's `range` and rocksdict's `from_key`:
+/// forward, `from_key <= key < to_key`; reverse, `to_key < key <= from_key`, descending.
 pub struct Range {
     pub from_key: Option<Vec<u8>>,
     pub to_key: Option<Vec<u8>>,
@@ -57,15 +59,26 @@ impl PyIter {
         range: Range,
         what: Yield,
     ) -> PyResult<Self> {
-        let lo = match range.from_key {
-            Some(k) => RangeBound::Included(k),
-            None => RangeBound::Unbounded,
+        let start = range
+            .from_key
+            .map_or(RangeBound::Unbounded, RangeBound::Included);
+        let end = range
+            .to_key
+            .map_or(RangeBound::Unbounded, RangeBound::Excluded);
+        let bounds = if range.reverse {
+            (end, start)
+        } else {
+            (start, end)
         };
-        let hi = match range.to_key {
-            Some(k) => RangeBound::Excluded(k),
-            None => RangeBound::Unbounded,
-        };
-        let scan = shared.with(py, |db| db.scan_opt(&ro, cf, (lo, hi), range.reverse))?;
+        let scan = shared.with(py, |db| {
+            let scan = db.scan_opt(&ro, cf, bounds, range.reverse)?;
+            // Keys alone need no value-log reads.
+            Ok(if what == Yield::Keys {
+                scan.keys_only()
+            } else {
+                scan
+            })
+        })?;
         Ok(PyIter {
             shared: shared.clone(),
             what,
@@ -89,24 +102,30 @@ impl PyIter {
         let shared = &self.shared;
         let state = &self.state;
         let item = py.detach(|| -> cairn::Result<Option<(Vec<u8>, Vec<u8>)>> {
+            // The iterator's lock first, then the database's (close takes only the
+            // latter): items already fetched are not handed out after a close.
             let mut st = state.lock();
+            if shared.is_closed() {
+                st.scan = None;
+                st.buf.clear();
+                return Err(crate::shared::closed());
+            }
             if let Some(item) = st.buf.pop_front() {
                 return Ok(Some(item));
             }
             if st.done {
                 return Ok(None);
             }
-            if shared.is_closed() {
-                st.scan = None;
-                return Err(crate::shared::closed());
-            }
             let want = if st.fetched == 0 { 1 } else { BATCH };
             let mut got = Vec::with_capacity(want);
-            if let Some(scan) = st.scan.as_mut() {
-                for r in scan.by_ref().take(want) {
-                    got.push(r?);
+            shared.with_released(|_db| {
+                if let Some(scan) = st.scan.as_mut() {
+                    for r in scan.by_ref().take(want) {
+                        got.push(r?);
+                    }
                 }
-            }
+                Ok(())
+            })?;
             if got.len() < want {
                 st.done = true;
                 st.scan = None;

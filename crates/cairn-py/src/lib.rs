@@ -72,7 +72,7 @@ fn repair<'py>(
     d.set_item("wal_entries", r.wal_entries)?;
     let lost = PyList::empty(py);
     for (p, why) in r.lost {
-        lost.append((p, why))?;
+        lost.append((p.display().to_string(), why))?;
     }
     d.set_item("lost", lost)?;
     d.set_item("column_families", r.column_families)?;

@@ -84,7 +84,9 @@ pub fn build(preset: Option<&str>, overrides: Option<&Bound<'_, PyDict>>) -> PyR
         })?,
     };
     if let Some(d) = overrides {
-        for (k, v) in d.iter() {
+        // A copy: extracting a value may run user code that changes the dict.
+        for item in d.items().iter() {
+            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
             let name: String = k
                 .extract()
                 .map_err(|_| PyTypeError::new_err("option names must be str"))?;

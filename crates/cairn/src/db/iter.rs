@@ -282,7 +282,7 @@ impl DbIterator {
 
     /// An iterator whose values are unspecified for separated values (no value-log
     /// reads): for callers that need only the keys.
-    pub(crate) fn keys_only(mut self) -> Self {
+    pub fn keys_only(mut self) -> Self {
         self.keys_only = true;
         self
     }
@@ -578,6 +578,13 @@ impl Scan {
             reverse,
             done: false,
         }
+    }
+
+    /// The same scan yielding keys only: values (left unspecified) are not read from the
+    /// value log, so a scan of keys over separated values costs no value-log reads.
+    pub fn keys_only(mut self) -> Self {
+        self.it = self.it.keys_only();
+        self
     }
 }
 
