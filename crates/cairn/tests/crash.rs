@@ -62,6 +62,8 @@ fn open_db(dir: &Path) -> cairn::Result<Db> {
         open_with(dir, ruskey_crash_options)
     } else if dir.file_name().is_some_and(|n| n == SALSM_DB) {
         open_with(dir, salsm_crash_options)
+    } else if dir.file_name().is_some_and(|n| n == CF_DB) {
+        open_with(dir, cf_crash_options)
     } else {
         open_with(dir, crash_options)
     }
@@ -160,6 +162,27 @@ fn salsm_crash_options() -> Options {
             ..Default::default()
         },
         ..crash_options()
+    }
+}
+
+/// Directory name that selects two column families sharing the WAL: a thread's keys with
+/// an odd index live in column family `odd`, the others in `default`, so a batch of a
+/// thread's operations spans both and recovery must keep it whole across them. Both trees
+/// flush and compact on their own (the WAL is freed only when both have flushed).
+const CF_DB: &str = "db-cf";
+const ODD_CF: &str = "odd";
+
+fn cf_crash_options() -> Options {
+    crash_options()
+}
+
+/// The column family key index `i` lives in (`db-cf` only); `None` when `odd` does not
+/// exist (yet: nothing was written to it).
+fn cf_of(db: &Db, i: u32) -> Option<cairn::ColumnFamily> {
+    if i % 2 == 0 {
+        Some(db.default_cf())
+    } else {
+        db.cf(ODD_CF)
     }
 }
 
@@ -278,6 +301,10 @@ fn child_main(dir: &Path) {
         .unwrap();
     let db = Arc::new(open_db(dir).expect("child open"));
     let stop = Arc::new(AtomicBool::new(false));
+    let two_cfs = dir.file_name().is_some_and(|n| n == CF_DB);
+    if two_cfs && db.cf(ODD_CF).is_none() {
+        db.create_cf(ODD_CF).expect("child create_cf");
+    }
     if dir.file_name().is_some_and(|n| n == MIXED_DB) {
         // K_i changes in flight, with every kind of transition (the kill ends the thread).
         let db = db.clone();
@@ -332,7 +359,24 @@ fn child_main(dir: &Path) {
                     let ops = random_ops(&mut rng);
                     let line = format!("@I {tid} {ctr} {}\n", encode_ops(&ops));
                     std::io::stdout().lock().write_all(line.as_bytes()).unwrap();
-                    let r = if ops.len() == 1 {
+                    let r = if two_cfs {
+                        let odd = db.cf(ODD_CF).expect("created above").id();
+                        let cf = |i: u32| if i % 2 == 0 { 0 } else { odd };
+                        let mut b = WriteBatch::new();
+                        for op in &ops {
+                            match *op {
+                                Op::Put(i) => b.put_cf(cf(i), &key(tid, i), &value(tid, i, ctr)),
+                                Op::Delete(i) => b.delete_cf(cf(i), &key(tid, i)),
+                                Op::DeleteRange(x, y) => {
+                                    b.delete_range_cf(0, &key(tid, x), &key(tid, y)).and_then(
+                                        |_| b.delete_range_cf(odd, &key(tid, x), &key(tid, y)),
+                                    )
+                                }
+                            }
+                            .unwrap();
+                        }
+                        db.write(&wo, b)
+                    } else if ops.len() == 1 {
                         match ops[0] {
                             Op::Put(i) => db.put(&wo, &key(tid, i), &value(tid, i, ctr)),
                             Op::Delete(i) => db.delete(&wo, &key(tid, i)),
@@ -489,11 +533,20 @@ fn verify(
     let db =
         open_db(dir).unwrap_or_else(|e| panic!("cycle {cycle}: reopen after kill failed: {e}"));
     // Observed state per thread, from point reads and from a full scan (which must agree).
+    let two_cfs = dir.file_name().is_some_and(|n| n == CF_DB);
     let mut observed: Vec<BTreeMap<u32, Vec<u8>>> = (0..THREADS).map(|_| BTreeMap::new()).collect();
     for (tid, obs) in observed.iter_mut().enumerate() {
         for i in 0..KEYS_PER_THREAD {
+            let cf = if two_cfs {
+                match cf_of(&db, i) {
+                    Some(cf) => cf,
+                    None => continue,
+                }
+            } else {
+                db.default_cf()
+            };
             if let Some(v) = db
-                .get(&key(tid, i))
+                .get_cf(&cf, &key(tid, i))
                 .unwrap_or_else(|e| panic!("cycle {cycle}: get failed: {e}"))
             {
                 obs.insert(i, v);
@@ -501,7 +554,17 @@ fn verify(
         }
     }
     let mut scanned = 0;
-    for item in db.scan::<&[u8], _>(..).unwrap() {
+    let mut families = vec![db.default_cf()];
+    if two_cfs {
+        families.extend(db.cf(ODD_CF));
+    }
+    let scans = families.iter().flat_map(|cf| {
+        let scan = db
+            .scan_opt::<&[u8], _>(&Default::default(), cf, .., false)
+            .unwrap();
+        scan.map(move |item| (cf.id(), item))
+    });
+    for (cf_id, item) in scans {
         let (k, v) = item.unwrap_or_else(|e| panic!("cycle {cycle}: scan failed: {e}"));
         let ks = String::from_utf8(k.clone()).expect("utf-8 key");
         let parsed = ks
@@ -511,6 +574,13 @@ fn verify(
         let Some((tid, i)) = parsed.filter(|&(t, i)| t < THREADS && i < KEYS_PER_THREAD) else {
             panic!("cycle {cycle}: scan returned a key that was never written: {ks:?}");
         };
+        if two_cfs {
+            assert_eq!(
+                cf_id == 0,
+                i % 2 == 0,
+                "cycle {cycle}: {ks} found in column family {cf_id}, where it was never written"
+            );
+        }
         assert_eq!(
             observed[tid].get(&i),
             Some(&v),
@@ -616,6 +686,8 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
         RUSKEY_DB
     } else if test_name.contains("salsm") {
         SALSM_DB
+    } else if test_name.contains("column_families") {
+        CF_DB
     } else {
         "db"
     });
@@ -692,6 +764,17 @@ fn crash_ruskey_sync_writes_survive_sigkill() {
 #[test]
 fn crash_salsm_sync_writes_survive_sigkill() {
     crash_cycles("crash_salsm_sync_writes_survive_sigkill", true, 20);
+}
+
+/// Kills while two column families share the WAL, with batches spanning both, lose no
+/// acknowledged write and never keep part of a batch.
+#[test]
+fn crash_column_families_sync_writes_survive_sigkill() {
+    crash_cycles(
+        "crash_column_families_sync_writes_survive_sigkill",
+        true,
+        30,
+    );
 }
 
 /// Kills while Leaper warms and evicts blocks around flushes and compactions lose no
