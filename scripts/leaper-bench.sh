@@ -69,24 +69,11 @@ EXTRA=${EXTRA:-}
 cargo build --release -p cairn-bench
 BIN=target/release/cairn-bench
 
-# The learner's environment, as scripts/test.sh makes it (target/pyenv, reinstalled when
-# python/pyproject.toml changes; the user's site-packages where python3 has no venv).
-PY=target/pyenv/bin/python
-if ! "$PY" -m pip --version >/dev/null 2>&1; then
-  rm -rf target/pyenv
-  python3 -m venv target/pyenv >/dev/null 2>&1 || true
-  "$PY" -m pip --version >/dev/null 2>&1 || { rm -rf target/pyenv; PY=python3; }
-fi
-if [ "$PY" = python3 ]; then
-  python3 -c 'import lightgbm, numpy, scipy, crc32c' 2>/dev/null ||
-    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --user --disable-pip-version-check './python[test]'
-else
-  stamp="$(sha256sum python/pyproject.toml | cut -d' ' -f1)"
-  if [ "$(cat target/pyenv/.cairn-stamp 2>/dev/null)" != "$stamp" ]; then
-    "$PY" -m pip install -q --disable-pip-version-check './python[test]'
-    echo "$stamp" >target/pyenv/.cairn-stamp
-  fi
-fi
+# The learner's environment, as scripts/test.sh makes it (target/pyenv; the module built
+# in release mode, reusing the cairn-bench build above).
+# shellcheck source=scripts/pyenv.sh
+. scripts/pyenv.sh
+pyenv_prepare test release
 export CAIRN_PYTHON="$PY"
 
 mkdir -p "$OUT"
