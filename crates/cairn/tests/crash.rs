@@ -179,7 +179,7 @@ fn cf_crash_options() -> Options {
 /// The column family key index `i` lives in (`db-cf` only); `None` when `odd` does not
 /// exist (yet: nothing was written to it).
 fn cf_of(db: &Db, i: u32) -> Option<cairn::ColumnFamily> {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         Some(db.default_cf())
     } else {
         db.cf(ODD_CF)
@@ -361,7 +361,7 @@ fn child_main(dir: &Path) {
                     std::io::stdout().lock().write_all(line.as_bytes()).unwrap();
                     let r = if two_cfs {
                         let odd = db.cf(ODD_CF).expect("created above").id();
-                        let cf = |i: u32| if i % 2 == 0 { 0 } else { odd };
+                        let cf = |i: u32| if i.is_multiple_of(2) { 0 } else { odd };
                         let mut b = WriteBatch::new();
                         for op in &ops {
                             match *op {
@@ -577,7 +577,7 @@ fn verify(
         if two_cfs {
             assert_eq!(
                 cf_id == 0,
-                i % 2 == 0,
+                i.is_multiple_of(2),
                 "cycle {cycle}: {ks} found in column family {cf_id}, where it was never written"
             );
         }

@@ -283,3 +283,59 @@ fn repair_of_a_healthy_database_keeps_it() {
     let r = Db::repair(empty.path().join("nope"), opts());
     assert!(r.is_err());
 }
+
+/// The write-ahead log the manifest needs (its log number: writes not yet in tables) is
+/// gone: the open refuses with a corruption error naming it and changes nothing, where it
+/// once skipped the log's writes without a word. Repair rebuilds from what remains, and
+/// the repaired database opens (its log number names no log).
+#[test]
+fn a_missing_wal_is_refused_and_repair_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        background_work: false,
+        ..opts()
+    };
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let wo = WriteOptions { sync: true };
+    for i in 0..200u32 {
+        db.put(&wo, format!("flushed{i:04}").as_bytes(), b"in a table")
+            .unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..50u32 {
+        db.put(&wo, format!("logged{i:04}").as_bytes(), b"only in the log")
+            .unwrap();
+    }
+    db.close().unwrap();
+    assert_eq!(remove_matching(dir.path(), |n| n.ends_with(".log")), 1);
+    let before = snapshot_files(dir.path());
+    let err = Db::open(dir.path(), o.clone())
+        .err()
+        .expect("open must fail");
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains(".log"), "{err}");
+    assert_eq!(
+        snapshot_files(dir.path()),
+        before,
+        "a refused open changed files"
+    );
+    let report = Db::check(dir.path(), &o).unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.file.ends_with(".log")),
+        "{report:?}"
+    );
+
+    let r = Db::repair(dir.path(), o.clone()).unwrap();
+    assert_eq!(r.method, RepairMethod::Rebuilt, "{r:?}");
+    for _ in 0..2 {
+        // Twice: the repaired manifest, then the one recovery wrote.
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        assert_eq!(
+            db.get(b"flushed0199").unwrap(),
+            Some(b"in a table".to_vec())
+        );
+        assert_eq!(db.get(b"logged0000").unwrap(), None, "its log is gone");
+        db.close().unwrap();
+    }
+    assert!(Db::check(dir.path(), &o).unwrap().is_ok());
+}

@@ -272,6 +272,15 @@ pub(crate) fn check(path: &Path, opts: &Options, progress: CheckProgress) -> Res
                     );
                 }
             }
+            if let Some(no) =
+                super::recovery::missing_wal(env.root(), vs.log_number, vs.next_file_no)
+            {
+                let e = super::recovery::missing_wal_error(no);
+                r.problem(
+                    wal_path(env.root(), no).display().to_string(),
+                    e.to_string(),
+                );
+            }
             for &no in &disk.wals {
                 if no >= vs.log_number {
                     wals.push(no);

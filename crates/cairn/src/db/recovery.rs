@@ -237,6 +237,9 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     // crash can thus leave a WAL numbered at or above the recovered counter; reusing its
     // number for the new WAL would skip it at replay and truncate it, losing acknowledged
     // writes. Never hand out a number already present on disk.
+    if let Some(no) = missing_wal(path, vs.log_number, vs.next_file_no) {
+        return Err(missing_wal_error(no));
+    }
     vs.next_file_no = vs.next_file_no.max(max_file_no_on_disk(&env)? + 1);
     let first_wal = vs.new_file_no();
     let tuner = super::tuner::TunerRuntime::new(&opts, path);
@@ -289,6 +292,24 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
 }
 
 /// Numbers of the WAL files in the database directory.
+/// The write-ahead log the manifest says must exist, when it does not: its log number names
+/// the oldest log still holding writes that no table has. Flushes, recovery and repair
+/// move the log number only onto a log already created (and its directory entry synced),
+/// so a missing one is damage: its writes would be skipped without a word.
+pub(crate) fn missing_wal(root: &Path, log_number: u64, next_file_no: u64) -> Option<u64> {
+    (log_number > 0 && log_number < next_file_no && !wal_path(root, log_number).exists())
+        .then_some(log_number)
+}
+
+/// The corruption error of a missing write-ahead log.
+pub(crate) fn missing_wal_error(no: u64) -> Error {
+    Error::corruption(
+        format!("{no:06}.log"),
+        "the manifest needs this write-ahead log (it holds writes not yet in tables), but \
+         it is missing; Db::repair rebuilds the database from the files that remain",
+    )
+}
+
 fn wal_numbers(path: &Path) -> Result<Vec<u64>> {
     Ok(std::fs::read_dir(path)
         .map_err(|e| Error::io(path.display().to_string(), e))?

@@ -141,7 +141,9 @@ fn try_newest_manifest(env: &StorageEnv, opts: &Options) -> Result<Option<Repair
         .live_files()
         .iter()
         .all(|&v| vlog_path(env.root(), v).exists());
-    if !tables_present || !vlogs_present {
+    let wal_present =
+        super::recovery::missing_wal(env.root(), vs.log_number, vs.next_file_no).is_none();
+    if !tables_present || !vlogs_present || !wal_present {
         return Ok(None);
     }
     env.write_atomic(
@@ -221,7 +223,8 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
     };
     let mut edit = VersionEdit {
         last_seq: Some(max_seq),
-        // The logs' entries are in the new tables: none is replayed again.
+        // The logs' entries are in the new tables: none is replayed again. (Replaced
+        // below by a new empty log, as an open requires the log its log number names.)
         log_number: Some(wals.last().map_or(0, |&n| n + 1)),
         ..Default::default()
     };
@@ -284,6 +287,15 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
         }
     }
     vs.next_file_no = next_no;
+    // An open requires the log the log number names: a new empty one, durable (file and
+    // directory entry) before the manifest names it. A crash before then leaves an empty
+    // log for the next repair.
+    let wal_no = vs.new_file_no();
+    let mut wal =
+        crate::log::LogWriter::new(env.create(&wal_path(&root, wal_no), FileKind::Wal, 0, None)?);
+    wal.sync()?;
+    env.sync_dir(&root)?;
+    edit.log_number = Some(wal_no);
     // (log_and_apply syncs the new tables' directory entries before naming them.)
     // On failure nothing is removed: CURRENT may already name the new manifest. The
     // old files are untouched either way, and a second repair merges both again.
