@@ -269,6 +269,11 @@ fn a_damaged_table_goes_to_lost_and_the_rest_is_repaired() {
     assert_eq!(db.get(b"b0007").unwrap().as_deref(), Some(&b"second"[..]));
     assert_eq!(db.get(b"a0007").unwrap(), None);
     db.close().unwrap();
+    // With repair's lost/ folder beside them, the files still read as a database that
+    // lost its CURRENT (repairable), not as a foreign directory.
+    remove_matching(dir.path(), |n| n == "CURRENT");
+    let err = Db::open(dir.path(), opts()).err().expect("open must fail");
+    assert!(err.is_corruption(), "{err}");
 }
 
 #[test]

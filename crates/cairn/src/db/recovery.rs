@@ -56,6 +56,8 @@ fn is_cairn_file(name: &str) -> bool {
         || name == super::stats_file::STATS_FILE
         || name == super::stats_file::STATS_TMP
         || (name.starts_with("QUERYSTORE-") && (name.ends_with(".rtr") || name.ends_with(".tmp")))
+        // Repair's folder of unreadable tables.
+        || name == "lost"
 }
 
 /// Files that only exist once a database holds data (or its manifest): without `CURRENT`
