@@ -27,9 +27,22 @@ impl DbInner {
     }
 
     /// Records a background failure. Corruption stops the database (writes fail; reads of
-    /// healthy data go on); I/O errors such as a full disk are retried after a pause.
-    fn background_error(&self, e: Error) {
+    /// healthy data go on); I/O errors such as a full disk are retried after a pause, and
+    /// until a retry succeeds a write that would wait for the failing work fails instead
+    /// (`stalled_by_background_error`), as RocksDB's background error stops writes.
+    fn background_error(&self, e: Error, flush: bool) {
         self.stats.background_errors.fetch_add(1, Ordering::Relaxed);
+        if !e.is_corruption() && !matches!(e, Error::Closed(_)) {
+            let mut bg = self.bg.lock();
+            let slot = if flush {
+                &mut bg.flush_error
+            } else {
+                &mut bg.compaction_error
+            };
+            *slot = Some(e.duplicate());
+            drop(bg);
+            self.queue_cv.notify_all();
+        }
         if e.is_corruption() {
             let mut bg = self.bg.lock();
             if bg.fatal.is_none() {
@@ -43,13 +56,37 @@ impl DbInner {
         }
     }
 
+    /// The error a write (or a flush request) gets instead of waiting for background work
+    /// that keeps failing: the last failure of the work it waits for, flush or compaction.
+    pub(crate) fn stalled_by_background_error(&self, needs_flush: bool) -> Option<Error> {
+        let bg = self.bg.lock();
+        let e = if needs_flush {
+            bg.flush_error.as_ref()
+        } else {
+            bg.compaction_error.as_ref()
+        }?;
+        Some(match e.duplicate() {
+            Error::Io { context, source } => Error::Io {
+                context: format!(
+                    "writes stop while background {} fails (retried every 200 ms): {context}",
+                    if needs_flush { "flush" } else { "compaction" }
+                ),
+                source,
+            },
+            other => other,
+        })
+    }
+
     pub(crate) fn flush_loop(self: Arc<Self>) {
         while !self.stopping() {
             match self.flush_one() {
-                Ok(true) => continue,
+                Ok(true) => {
+                    self.bg.lock().flush_error = None;
+                    continue;
+                }
                 Ok(false) => {}
                 Err(e) => {
-                    self.background_error(e);
+                    self.background_error(e, true);
                     continue;
                 }
             }
@@ -64,9 +101,10 @@ impl DbInner {
     pub(crate) fn compaction_loop(self: Arc<Self>) {
         while !self.stopping() {
             if let Err(e) = self.compact_until_done() {
-                self.background_error(e);
+                self.background_error(e, false);
                 continue;
             }
+            self.bg.lock().compaction_error = None;
             self.prefetch
                 .sample_reads(self.stats.gets.load(Ordering::Relaxed));
             // Leaper's collectors move ended slots into their traces off the request path.

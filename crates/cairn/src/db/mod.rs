@@ -110,6 +110,10 @@ pub(crate) struct WalState {
 #[derive(Default)]
 pub(crate) struct BgState {
     pub(crate) fatal: Option<Error>,
+    /// The last I/O error of a background flush, until a flush succeeds (it is retried).
+    pub(crate) flush_error: Option<Error>,
+    /// The same for compactions.
+    pub(crate) compaction_error: Option<Error>,
     pub(crate) compaction_requested: bool,
     pub(crate) flush_requested: bool,
 }

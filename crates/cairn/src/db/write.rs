@@ -285,6 +285,11 @@ impl DbInner {
                         self.compact_until_done()
                     })?;
                 } else {
+                    // Waiting on work that keeps failing would never end: fail instead.
+                    let needs_flush = imms + 1 >= self.opts.max_write_buffers;
+                    if let Some(e) = self.stalled_by_background_error(needs_flush) {
+                        return Err(e);
+                    }
                     self.queue_cv.wait_for(q, Duration::from_millis(50));
                 }
                 self.stats
@@ -386,6 +391,9 @@ impl DbInner {
                 .any(|cf| !cf.sv.load().imms.is_empty());
             if !pending {
                 return Ok(());
+            }
+            if let Some(e) = self.stalled_by_background_error(true) {
+                return Err(e);
             }
             self.request_flush();
             let mut bg = self.bg.lock();

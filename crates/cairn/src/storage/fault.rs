@@ -62,6 +62,11 @@ struct State {
     counts: HashMap<FaultOp, u64>,
     /// (op, ordinal, error): fail when the op's count reaches the ordinal.
     planned: Vec<(FaultOp, u64, FaultError)>,
+    /// (op, file-name suffix, ordinal, error): the same, counting only operations on files
+    /// whose name ends with the suffix.
+    planned_on: Vec<(FaultOp, String, u64, FaultError)>,
+    /// Operations per (op, suffix) of `planned_on`, counted from when it was planned.
+    counts_on: HashMap<(FaultOp, String), u64>,
     /// Mutating operations left before the power goes; `None`: no cut planned.
     power_left: Option<u64>,
     power_off: bool,
@@ -112,6 +117,17 @@ impl FaultInjector {
         s.planned.push((op, at, err));
     }
 
+    /// Fails the `n`th operation of kind `op` from now on a file whose name ends with
+    /// `suffix` (e.g. `.sst`: a table, written by flushes and compactions in background
+    /// threads).
+    pub fn fail_nth_on(&self, op: FaultOp, suffix: &str, n: u64, err: FaultError) {
+        let mut s = self.state.lock();
+        let key = (op, suffix.to_string());
+        let at = s.counts_on.get(&key).copied().unwrap_or(0) + n.max(1);
+        s.counts_on.entry(key).or_insert(0);
+        s.planned_on.push((op, suffix.to_string(), at, err));
+    }
+
     /// Cuts the power after `n` more mutating operations (creates, writes, syncs, renames,
     /// directory syncs): every operation after that fails with EIO.
     pub fn cut_power_after(&self, n: u64) {
@@ -160,6 +176,28 @@ impl FaultInjector {
             let (_, _, e) = s.planned.swap_remove(i);
             s.injected += 1;
             return Err((e, what));
+        }
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(name) = name else { return Ok(()) };
+        let State {
+            counts_on,
+            planned_on,
+            injected,
+            ..
+        } = &mut *s;
+        for ((o, suffix), c) in counts_on.iter_mut() {
+            if *o != op || !name.ends_with(suffix.as_str()) {
+                continue;
+            }
+            *c += 1;
+            if let Some(i) = planned_on
+                .iter()
+                .position(|(po, ps, at, _)| *po == op && ps == suffix && *at == *c)
+            {
+                let (_, _, _, e) = planned_on.swap_remove(i);
+                *injected += 1;
+                return Err((e, what));
+            }
         }
         Ok(())
     }
