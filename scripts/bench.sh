@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # cairn's main job: cairn against RocksDB on the same seeded operation streams.
 # Installs RocksDB (Debian's librocksdb) when missing, builds cairn-bench in release mode,
-# runs each workload with both engines one after the other, prints the tables and writes
-# bench-out/<workload>/{report.md,*.json,*.csv,*.png} and bench-out/summary.md.
+# runs each workload REPEAT times per engine with the engine order alternated (RocksDB
+# timed without statistics; its counters from one more, untimed pass), both engines
+# settled after the load, prints the tables and writes
+# bench-out/<workload>/{report.md,*.json,*.csv,*.png} and bench-out/summary.md (one row a
+# workload: median ops/s with the range, ratio, bytes read per op, write amplification,
+# disk size, peak RSS, stall time).
 #
-#   scripts/bench.sh                      # quick: 200k records, 200k ops per workload
-#   RECORDS=1000000 OPS=1000000 scripts/bench.sh
+#   scripts/bench.sh                      # quick: 200k records, 200k ops, 3 runs each
+#   REPEAT=5 RECORDS=1000000 OPS=1000000 scripts/bench.sh
+#   THREADS="1 2 4" WORKLOADS="fillrandom readrandom" scripts/bench.sh   # scaling table
+#   DIRECT=1 scripts/bench.sh             # O_DIRECT reads for both: reads reach storage
 #   WORKLOADS="readrandom ycsb-a" ENGINES=rocksdb,cairn,cairn:tiering scripts/bench.sh
 #   EXTRA="--value-size 1024" scripts/bench.sh
 set -euo pipefail
@@ -13,13 +19,17 @@ cd "$(dirname "$0")/.."
 
 RECORDS=${RECORDS:-200000}
 OPS=${OPS:-200000}
+REPEAT=${REPEAT:-3}
+THREADS=${THREADS:-1}
 ENGINES=${ENGINES:-rocksdb,cairn}
-WORKLOADS=${WORKLOADS:-"fillrandom readrandom ycsb-a ycsb-b ycsb-c ycsb-d ycsb-e ycsb-f"}
+WORKLOADS=${WORKLOADS:-"fillrandom overwrite readrandom seekrandom ycsb-a ycsb-b ycsb-c ycsb-d ycsb-e ycsb-f"}
 OUT=${OUT:-bench-out}
-# The shared budget: both engines get the same memtable, block cache and bloom bits.
-# The cache is small next to the data so reads reach storage.
-BUDGET=${BUDGET:-"--write-buffer-size 4M --cache-bytes 4M --bloom-bits 10"}
+# The shared budget: both engines get the same memtable size and count (2, RocksDB's
+# default), block cache and bloom bits. The cache is small next to the data so reads
+# reach storage.
+BUDGET=${BUDGET:-"--write-buffer-size 4M --memtables 2 --cache-bytes 4M --bloom-bits 10"}
 EXTRA=${EXTRA:-}
+if [ -n "${DIRECT:-}" ]; then EXTRA="$EXTRA --direct-io"; fi
 
 bash crates/cairn-bench/scripts/setup-rocksdb.sh
 export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
@@ -27,20 +37,28 @@ cargo build --release -p cairn-bench --features rocksdb
 BIN=target/release/cairn-bench
 
 mkdir -p "$OUT"
+dirs=()
+for t in $THREADS; do
+  for w in $WORKLOADS; do
+    dir="$OUT/$w"
+    if [ "$THREADS" != 1 ]; then dir="$OUT/t$t/$w"; fi
+    echo "== $w, $t thread(s) =="
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086
+    "$BIN" compare --engines "$ENGINES" --workload "$w" --records "$RECORDS" --ops "$OPS" \
+      --threads "$t" --repeat "$REPEAT" $BUDGET $EXTRA --out "$dir" \
+      || { echo "workload $w failed" >&2; exit 1; }
+    dirs+=("$dir")
+  done
+done
 summary="$OUT/summary.md"
 {
   echo "# cairn-bench summary"
   echo
-  echo "records=$RECORDS ops=$OPS engines=$ENGINES budget: $BUDGET $EXTRA"
+  echo "records=$RECORDS ops=$OPS runs=$REPEAT threads=$THREADS engines=$ENGINES"
+  echo "budget: $BUDGET $EXTRA; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo
+  "$BIN" summary "${dirs[@]}"
 } >"$summary"
-for w in $WORKLOADS; do
-  echo "== $w =="
-  mkdir -p "$OUT/$w"
-  # shellcheck disable=SC2086
-  "$BIN" compare --engines "$ENGINES" --workload "$w" --records "$RECORDS" --ops "$OPS" \
-    $BUDGET $EXTRA --out "$OUT/$w" | tee "$OUT/$w/table.md.tmp" || { echo "workload $w failed" >&2; exit 1; }
-  { echo "## $w"; echo; cat "$OUT/$w/table.md.tmp"; echo; } >>"$summary"
-  rm -f "$OUT/$w/table.md.tmp"
-done
+cat "$summary"
 echo "summary: $summary"

@@ -9,6 +9,16 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace "$@"
 
+# The RocksDB peer of cairn-bench (the benchmark's other engine): Debian's librocksdb,
+# installed by the setup script; CAIRN_SKIP_ROCKSDB=1 leaves it out on a machine without
+# apt-get.
+if [ -z "${CAIRN_SKIP_ROCKSDB:-}" ]; then
+  bash crates/cairn-bench/scripts/setup-rocksdb.sh
+  export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
+  cargo clippy -p cairn-bench --features rocksdb --all-targets -- -D warnings
+  cargo test -p cairn-bench --features rocksdb "$@"
+fi
+
 # Python: package `cairn` in python/ (the engine bindings, crates/cairn-py, and the offline
 # learners), tested from the source tree with its compiled module built in place.
 # shellcheck source=scripts/pyenv.sh

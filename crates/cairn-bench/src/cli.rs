@@ -30,6 +30,10 @@ pub enum Command {
     /// Run several engines one after another, each in its own child process, on the same
     /// op stream; print a markdown table with ratios against the first engine.
     Compare(CompareArgs),
+    /// One table over several `compare` directories (scripts/bench.sh): each engine
+    /// against the first, median throughput with its range, bytes read per op, write
+    /// amplification, disk size, peak RSS and stall time.
+    Summary(crate::summary::SummaryArgs),
     /// AC-Key's experiments (Figs. 7-13, Table 2, fixed splits): every point with every
     /// engine; a markdown summary per figure and the Fig. 12 plot.
     Sweep(Box<crate::sweep::SweepArgs>),
@@ -106,6 +110,15 @@ pub struct CompareArgs {
     /// start, but peak RSS then accumulates across engines).
     #[arg(long)]
     pub in_process: bool,
+    /// Runs per engine. Rounds alternate the engine order (listed, then reversed, ...), and
+    /// the tables show each engine's median run with the range over all runs
+    /// (scripts/bench.sh: 3; README's tables: 5).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub repeat: u32,
+    /// Skip the untimed pass that gives RocksDB's I/O and cache counters (RocksDB is timed
+    /// without statistics; without the pass its counter columns stay empty).
+    #[arg(long)]
+    pub no_counters_pass: bool,
 }
 
 /// Leaper's experiments: the access statistics' slot, the invalidation metric's T, and
@@ -251,9 +264,10 @@ pub struct WorkloadArgs {
     /// The stream is identical across engines; with > 1 thread the interleaving is not.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Timeline sampling period in milliseconds.
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
-    pub timeline_ms: u64,
+    /// Timeline sampling period in milliseconds [default: 100, so short runs plot; 1000
+    /// for leaper-* and awpi-* workloads, whose window metrics are per second].
+    #[arg(long, value_name = "MS")]
+    pub timeline_ms: Option<u64>,
     /// Hotset distribution (ac-key-default, or --distribution hotset): fraction of the keys
     /// that are hot, scattered over the key space.
     #[arg(long, default_value_t = crate::workload::default_hot_keys(), value_name = "FRACTION")]
@@ -266,9 +280,15 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = crate::workload::default_scan_ratio(), value_name = "FRACTION")]
     pub scan_ratio: f64,
     /// After the load, wait until the engine reports no flush or compaction running
-    /// (at most 10 minutes), so the measured phase starts from a settled tree.
-    #[arg(long)]
+    /// (at most 10 minutes), so the measured phase starts from a settled tree. The
+    /// default except for leaper-* workloads (about background work); kept for old
+    /// command lines.
+    #[arg(long, conflicts_with = "no_settle")]
     pub settle: bool,
+    /// Start the measured phase right after the load's last flush, with compactions of
+    /// the load possibly still running.
+    #[arg(long)]
+    pub no_settle: bool,
     /// Ops of the stream run unmeasured before the measured --ops (the part Leaper's
     /// learner trains on; every engine runs it, then the harness waits for background
     /// work to finish) [default: 0; leaper-* workloads: --warmup-secs 20].
@@ -350,6 +370,14 @@ pub struct BudgetArgs {
     /// K = T entries follow it; other K entries are clamped to it.
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(2..=64))]
     pub size_ratio: Option<u64>,
+    /// Memtables per engine, the active one included, before writes wait for a flush
+    /// (cairn's max_write_buffers, RocksDB's max_write_buffer_number).
+    #[arg(long, default_value_t = crate::engines::default_memtables() as u64, value_parser = clap::value_parser!(u64).range(2..=64))]
+    pub memtables: u64,
+    /// Keep RocksDB's statistics on while it is timed (they cost it time; by default
+    /// `compare` reads its counters from a separate untimed pass instead).
+    #[arg(long)]
+    pub rocksdb_statistics: bool,
     /// Operations per mission (RusKey): the run JSON then has a per-mission series
     /// (`missions`), and cairn's tuner uses it [default: 50000; the series is written for
     /// multi-phase workloads even without this flag].
@@ -379,6 +407,8 @@ impl BudgetArgs {
             level1_bytes: self.level1_bytes.map(|b| b as u64),
             size_ratio: self.size_ratio.map(|t| t as usize),
             mission_ops: self.mission_ops,
+            memtables: self.memtables as usize,
+            rocksdb_statistics: self.rocksdb_statistics,
             ..BenchConfig::default()
         }
     }
@@ -388,6 +418,14 @@ impl BudgetArgs {
 pub const DEFAULT_RECORDS: u64 = 100_000;
 
 impl WorkloadArgs {
+    /// --timeline-ms, or its default for the workload.
+    pub fn timeline_ms(&self) -> u64 {
+        self.timeline_ms.unwrap_or_else(|| match self.workload {
+            Some(w) if w.is_leaper() || w.is_awpi() => 1000,
+            _ => 100,
+        })
+    }
+
     /// --records, or its default.
     pub fn records(&self) -> u64 {
         self.records.unwrap_or(DEFAULT_RECORDS)
@@ -476,7 +514,7 @@ impl WorkloadArgs {
             hot_keys: self.hot_keys,
             hot_ops: self.hot_ops,
             scan_ratio: self.scan_ratio,
-            settle: self.settle,
+            settle: self.settle || (!self.no_settle && !workload.is_leaper()),
             warmup_ops,
             warmup_secs,
             read_share: self.read_share,

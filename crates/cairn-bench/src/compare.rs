@@ -4,7 +4,7 @@
 use crate::cli::{CompareArgs, RunArgs};
 use crate::engines::{BenchConfig, EngineName, DEFAULT_INVALIDATION_WINDOW_MS};
 use crate::measure::timeline::{self, TimelineRow};
-use crate::report::json::RunResult;
+use crate::report::json::{Repeats, RunResult};
 use crate::report::{markdown, plots};
 use crate::runner::{self, RunRequest};
 use crate::workload::WorkloadSpec;
@@ -92,7 +92,7 @@ pub fn run_cmd(a: &RunArgs) -> Result<()> {
         spec,
         data_dir: a.budget.db_dir.clone(),
         keep_data: a.budget.keep_db,
-        timeline_period_ms: a.workload.timeline_ms,
+        timeline_period_ms: a.workload.timeline_ms(),
         leaper: a.leaper.settings(),
         window_source: None,
         salsm: a.salsm.settings(
@@ -197,7 +197,7 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
         config: cfg.clone(),
         data_dir: a.budget.db_dir.clone(),
         keep_data: a.budget.keep_db,
-        timeline_period_ms: a.workload.timeline_ms,
+        timeline_period_ms: a.workload.timeline_ms(),
         leaper: a.leaper.settings(),
         window_source: source,
         salsm: a.salsm.settings(a.leaper.python.clone(), Some(&a.out)),
@@ -221,7 +221,7 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
         )?;
         eprintln!("{}", summary_line(&r));
         pin_warmup(&mut spec, &r);
-        let t = window_from(&r, a.workload.timeline_ms);
+        let t = window_from(&r, a.workload.timeline_ms());
         let desc = match t {
             Some(_) => format!(
                 "median hit-ratio recovery of {} ({} jobs; calibration run)",
@@ -245,25 +245,70 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
             done[i] = Some((r, rows));
         }
     }
+    // Rounds alternate the order (listed, reversed, listed, ...) so no engine always
+    // runs first, on a cooler machine or a colder page cache.
+    let rounds = a.repeat.max(1) as usize;
+    let n = engines.len();
+    let mut runs: Vec<Vec<(RunResult, Vec<TimelineRow>, usize)>> = vec![Vec::new(); n];
+    for round in 0..rounds {
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..n).collect()
+        } else {
+            (0..n).rev().collect()
+        };
+        for (pos, &i) in order.iter().enumerate() {
+            if let Some((r, rows)) = done[i].take() {
+                runs[i].push((r, rows, pos));
+                continue;
+            }
+            let engine = &engines[i];
+            let req = request(engine, &spec, &cfg, source.clone());
+            let stem = match rounds {
+                1 => stems[i].clone(),
+                _ => format!("{}.run{}", stems[i], round + 1),
+            };
+            let label = match rounds {
+                1 => String::new(),
+                _ => format!(" (run {}/{rounds})", round + 1),
+            };
+            eprintln!("running {engine} on {}{label} ...", spec.workload.name());
+            let (r, rows) = run_one(&req, &a.out, &stem, a.in_process)?;
+            eprintln!("{}", summary_line(&r));
+            pin_warmup(&mut spec, &r);
+            runs[i].push((r, rows, pos));
+        }
+    }
     let mut results = Vec::new();
     let mut timelines = Vec::new();
-    for ((engine, stem), prior) in engines.iter().zip(&stems).zip(done) {
-        let (mut result, rows) = match prior {
-            Some(x) => x,
-            None => {
-                let req = request(engine, &spec, &cfg, source.clone());
-                eprintln!("running {engine} on {} ...", spec.workload.name());
-                let (r, rows) = run_one(&req, &a.out, stem, a.in_process)?;
-                pin_warmup(&mut spec, &r);
-                (r, rows)
-            }
-        };
+    for (i, engine_runs) in runs.into_iter().enumerate() {
+        let (mut result, rows) = pick_median(engine_runs);
+        if needs_counters_pass(&engines[i], &cfg) && !a.no_counters_pass {
+            // RocksDB was timed without statistics; its counters come from one more run
+            // of the same stream with them on, not timed.
+            let mut with_stats = cfg.clone();
+            with_stats.rocksdb_statistics = true;
+            let req = request(&engines[i], &spec, &with_stats, source.clone());
+            eprintln!(
+                "running {} on {} for its counters (untimed) ...",
+                engines[i],
+                spec.workload.name()
+            );
+            let (c, _) = run_one(
+                &req,
+                &a.out,
+                &format!("{}.counters", stems[i]),
+                a.in_process,
+            )?;
+            take_counters(&mut result, &c);
+        }
         if a.in_process && !results.is_empty() {
             result.rss_note = "in-process compare: VmHWM is the peak of this process so far, \
                                earlier engines included; compare rss_at_open_bytes"
                 .to_string();
         }
-        eprintln!("{}", summary_line(&result));
+        if rounds > 1 {
+            eprintln!("median: {}", summary_line(&result));
+        }
         timelines.push((result.engine.clone(), rows));
         results.push(result);
     }
@@ -275,6 +320,52 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
     }
     eprintln!("report: {}", report.display());
     Ok(())
+}
+
+/// The run with the median throughput (the lower middle for an even count), carrying every
+/// run's figures in `repeats` when there was more than one.
+pub fn pick_median(
+    mut runs: Vec<(RunResult, Vec<TimelineRow>, usize)>,
+) -> (RunResult, Vec<TimelineRow>) {
+    let repeats = Repeats {
+        ops_per_sec: runs.iter().map(|r| r.0.ops_per_sec).collect(),
+        position: runs.iter().map(|r| r.2).collect(),
+        settled_ops_per_sec: runs
+            .iter()
+            .filter_map(|r| r.0.settled_ops_per_sec)
+            .collect(),
+        cpu_us_per_op: runs
+            .iter()
+            .filter_map(|r| r.0.cpu_ms_per_op().map(|x| x * 1e3))
+            .collect(),
+        stall_seconds: runs.iter().map(|r| r.0.stall_seconds).collect(),
+    };
+    let many = runs.len() > 1;
+    let mut by_speed: Vec<usize> = (0..runs.len()).collect();
+    by_speed.sort_by(|&x, &y| runs[x].0.ops_per_sec.total_cmp(&runs[y].0.ops_per_sec));
+    let mid = by_speed[(by_speed.len() - 1) / 2];
+    let (mut r, rows, _) = runs.swap_remove(mid);
+    if many {
+        r.repeats = Some(repeats);
+    }
+    (r, rows)
+}
+
+/// Engines timed without their counters (RocksDB without statistics).
+pub fn needs_counters_pass(engine: &EngineName, cfg: &BenchConfig) -> bool {
+    matches!(engine, EngineName::Rocksdb) && !cfg.rocksdb_statistics
+}
+
+/// Copies the I/O, cache and write-amplification figures of an untimed pass `c` into
+/// the timed result `r`.
+pub fn take_counters(r: &mut RunResult, c: &RunResult) {
+    r.storage = c.storage;
+    r.cache = c.cache;
+    r.write_amplification = c.write_amplification;
+    r.flush_bytes_written = c.flush_bytes_written;
+    r.compaction_bytes_written = c.compaction_bytes_written;
+    r.load.storage = c.load.storage;
+    r.counters_source = "a separate untimed pass of the same stream with statistics on".into();
 }
 
 /// After a run with a time-bounded warm-up, the others run its warm-up op count.

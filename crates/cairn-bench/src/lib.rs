@@ -11,5 +11,6 @@ pub mod rng;
 pub mod runner;
 pub mod ruskey;
 pub mod salsm;
+pub mod summary;
 pub mod sweep;
 pub mod workload;

@@ -13,6 +13,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Run(a) => compare::run_cmd(&a),
         Command::Compare(a) => compare::compare_cmd(&a),
+        Command::Summary(a) => cairn_bench::summary::summary_cmd(&a),
         Command::Sweep(a) => cairn_bench::sweep::sweep_cmd(&a),
         Command::LeaperSummary(a) => cairn_bench::leaper::summary::summary_cmd(&a),
         Command::RuskeySummary(a) => cairn_bench::ruskey::summary_cmd(&a),

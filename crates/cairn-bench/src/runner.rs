@@ -349,29 +349,55 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let t0 = Instant::now();
     let tracker = mission_ops.map(|m| Missions::new(m, Some(engine.as_ref()), t0));
     let missions = tracker.as_ref();
-    let (lat, bg, rows) = std::thread::scope(|s| -> Result<_> {
+    let (lat, bg, rows, last_op, settled) = std::thread::scope(|s| -> Result<_> {
         let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0));
         let result = (|| -> Result<(OpLatencies, Option<OpLatencies>)> {
             if spec.workload.is_fill() {
-                let mut lat = OpLatencies::default();
-                let mut kbuf = vec![0u8; spec.key_size];
-                let mut vrng = Rng::derive(spec.seed, 0x5123);
-                for (i, &idx) in order.iter().enumerate() {
-                    let op = Op {
-                        kind: OpKind::Insert,
-                        key: idx,
-                        len: spec.value_size.draw(&mut vrng),
-                        phase: 0,
-                    };
-                    let class = OpClass {
-                        write: true,
-                        tail: i as u64 >= spec.records / 2,
-                    };
-                    timed(&ctx, &op, &mut kbuf, 0, &mut lat, class, None, &live)?;
-                    if (i as u64).is_multiple_of(PROGRESS_BATCH) {
-                        pb.set_position(i as u64);
+                // The records in load order, dealt round-robin to the writer threads
+                // (db_bench's --threads: group commit gets concurrent writers).
+                let threads = spec.threads.max(1);
+                let lens: Vec<usize> = {
+                    let mut vrng = Rng::derive(spec.seed, 0x5123);
+                    order
+                        .iter()
+                        .map(|_| spec.value_size.draw(&mut vrng))
+                        .collect()
+                };
+                let lat = std::thread::scope(|s2| -> Result<OpLatencies> {
+                    let workers: Vec<_> = (0..threads)
+                        .map(|t| {
+                            let (ctx, live, pb, order, lens) = (&ctx, &live, &pb, &order, &lens);
+                            s2.spawn(move || -> Result<OpLatencies> {
+                                let mut lat = OpLatencies::default();
+                                let mut kbuf = vec![0u8; spec.key_size];
+                                let mine = (t..order.len()).step_by(threads);
+                                let share = mine.len();
+                                for (n, i) in mine.enumerate() {
+                                    let op = Op {
+                                        kind: OpKind::Insert,
+                                        key: order[i],
+                                        len: lens[i],
+                                        phase: 0,
+                                    };
+                                    let class = OpClass {
+                                        write: true,
+                                        tail: n >= share / 2,
+                                    };
+                                    timed(ctx, &op, &mut kbuf, 0, &mut lat, class, None, live)?;
+                                    if (n as u64 + 1).is_multiple_of(PROGRESS_BATCH) {
+                                        pb.inc(PROGRESS_BATCH);
+                                    }
+                                }
+                                Ok(lat)
+                            })
+                        })
+                        .collect();
+                    let mut lat = OpLatencies::default();
+                    for w in workers {
+                        lat.merge(&w.join().expect("fill worker panicked")?);
                     }
-                }
+                    Ok(lat)
+                })?;
                 return Ok((lat, None));
             }
             let done = std::sync::atomic::AtomicBool::new(false);
@@ -448,12 +474,22 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                 }
             })
         })();
+        let last_op = Instant::now();
+        // A write-only run's work is not done at its last write: time the flushes and
+        // compactions it caused too (the timeline keeps sampling them).
+        let settled = match &result {
+            Ok(_) if spec.workload.is_fill() || spec.workload == WorkloadName::Overwrite => {
+                engine.flush().map(|()| Some(settle(engine.as_ref())))
+            }
+            _ => Ok(None),
+        };
         live.stop.store(true, std::sync::atomic::Ordering::Release);
         let rows = sampler.join().expect("sampler panicked");
         let (lat, bg) = result?;
-        Ok((lat, bg, rows))
+        Ok((lat, bg, rows, last_op, settled?))
     })?;
-    let seconds = t0.elapsed().as_secs_f64();
+    let seconds = last_op.duration_since(t0).as_secs_f64();
+    let settled_seconds = settled.map(|t| t.duration_since(t0).as_secs_f64());
     pb.finish_and_clear();
     let cpu = CpuTime::now().since(&cpu0);
     let c1 = engine.counters();
@@ -555,6 +591,11 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             } else {
                 0.0
             },
+            settled_seconds,
+            settled_ops_per_sec: settled_seconds.filter(|s| *s > 0.0).map(|s| ops as f64 / s),
+            stall_seconds: d.stall_micros as f64 / 1e6,
+            counters_source: counters_source(&req.engine, &req.config).to_string(),
+            repeats: None,
             latency_us: summarize(&lat.all),
             per_op_latency_us: per_op,
             latency_cdf_us: cdf(&lat.all),
@@ -600,6 +641,16 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         },
         rows,
     ))
+}
+
+/// Where a run's I/O and cache counters come from (RocksDB without statistics has none).
+pub fn counters_source(engine: &EngineName, cfg: &BenchConfig) -> &'static str {
+    match engine {
+        EngineName::Rocksdb if cfg.rocksdb_statistics => "rocksdb statistics (timed with them on)",
+        EngineName::Rocksdb => "none: statistics off while timed",
+        EngineName::Btree => "none: in memory",
+        EngineName::Cairn { .. } => "cairn's own counters (always on)",
+    }
 }
 
 /// Runs each generator's warm-up ops, untimed, one thread per generator, for at most
@@ -699,19 +750,31 @@ pub fn invalidation_summary(
     }
 }
 
-/// Waits until the engine reports no background work in several polls in a row (a
-/// compaction can start right after another ends), or 10 minutes pass.
-pub(crate) fn settle(engine: &dyn Engine) {
+/// How long the engine must report no background work to count as settled (a
+/// compaction can start right after another ends).
+const QUIET: Duration = Duration::from_millis(300);
+
+/// Waits until the engine reports no flush or compaction for [`QUIET`], or 10 minutes
+/// pass; returns when the quiet began (when the last job was last seen running), so
+/// the wait itself is not counted as work.
+pub(crate) fn settle(engine: &dyn Engine) -> Instant {
     let deadline = Instant::now() + Duration::from_secs(600);
-    let mut quiet = 0;
-    while quiet < 5 && Instant::now() < deadline {
+    let mut quiet_since: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
         let c = engine.counters();
-        quiet = if c.flushes_running + c.compactions_running == 0 {
-            quiet + 1
+        if c.flushes_running + c.compactions_running == 0 {
+            let since = *quiet_since.get_or_insert(now);
+            if now.duration_since(since) >= QUIET {
+                return since;
+            }
         } else {
-            0
-        };
-        std::thread::sleep(Duration::from_millis(100));
+            quiet_since = None;
+        }
+        if now >= deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -347,7 +347,7 @@ pub fn sweep_cmd(a: &SweepArgs) -> Result<()> {
                     config: point.config.clone(),
                     data_dir: a.budget.db_dir.clone(),
                     keep_data: a.budget.keep_db,
-                    timeline_period_ms: a.workload.timeline_ms,
+                    timeline_period_ms: a.workload.timeline_ms(),
                     leaper: Default::default(),
                     window_source: None,
                     salsm: Default::default(),

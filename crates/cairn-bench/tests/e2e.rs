@@ -191,15 +191,90 @@ fn compare_runs_children_and_reports_ratios() {
     let report = std::fs::read_to_string(tmp.path().join("report.md")).unwrap();
     assert!(report.contains("Ratios to the first engine"));
     assert!(report.contains("![throughput.png](throughput.png)"));
-    // Identical op stream: every engine found the same reads.
+    // Identical op stream: every engine found the same reads (RocksDB's untimed counters
+    // pass included).
     let found: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .flatten()
         .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         .map(|e| json(&e.path())["reads_found"].as_u64().unwrap())
         .collect();
-    assert_eq!(found.len(), list.len());
+    let rocks = usize::from(cfg!(feature = "rocksdb"));
+    assert_eq!(found.len(), list.len() + rocks);
     assert!(found.windows(2).all(|w| w[0] == w[1]), "{found:?}");
+    if rocks == 1 {
+        // Timed without statistics, its counters taken from the separate pass.
+        let r = json(&tmp.path().join("rocksdb.json"));
+        let c = json(&tmp.path().join("rocksdb.counters.json"));
+        assert!(c["cache"]["hits"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(r["cache"], c["cache"]);
+        assert!(r["counters_source"].as_str().unwrap().contains("separate"));
+        assert!(!r["config"]["rocksdb_statistics"].as_bool().unwrap());
+    }
+}
+
+#[test]
+fn repeats_alternate_the_order_and_report_the_median() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "compare",
+            "--engines",
+            "btree,cairn",
+            "--workload",
+            "fillrandom",
+        ])
+        .args([
+            "--records",
+            "4000",
+            "--repeat",
+            "3",
+            "--write-buffer-size",
+            "64K",
+        ])
+        .arg("--out")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("| runs | range ops/s |"), "{table}");
+    assert!(table.contains("| ops/s to settled |"), "{table}");
+    for (engine, order) in [("btree", [0, 1, 0]), ("cairn", [1, 0, 1])] {
+        let r = json(&tmp.path().join(format!("{engine}.json")));
+        let rep = &r["repeats"];
+        let rates: Vec<f64> = rep["ops_per_sec"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(rates.len(), 3, "{r}");
+        let mut sorted = rates.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(r["ops_per_sec"].as_f64().unwrap(), sorted[1], "{rates:?}");
+        let pos: Vec<u64> = rep["position"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
+        assert_eq!(pos, order);
+        for i in 1..=3 {
+            assert!(tmp.path().join(format!("{engine}.run{i}.json")).exists());
+        }
+        // Fills are also timed to the end of the background work they caused.
+        let settled = r["settled_seconds"].as_f64().unwrap();
+        assert!(settled >= r["seconds"].as_f64().unwrap(), "{r}");
+    }
+    // cairn's 4000 records in 64 KiB memtables flushed: its write amplification counts
+    // the flushes it waited for.
+    let c = json(&tmp.path().join("cairn.json"));
+    assert!(c["flush_bytes_written"].as_u64().unwrap() > 0, "{c}");
 }
 
 #[test]

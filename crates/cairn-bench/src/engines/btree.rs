@@ -28,8 +28,8 @@ impl Engine for BTreeEngine {
         Ok(())
     }
 
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.map.read().get(key).cloned())
+    fn get(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self.map.read().get(key).map(Vec::len))
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {

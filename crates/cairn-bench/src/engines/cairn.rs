@@ -157,6 +157,7 @@ impl CairnEngine {
         let jobs = Arc::new(JobLog::default());
         opts.listeners.push(jobs.clone());
         opts.write_buffer_size = cfg.write_buffer_size;
+        opts.max_write_buffers = cfg.memtables.max(2);
         opts.block_cache_bytes = cfg.cache_bytes;
         opts.bloom_bits_per_key = cfg.bloom_bits;
         opts.use_direct_reads = cfg.direct_io;
@@ -231,8 +232,8 @@ impl Engine for CairnEngine {
         Ok(self.db.put(&self.write_opts, key, value)?)
     }
 
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.db.get(key)?)
+    fn get(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self.db.get(key)?.map(|v| v.len()))
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
@@ -271,6 +272,7 @@ impl Engine for CairnEngine {
             invalidation_misses: s.prefetch.invalidation_misses,
             cold_read_ops: s.io.tier(1).read_ops,
             compaction_bytes_read: s.compaction_bytes_read,
+            stall_micros: s.stall_micros,
         }
     }
 

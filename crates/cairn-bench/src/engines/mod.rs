@@ -49,6 +49,19 @@ pub struct BenchConfig {
     /// the workload has several phases.
     #[serde(default)]
     pub mission_ops: Option<u64>,
+    /// Memtables, the active one included, before writes wait for a flush (cairn's
+    /// `max_write_buffers`, RocksDB's `max_write_buffer_number`).
+    #[serde(default = "default_memtables")]
+    pub memtables: usize,
+    /// RocksDB keeps statistics (tickers and timers) while it runs. Off for timed runs:
+    /// `compare` then takes RocksDB's counters from a separate, untimed pass.
+    #[serde(default)]
+    pub rocksdb_statistics: bool,
+}
+
+/// RocksDB's default `max_write_buffer_number`, given to both engines.
+pub fn default_memtables() -> usize {
+    2
 }
 
 /// RusKey's mission size (section 7: 50,000 operations).
@@ -112,6 +125,8 @@ impl Default for BenchConfig {
             level1_bytes: None,
             size_ratio: None,
             mission_ops: None,
+            memtables: default_memtables(),
+            rocksdb_statistics: false,
         }
     }
 }
@@ -141,6 +156,9 @@ pub struct EngineCounters {
     /// Bytes read by compactions.
     #[serde(default)]
     pub compaction_bytes_read: u64,
+    /// Time writers spent stalled or slowed down by background work, in microseconds.
+    #[serde(default)]
+    pub stall_micros: u64,
 }
 
 impl EngineCounters {
@@ -171,6 +189,7 @@ impl EngineCounters {
             compaction_bytes_read: self
                 .compaction_bytes_read
                 .saturating_sub(earlier.compaction_bytes_read),
+            stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
         }
     }
 }
@@ -320,7 +339,10 @@ pub trait Engine: Send + Sync {
     where
         Self: Sized;
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// The value's length, or None when the key is absent. Engines read the value without
+    /// handing it out (RocksDB through `get_pinned`), so no engine pays for a copy it
+    /// need not make.
+    fn get(&self, key: &[u8]) -> Result<Option<usize>>;
     fn delete(&self, key: &[u8]) -> Result<()>;
     /// Reads up to `n` entries starting at the first key >= `start`; returns how many.
     fn scan(&self, start: &[u8], n: usize) -> Result<usize>;

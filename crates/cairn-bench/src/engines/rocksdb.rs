@@ -1,10 +1,14 @@
 //! RocksDB (Debian's librocksdb 7.8 through the `rocksdb` 0.20 crate), configured to the
-//! same budget as cairn. Counters come from its statistics ticker dump, because 0.20
-//! exposes no per-ticker getter.
+//! same budget as cairn. Timed runs keep no statistics (`BenchConfig::rocksdb_statistics`
+//! off): the gauges and the stall time then come from DB properties, and `compare` takes
+//! the I/O and cache counters from a separate untimed pass that keeps statistics (parsed
+//! from the ticker dump, because 0.20 exposes no per-ticker getter).
 
 use super::{BenchConfig, Engine, EngineCounters};
 use anyhow::{Context, Result};
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteOptions, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions, WriteOptions, DB,
+};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -12,6 +16,9 @@ pub struct RocksEngine {
     db: DB,
     opts: Options,
     write_opts: WriteOptions,
+    /// One ReadOptions for every read, as an application that cares would keep.
+    read_opts: ReadOptions,
+    statistics: bool,
     // Keeps the shared block cache alive as long as the DB.
     _cache: Cache,
 }
@@ -25,6 +32,7 @@ impl Engine for RocksEngine {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.set_write_buffer_size(cfg.write_buffer_size);
+        opts.set_max_write_buffer_number(cfg.memtables.max(2) as i32);
         if let Some(b) = cfg.level1_bytes {
             opts.set_max_bytes_for_level_base(b);
         }
@@ -36,7 +44,9 @@ impl Engine for RocksEngine {
         opts.set_use_direct_reads(cfg.direct_io);
         opts.set_use_direct_io_for_flush_and_compaction(cfg.direct_io);
         opts.set_block_based_table_factory(&table);
-        opts.enable_statistics();
+        if cfg.rocksdb_statistics {
+            opts.enable_statistics();
+        }
         let db = DB::open(&opts, dir)
             .with_context(|| format!("opening rocksdb in {}", dir.display()))?;
         let mut write_opts = WriteOptions::default();
@@ -45,6 +55,8 @@ impl Engine for RocksEngine {
             db,
             opts,
             write_opts,
+            read_opts: ReadOptions::default(),
+            statistics: cfg.rocksdb_statistics,
             _cache: cache,
         })
     }
@@ -53,8 +65,11 @@ impl Engine for RocksEngine {
         Ok(self.db.put_opt(key, value, &self.write_opts)?)
     }
 
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.db.get(key)?)
+    fn get(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self
+            .db
+            .get_pinned_opt(key, &self.read_opts)?
+            .map(|v| std::hint::black_box(v.len())))
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
@@ -79,9 +94,24 @@ impl Engine for RocksEngine {
     }
 
     fn counters(&self) -> EngineCounters {
+        let prop = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
+        let stall_micros = self
+            .db
+            .property_value("rocksdb.dbstats")
+            .ok()
+            .flatten()
+            .and_then(|s| cumulative_stall_micros(&s))
+            .unwrap_or(0);
+        if !self.statistics {
+            return EngineCounters {
+                flushes_running: prop("rocksdb.num-running-flushes"),
+                compactions_running: prop("rocksdb.num-running-compactions"),
+                stall_micros,
+                ..Default::default()
+            };
+        }
         let stats = parse_statistics(&self.opts.get_statistics().unwrap_or_default());
         let c = |name: &str| stats.get(name).copied().unwrap_or(0);
-        let prop = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
         let (flush_w, compact_w, wal_w) = (
             c("rocksdb.flush.write.bytes"),
             c("rocksdb.compact.write.bytes"),
@@ -104,6 +134,8 @@ impl Engine for RocksEngine {
             compactions_running: prop("rocksdb.num-running-compactions"),
             // Leaper's metric is cairn's own count; RocksDB has none.
             invalidation_misses: 0,
+            compaction_bytes_read: c("rocksdb.compact.read.bytes"),
+            stall_micros,
             ..Default::default()
         }
     }
@@ -113,6 +145,20 @@ impl Engine for RocksEngine {
         drop(self);
         Ok(())
     }
+}
+
+/// The `Cumulative stall: HH:MM:SS.mmm H:M:S` line of RocksDB's DB stats, in microseconds
+/// (kept without statistics: it is the write controller's own tally).
+pub fn cumulative_stall_micros(dbstats: &str) -> Option<u64> {
+    let line = dbstats
+        .lines()
+        .find(|l| l.trim_start().starts_with("Cumulative stall:"))?;
+    let hms = line.split(':').skip(1).collect::<Vec<_>>();
+    // "Cumulative stall" ":" "00" ":" "00" ":" "0.123 H" ...
+    let h: f64 = hms.first()?.trim().parse().ok()?;
+    let m: f64 = hms.get(1)?.trim().parse().ok()?;
+    let s: f64 = hms.get(2)?.split_whitespace().next()?.parse().ok()?;
+    Some(((h * 3600.0 + m * 60.0 + s) * 1e6).round() as u64)
 }
 
 /// Parses RocksDB's statistics dump: `name COUNT : n` tickers become `name`, and
@@ -147,6 +193,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn parses_the_cumulative_stall() {
+        let dbstats = "** DB Stats **\nUptime(secs): 1.0 total, 1.0 interval\n\
+                       Cumulative writes: 10 writes, 10 keys\n\
+                       Cumulative stall: 00:01:2.500 H:M:S, 3.1 percent\n\
+                       Interval stall: 00:00:0.000 H:M:S, 0.0 percent\n";
+        assert_eq!(cumulative_stall_micros(dbstats), Some(62_500_000));
+        assert_eq!(cumulative_stall_micros("nothing"), None);
+    }
+
+    #[test]
     fn parses_tickers_and_histograms() {
         let dump = "rocksdb.block.cache.miss COUNT : 12\n\
                     rocksdb.sst.read.micros P50 : 1.5 P95 : 3.0 P99 : 4.0 P100 : 9.0 COUNT : 77 SUM : 130\n";
@@ -164,6 +220,7 @@ mod tests {
         let cfg = BenchConfig {
             write_buffer_size: 256 << 10,
             cache_bytes: 64 << 10,
+            rocksdb_statistics: true,
             ..Default::default()
         };
         let e = RocksEngine::open(dir.path(), &cfg).unwrap();
@@ -193,6 +250,21 @@ mod tests {
         assert!(c.read_ops > 0 && c.read_bytes > 0, "{c:?}");
         assert!(c.cache_hits > 0 && c.cache_misses > 0, "{c:?}");
         assert!(c.write_ops > 0, "{c:?}");
+        assert!(c.compaction_bytes_read > 0, "{c:?}");
+        Box::new(e).close().unwrap();
+        // Without statistics the gauges and the stall tally still come from properties.
+        let dir = tempfile::tempdir().unwrap();
+        let e = RocksEngine::open(dir.path(), &BenchConfig::default()).unwrap();
+        e.put(b"k", b"v").unwrap();
+        assert_eq!(e.get(b"k").unwrap(), Some(1));
+        assert!(e.opts.get_statistics().is_none());
+        let c = e.counters();
+        assert_eq!((c.read_bytes, c.cache_hits), (0, 0), "{c:?}");
+        assert!(e
+            .db
+            .property_value("rocksdb.dbstats")
+            .unwrap()
+            .is_some_and(|s| s.contains("Cumulative stall")));
         Box::new(e).close().unwrap();
     }
 }

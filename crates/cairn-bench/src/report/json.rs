@@ -124,8 +124,25 @@ pub struct RunResult {
     pub records: u64,
     /// Operations in the measured phase (foreground only; see `background_write_ops`).
     pub ops: u64,
+    /// Seconds from the first to the last operation of the measured phase.
     pub seconds: f64,
     pub ops_per_sec: f64,
+    /// Write-only workloads (fills, overwrite): seconds from the first write until the flushes and compactions the
+    /// writes caused had finished, and the throughput over that span.
+    #[serde(default)]
+    pub settled_seconds: Option<f64>,
+    #[serde(default)]
+    pub settled_ops_per_sec: Option<f64>,
+    /// Seconds writers were stalled or slowed by background work in the measured phase
+    /// (and, for fills, until settled).
+    #[serde(default)]
+    pub stall_seconds: f64,
+    /// Where `storage`, `cache` and the write amplification come from.
+    #[serde(default)]
+    pub counters_source: String,
+    /// `compare --repeat R`: every run's figures; this record is the median run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
     /// All foreground ops together.
     pub latency_us: LatencySummary,
     /// Per op type: read, scan, update, insert, rmw, and background_update for the
@@ -258,6 +275,52 @@ pub struct InvalidationSummary {
     pub recoveries: usize,
 }
 
+/// One engine's repeated runs of a workload (`compare --repeat`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Repeats {
+    /// Throughput of each run, in run order.
+    pub ops_per_sec: Vec<f64>,
+    /// The engine's place in each round's order (0: ran first).
+    pub position: Vec<usize>,
+    /// Fill workloads: throughput to the end of background work, per run.
+    #[serde(default)]
+    pub settled_ops_per_sec: Vec<f64>,
+    /// CPU microseconds per op (all threads), per run.
+    #[serde(default)]
+    pub cpu_us_per_op: Vec<f64>,
+    /// Stall seconds per run.
+    #[serde(default)]
+    pub stall_seconds: Vec<f64>,
+}
+
+/// Median of `xs` (the mean of the middle two for an even count); None when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+impl Repeats {
+    /// (min, max) throughput.
+    pub fn range(&self) -> (f64, f64) {
+        let min = self
+            .ops_per_sec
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let max = self.ops_per_sec.iter().copied().fold(0.0, f64::max);
+        (min, max)
+    }
+}
+
 impl RunResult {
     /// Storage reads per operation in the measured phase: the foreground reads when the
     /// engine reports them (compactions excluded), else every storage read.
@@ -269,7 +332,7 @@ impl RunResult {
         (self.ops > 0).then(|| reads as f64 / self.ops as f64)
     }
 
-    /// CPU seconds per thousand operations.
+    /// CPU milliseconds per operation (seconds per thousand).
     pub fn cpu_ms_per_op(&self) -> Option<f64> {
         (self.ops > 0).then(|| self.cpu.total_s() * 1e3 / self.ops as f64)
     }

@@ -39,27 +39,80 @@ fn ratio(x: f64, base: f64) -> String {
     }
 }
 
-/// The main table printed by `compare`; ratios are against `results[0]`.
+/// The main table printed by `compare`; ratios are against `results[0]`. With repeated
+/// runs, ops/s is the median run's and `range` spans all runs; fills add the throughput to
+/// the end of the background work they caused.
 pub fn table(results: &[RunResult]) -> String {
-    let mut s = String::new();
+    let repeated = results.iter().any(|r| r.repeats.is_some());
+    let fill = results.iter().any(|r| r.settled_ops_per_sec.is_some());
+    let mut s = String::from("| engine | ops/s | vs first |");
+    let mut rule = String::from("|---|---:|---:|");
+    if repeated {
+        s.push_str(" runs | range ops/s |");
+        rule.push_str("---:|---:|");
+    }
+    if fill {
+        s.push_str(" ops/s to settled | vs first |");
+        rule.push_str("---:|---:|");
+    }
     s.push_str(
-        "| engine | ops/s | vs first | p50 us | p95 us | p99 us | p99.9 us | read B/op | write B/op | write amp | disk MiB | cache hit | peak RSS MiB |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        " p50 us | p95 us | p99 us | p99.9 us | CPU us/op | stall s | read B/op | write B/op | write amp | disk MiB | cache hit | peak RSS MiB |\n",
     );
+    rule.push_str("---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str(&rule);
     let base = results.first().map_or(0.0, |r| r.ops_per_sec);
+    let settled_base = results
+        .first()
+        .and_then(|r| r.settled_ops_per_sec)
+        .unwrap_or(0.0);
+    // RocksDB timed without statistics and no counters pass: nothing to show.
+    let counted = |r: &RunResult| !r.counters_source.starts_with("none: statistics off");
     for r in results {
-        let _ = writeln!(
+        let _ = write!(
             s,
-            "| {} | {:.0} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:.0} | {} |",
             r.engine,
             r.ops_per_sec,
-            ratio(r.ops_per_sec, base),
+            ratio(r.ops_per_sec, base)
+        );
+        if repeated {
+            match &r.repeats {
+                Some(rep) => {
+                    let (lo, hi) = rep.range();
+                    let _ = write!(s, " {} | {lo:.0}-{hi:.0} |", rep.ops_per_sec.len());
+                }
+                None => s.push_str(" 1 | - |"),
+            }
+        }
+        if fill {
+            let x = r.settled_ops_per_sec;
+            let _ = write!(
+                s,
+                " {} | {} |",
+                opt(x, 0),
+                x.map_or("-".into(), |x| ratio(x, settled_base))
+            );
+        }
+        let dash = || "-".to_string();
+        let _ = writeln!(
+            s,
+            " {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.2} | {} | {} | {} | {} | {} | {} |",
             r.latency_us.p50,
             r.latency_us.p95,
             r.latency_us.p99,
             r.latency_us.p999,
-            per_op(r.storage.read_bytes, r.ops),
-            per_op(r.storage.write_bytes, r.ops),
+            opt(r.cpu_ms_per_op().map(|x| x * 1e3), 1),
+            r.stall_seconds,
+            if counted(r) {
+                per_op(r.storage.read_bytes, r.ops)
+            } else {
+                dash()
+            },
+            if counted(r) {
+                per_op(r.storage.write_bytes, r.ops)
+            } else {
+                dash()
+            },
             opt(r.write_amplification, 2),
             mib(r.disk_bytes),
             r.cache
@@ -409,7 +462,8 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
     s.push_str(&counts_table(results));
     s.push_str(
         "\nNotes: storage I/O and cache numbers are for the measured phase as each engine counts \
-         them (RocksDB: statistics tickers; SST write ops are not counted by RocksDB). Write \
+         them (RocksDB: statistics tickers, from a separate untimed pass unless it was timed \
+         with --rocksdb-statistics; SST write ops are not counted by RocksDB). Write \
          amplification is storage bytes written over the whole run (load included) divided by \
          key+value bytes put. Peak RSS is per process; `compare` runs each engine in its own \
          process unless `--in-process` was given. OS columns are /proc/self/io deltas.\n",
