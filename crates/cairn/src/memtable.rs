@@ -105,103 +105,92 @@ impl Memtable {
     /// is in use when it moves past their position.
     pub fn iter(self: &Arc<Self>) -> MemtableIterator {
         MemtableIterator {
+            cur: None,
             mem: Arc::clone(self),
-            key: InternalKey(Vec::new()),
-            value: Vec::new(),
-            valid: false,
+            target: InternalKey(Vec::new()),
         }
     }
 }
 
-/// Where to position a [`MemtableIterator`] relative to its current key.
-#[derive(Clone, Copy)]
-enum Target {
-    First,
-    Last,
-    AtOrAfter,
-    After,
-    AtOrBefore,
-    Before,
-}
+type MapEntry<'a> = crossbeam_skiplist::map::Entry<'a, InternalKey, Box<[u8]>>;
 
-/// A cursor over a memtable. Skip-list entries borrow the map, so the cursor keeps a copy
-/// of the current entry and re-seeks from its key on each move (O(log n) per step).
+/// A cursor over a memtable. It holds the current skip-list entry, reference-counted, so
+/// a move is one step along the list (not a new search from the head) and the key and
+/// value are read in place.
 pub struct MemtableIterator {
+    // Declared first so it is dropped first: it borrows `mem`'s map.
+    cur: Option<MapEntry<'static>>,
     mem: Arc<Memtable>,
-    /// The current key when valid; the seek target while positioning.
-    key: InternalKey,
-    value: Vec<u8>,
-    valid: bool,
+    /// The seek target (kept to reuse its allocation).
+    target: InternalKey,
 }
 
 impl MemtableIterator {
-    fn position(&mut self, target: Target) {
-        let map = &self.mem.map;
-        let entry = match target {
-            Target::First => map.front(),
-            Target::Last => map.back(),
-            Target::AtOrAfter => map.lower_bound(Bound::Included(&self.key)),
-            Target::After => map.lower_bound(Bound::Excluded(&self.key)),
-            Target::AtOrBefore => map.upper_bound(Bound::Included(&self.key)),
-            Target::Before => map.upper_bound(Bound::Excluded(&self.key)),
-        };
-        self.valid = entry.is_some();
-        if let Some(e) = entry {
-            self.key.0.clear();
-            self.key.0.extend_from_slice(&e.key().0);
-            self.value.clear();
-            self.value.extend_from_slice(e.value());
-        }
+    /// Extends an entry's borrow of `self.mem.map` to the iterator's own lifetime.
+    fn hold(&self, e: Option<MapEntry<'_>>) -> Option<MapEntry<'static>> {
+        // SAFETY: the entry borrows the skip list inside `self.mem`, an `Arc` this
+        // iterator owns and never replaces, and `cur` is dropped before `mem` (field
+        // order), so the list outlives every entry held. Entries are reference-counted
+        // nodes, valid until released, and the memtable never removes entries.
+        e.map(|e| unsafe { std::mem::transmute::<MapEntry<'_>, MapEntry<'static>>(e) })
     }
 
-    fn seek_target(&mut self, ikey: &[u8], target: Target) {
-        self.key.0.clear();
-        self.key.0.extend_from_slice(ikey);
-        self.position(target);
+    fn seek_target(&mut self, ikey: &[u8], forward: bool) {
+        self.target.0.clear();
+        self.target.0.extend_from_slice(ikey);
+        let map = &self.mem.map;
+        let e = if forward {
+            map.lower_bound(Bound::Included(&self.target))
+        } else {
+            map.upper_bound(Bound::Included(&self.target))
+        };
+        // Release the old entry before taking the new one.
+        self.cur = None;
+        self.cur = self.hold(e);
     }
 }
 
 impl InternalIterator for MemtableIterator {
     fn valid(&self) -> bool {
-        self.valid
+        self.cur.is_some()
     }
 
     fn seek_to_first(&mut self) {
-        self.position(Target::First);
+        self.cur = None;
+        self.cur = self.hold(self.mem.map.front());
     }
 
     fn seek_to_last(&mut self) {
-        self.position(Target::Last);
+        self.cur = None;
+        self.cur = self.hold(self.mem.map.back());
     }
 
     fn seek(&mut self, ikey: &[u8]) {
-        self.seek_target(ikey, Target::AtOrAfter);
+        self.seek_target(ikey, true);
     }
 
     fn seek_for_prev(&mut self, ikey: &[u8]) {
-        self.seek_target(ikey, Target::AtOrBefore);
+        self.seek_target(ikey, false);
     }
 
     fn next(&mut self) {
-        if self.valid {
-            self.position(Target::After);
+        if let Some(e) = self.cur.take() {
+            self.cur = e.next();
         }
     }
 
     fn prev(&mut self) {
-        if self.valid {
-            self.position(Target::Before);
+        if let Some(e) = self.cur.take() {
+            self.cur = e.prev();
         }
     }
 
     fn key(&self) -> &[u8] {
-        debug_assert!(self.valid);
-        &self.key.0
+        self.cur.as_ref().map_or(&[], |e| &e.key().0)
     }
 
     fn value(&self) -> &[u8] {
-        debug_assert!(self.valid);
-        &self.value
+        self.cur.as_ref().map_or(&[], |e| e.value())
     }
 
     fn status(&self) -> Result<()> {
