@@ -113,8 +113,9 @@ pub fn user_key(ikey: &[u8]) -> &[u8] {
     }
 }
 
+/// The trailer of an internal key (0 if it is shorter than a trailer).
 #[inline]
-fn trailer(ikey: &[u8]) -> u64 {
+pub(crate) fn trailer(ikey: &[u8]) -> u64 {
     if ikey.len() < TRAILER_LEN {
         return 0;
     }

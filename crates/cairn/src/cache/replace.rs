@@ -10,7 +10,6 @@ use parking_lot::Mutex;
 
 use super::BlockKey;
 use crate::table::{Block, BlockHandle};
-use crate::types::user_key;
 
 struct Old {
     key: BlockKey,
@@ -39,8 +38,8 @@ impl BlockReplacer {
             .filter(|(_, b)| b.entry_count() > 0)
             .map(|(key, b)| Old {
                 key,
-                first: user_key(b.key(0)).to_vec(),
-                last: user_key(b.key(b.entry_count() - 1)).to_vec(),
+                first: b.key(0).user_key_vec(),
+                last: b.key(b.entry_count() - 1).user_key_vec(),
             })
             .collect();
         if olds.is_empty() {
@@ -79,8 +78,8 @@ impl BlockReplacer {
         for i in hits {
             let o = &self.olds[i];
             let overlap = (0..block.entry_count())
-                .map(|j| user_key(block.key(j)))
-                .filter(|k| *k >= o.first.as_slice() && *k <= o.last.as_slice())
+                .map(|j| block.key(j))
+                .filter(|k| k.cmp_user_key(&o.first).is_ge() && k.cmp_user_key(&o.last).is_le())
                 .count();
             if best[i].as_ref().is_none_or(|b| overlap > b.overlap) {
                 best[i] = Some(Best {

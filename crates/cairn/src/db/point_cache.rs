@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use super::{DbInner, SuperVersion};
 use crate::cache::{KpPointer, PointLookup, ReadCache};
 use crate::table::ReadTrace;
-use crate::types::{make_lookup_key, parse_internal_key, ValueKind};
+use crate::types::{make_lookup_key, ValueKind};
 use crate::Result;
 
 pub(crate) enum Cached {
@@ -88,12 +88,9 @@ impl DbInner {
             return Ok(None);
         }
         let (ikey, value) = block.entry(pos);
-        let Some(p) = parse_internal_key(ikey) else {
-            return Ok(None);
-        };
-        let kind = p.value_kind();
-        if p.user_key != key
-            || p.seq != ptr.seq
+        let kind = ikey.value_kind();
+        if !ikey.user_key_eq(key)
+            || ikey.seq() != ptr.seq
             || !matches!(kind, Some(ValueKind::Value | ValueKind::ValuePointer))
         {
             rc.forget_pointer(cf, key, ptr); // cannot happen while the entry is kept in sync

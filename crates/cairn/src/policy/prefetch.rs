@@ -498,8 +498,8 @@ impl Prefetcher {
             .filter(|(_, b)| b.entry_count() > 0)
             .map(|(_, b)| {
                 (
-                    user_key(b.key(0)).to_vec(),
-                    user_key(b.key(b.entry_count() - 1)).to_vec(),
+                    b.key(0).user_key_vec(),
+                    b.key(b.entry_count() - 1).user_key_vec(),
                 )
             })
             .collect();
@@ -554,8 +554,8 @@ impl Prefetcher {
                 .filter(|(_, b)| b.entry_count() > 0)
                 .map(|(_, b)| {
                     (
-                        key_number(user_key(b.key(0)), off),
-                        key_number(user_key(b.key(b.entry_count() - 1)), off),
+                        key_number(&b.key(0).user_key_vec(), off),
+                        key_number(&b.key(b.entry_count() - 1).user_key_vec(), off),
                     )
                 })
                 .collect();

@@ -17,7 +17,8 @@ use crate::{Error, Result};
 pub const DEFAULT_BLOCK_SIZE: usize = 4096;
 
 /// Blocks are cut at this size whatever the options say, so that the u32 entry offsets
-/// inside a block cannot overflow (one entry is at most ~64 MiB).
+/// inside a block cannot overflow (one entry is at most ~64 MiB) and the entry count fits
+/// the 30 bits a block gives it.
 const MAX_BLOCK_SIZE: usize = 1 << 30;
 
 /// How to build a table.

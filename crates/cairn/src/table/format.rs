@@ -9,8 +9,13 @@ pub const BLOCK_TRAILER_LEN: usize = 5;
 pub const FOOTER_LEN: usize = 64;
 /// Identifies a cairn table ("cairnTBL" as little-endian bytes).
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"cairnTBL");
-/// The table format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The table format version this build writes and the newest it reads. Version 2 may hold
+/// prefix-compressed blocks (see `block.rs`), which builds that read only version 1 would
+/// take for corruption; this build reads both (each block says its own layout).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest table format version this build reads.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// What a block holds; stored in its trailer so a handle pointing at the wrong block is
 /// caught even when the checksum matches.
@@ -30,6 +35,12 @@ pub(crate) use crate::coding::{get_varint, put_varint};
 pub(crate) fn get_len(buf: &[u8], pos: &mut usize) -> Option<usize> {
     let v = usize::try_from(get_varint(buf, pos)?).ok()?;
     (v <= buf.len().saturating_sub(*pos)).then_some(v)
+}
+
+/// Reads a little-endian u16 at `pos`, if in bounds.
+pub(crate) fn get_u16(buf: &[u8], pos: usize) -> Option<u16> {
+    let b = buf.get(pos..pos.checked_add(2)?)?;
+    Some(u16::from_le_bytes(b.try_into().ok()?))
 }
 
 /// Reads a little-endian u32 at `pos`, if in bounds.
@@ -139,6 +150,11 @@ pub struct Footer {
 impl Footer {
     /// Encodes the footer with the current format version.
     pub fn encode(&self) -> [u8; FOOTER_LEN] {
+        self.encode_as(FORMAT_VERSION)
+    }
+
+    /// Encodes the footer as a build writing `version` would (tests of older tables).
+    pub(crate) fn encode_as(&self, version: u32) -> [u8; FOOTER_LEN] {
         let mut f = [0u8; FOOTER_LEN];
         for (i, h) in [self.index, self.filter, self.properties]
             .iter()
@@ -147,7 +163,7 @@ impl Footer {
             f[i * 16..i * 16 + 8].copy_from_slice(&h.offset.to_le_bytes());
             f[i * 16 + 8..i * 16 + 16].copy_from_slice(&h.size.to_le_bytes());
         }
-        f[52..56].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        f[52..56].copy_from_slice(&version.to_le_bytes());
         f[56..64].copy_from_slice(&TABLE_MAGIC.to_le_bytes());
         let crc = footer_crc(&f);
         f[48..52].copy_from_slice(&crc.to_le_bytes());
@@ -171,7 +187,7 @@ impl Footer {
             ));
         }
         let version = get_u32(buf, 52).unwrap_or(0);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 file: file.to_string(),
                 found: version,
@@ -248,12 +264,15 @@ mod tests {
             Footer::decode(&bad, "t"),
             Err(Error::Corruption { .. })
         ));
-        let mut v2 = enc;
-        v2[52] = 2;
+        let mut v3 = enc;
+        v3[52] = 3;
         assert!(matches!(
-            Footer::decode(&v2, "t"),
-            Err(Error::UnsupportedVersion { found: 2, .. })
+            Footer::decode(&v3, "t"),
+            Err(Error::UnsupportedVersion { found: 3, .. })
         ));
+        // Version 1 tables (blocks without prefixes) still open.
+        let v1 = Footer::decode(&enc, "t").unwrap().encode_as(1);
+        assert_eq!(Footer::decode(&v1, "t").unwrap(), f);
         assert!(Footer::decode(&enc[1..], "t").is_err());
     }
 

@@ -96,7 +96,7 @@ impl FenceIndex {
                 )));
             }
             if let Some(p) = entries.last() {
-                if cmp_internal(&p.last_key, key) != Ordering::Less {
+                if key.cmp_internal(&p.last_key) != Ordering::Greater {
                     return Err(bad(format!("block {i} keys out of order")));
                 }
             }

@@ -16,6 +16,8 @@ pub struct TableIterator {
     /// The current block and its index; `None` when not positioned.
     block: Option<(usize, Arc<Block>)>,
     pos: usize,
+    /// The current entry's internal key: a block stores it split (shared prefix + suffix).
+    key: Vec<u8>,
     err: Option<Error>,
     trace: ReadTrace,
 }
@@ -26,6 +28,7 @@ impl TableIterator {
             table,
             block: None,
             pos: 0,
+            key: Vec::new(),
             err: None,
             trace: ReadTrace::default(),
         }
@@ -47,14 +50,17 @@ impl TableIterator {
             Ok(b) => {
                 self.pos = pos.min(b.entry_count() - 1);
                 self.block = Some((i, b));
+                self.fill_key();
             }
             Err(e) => self.err = Some(e),
         }
     }
 
-    fn current(&self) -> Option<(&[u8], &[u8])> {
-        let (_, b) = self.block.as_ref()?;
-        Some(b.entry(self.pos))
+    /// Copies the current entry's key into `key` (after every move to a valid position).
+    fn fill_key(&mut self) {
+        if let Some((_, b)) = &self.block {
+            b.key_into(self.pos, &mut self.key);
+        }
     }
 }
 
@@ -87,6 +93,7 @@ impl InternalIterator for TableIterator {
             let pos = b.seek(ikey);
             if pos < b.entry_count() {
                 self.pos = pos;
+                self.fill_key();
                 return;
             }
             i += 1; // only if the index undershot; the next block starts past `ikey`
@@ -98,10 +105,10 @@ impl InternalIterator for TableIterator {
         if self.err.is_some() {
             return;
         }
-        match self.current() {
-            Some((k, _)) if cmp_internal(k, ikey) == Ordering::Equal => {}
-            Some(_) => self.prev(),
-            None => self.seek_to_last(),
+        if !self.valid() {
+            self.seek_to_last();
+        } else if cmp_internal(&self.key, ikey) != Ordering::Equal {
+            self.prev();
         }
     }
 
@@ -109,6 +116,7 @@ impl InternalIterator for TableIterator {
         let Some((i, b)) = &self.block else { return };
         if self.pos + 1 < b.entry_count() {
             self.pos += 1;
+            self.fill_key();
         } else {
             let i = *i;
             self.load(i + 1, 0);
@@ -119,6 +127,7 @@ impl InternalIterator for TableIterator {
         let Some((i, _)) = &self.block else { return };
         if self.pos > 0 {
             self.pos -= 1;
+            self.fill_key();
         } else if *i == 0 {
             self.block = None;
         } else {
@@ -128,11 +137,15 @@ impl InternalIterator for TableIterator {
     }
 
     fn key(&self) -> &[u8] {
-        self.current().map_or(&[], |(k, _)| k)
+        if self.block.is_some() {
+            &self.key
+        } else {
+            &[]
+        }
     }
 
     fn value(&self) -> &[u8] {
-        self.current().map_or(&[], |(_, v)| v)
+        self.block.as_ref().map_or(&[], |(_, b)| b.value(self.pos))
     }
 
     fn status(&self) -> Result<()> {

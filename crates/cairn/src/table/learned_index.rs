@@ -22,7 +22,7 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use super::block::Block;
+use super::block::{Block, KeyRef};
 use super::index::{FenceIndex, TableIndex};
 use crate::learned::{key_to_u64, Plr, PlrBuilder};
 use crate::types::{cmp_internal, user_key};
@@ -60,7 +60,7 @@ fn search_from(
     from: usize,
     to: usize,
     guess: usize,
-    below: impl Fn(&[u8]) -> bool,
+    below: impl Fn(KeyRef<'_>) -> bool,
 ) -> usize {
     let (mut l, mut h) = if below(block.key(guess)) {
         if guess + 1 == to || !below(block.key(guess + 1)) {
@@ -177,6 +177,7 @@ impl LearnedIndex {
             return Ok(LearnedLookup::Fallback);
         };
         let below = |k: &[u8]| cmp_internal(k, lookup_ikey) == Ordering::Less;
+        let entry_below = |k: KeyRef<'_>| k.cmp_internal(lookup_ikey) == Ordering::Less;
         // Block `b`'s part of the window, entries [from, to), and the first of them whose
         // key is >= lookup_ikey (`to` if none); `None` if the block does not hold the
         // ordinals the fence index says (the baseline path reports such corruption).
@@ -189,7 +190,7 @@ impl LearnedIndex {
                 return Ok(None);
             }
             let guess = (p.saturating_sub(first) as usize).clamp(from, to - 1);
-            let l = search_from(&block, from, to, guess, below);
+            let l = search_from(&block, from, to, guess, entry_below);
             let starts_window = first + from as u64 == lo;
             Ok(Some(Piece {
                 block,
@@ -207,7 +208,7 @@ impl LearnedIndex {
         // key (read from the block, or from the fence pointers' last key of block `b - 1`).
         let prev_below = |b: usize, block: &Block, from: usize| {
             if from > 0 {
-                below(block.key(from - 1))
+                entry_below(block.key(from - 1))
             } else {
                 b == 0 || below(&fence.block(b - 1).last_key)
             }

@@ -13,9 +13,11 @@
 //! * **Trailer** (5 bytes, after every block): block type (u8: data 0, index 1, filter 2,
 //!   properties 3) and CRC32C (u32 LE) of the contents followed by the type byte. Checked
 //!   on every read; a mismatch is [`Error::Corruption`](crate::Error::Corruption).
-//! * **Data block** (target 4 KiB): entries `[varint key_len][varint value_len][internal
-//!   key][value]` with no prefix compression, then the u32-LE offset of every entry, then
-//!   the u32-LE entry count. Every entry is addressable by index, so a learned index
+//! * **Data block** (target 4 KiB): the user keys' common prefix once, then entries
+//!   `[varint key_len][varint value_len][rest of internal key][value]`, then the offset of
+//!   every entry (u16 LE, u32 LE past 64 KiB), the prefix length (u16) and the entry count
+//!   with layout flags (u32); blocks of older tables (no prefix, u32 offsets, plain count)
+//!   still read. See [`block`]. Every entry is addressable by index, so a learned index
 //!   (Bourbon) that predicts a key's position (ordinal) in the table can jump straight to it.
 //! * **Index block** (fence pointers): same layout as a data block; one entry per data
 //!   block, keyed by the block's last internal key, valued `[varint offset][varint
@@ -48,7 +50,7 @@ mod learned_tests;
 #[cfg(test)]
 mod tests;
 
-pub use block::Block;
+pub use block::{Block, KeyRef};
 pub use bloom::BloomFilter;
 pub use builder::{
     BlockRange, BlockSink, TableBuildOptions, TableBuilder, TableSummary, DEFAULT_BLOCK_SIZE,

@@ -221,10 +221,12 @@ impl Table {
         let mut plr = PlrBuilder::new(delta);
         let mut trace = ReadTrace::default();
         let (mut n, mut prev) = (0u64, 0u64);
+        let mut key = Vec::new();
         for i in 0..self.index.num_blocks() {
             let block = self.load_block(i, &mut trace)?;
             for j in 0..block.entry_count() {
-                let x = key_to_u64(user_key(block.key(j)));
+                block.key_into(j, &mut key);
+                let x = key_to_u64(user_key(&key));
                 if x < prev {
                     return Err(Error::corruption(
                         &self.name,

@@ -175,8 +175,20 @@ fn check_round_trip(
     cache: Option<Arc<dyn BlockCache>>,
 ) {
     let (path, s) = fx.build("t.sst", model, opts);
+    check_table(fx, rng, model, &path, &s, cache);
+}
+
+/// Checks the table at `path`, written from `model` with summary `s`, against the model.
+fn check_table(
+    fx: &Fixture,
+    rng: &mut SmallRng,
+    model: &[Entry],
+    path: &Path,
+    s: &TableSummary,
+    cache: Option<Arc<dyn BlockCache>>,
+) {
     assert_eq!(s.num_entries, model.len() as u64);
-    let t = fx.open(&path, cache).unwrap();
+    let t = fx.open(path, cache).unwrap();
     let p = t.properties();
     assert_eq!(p.num_entries, model.len() as u64);
     assert_eq!(t.file_size(), s.file_size);
@@ -249,7 +261,10 @@ fn check_round_trip(
         let bi = t.fence_index().block_for_ordinal(o).unwrap();
         let blk = t.read_block(bi, &mut trace).unwrap();
         let (k, v) = blk.entry((o - t.index().block(bi).first_ordinal) as usize);
-        assert_eq!((k, v), (&model[o as usize].0[..], &model[o as usize].1[..]));
+        assert_eq!(
+            (&k.to_vec(), v),
+            (&model[o as usize].0, &model[o as usize].1[..])
+        );
     }
 
     // Iteration both ways.
@@ -306,6 +321,126 @@ fn round_trip_against_model() {
             let s = c.stats();
             assert!(s.hits > 0 && s.inserts > 0 && c.usage() <= c.capacity());
         }
+    }
+}
+
+/// Rewrites the table at `path` (summary `s`) into `name` with its data and index blocks
+/// in layout 1 (no key prefix, u32 offsets), as builds before layout 2 wrote them; returns
+/// the new file and its summary.
+fn rewrite_as_layout_1(
+    fx: &Fixture,
+    path: &Path,
+    s: &TableSummary,
+    name: &str,
+) -> (PathBuf, TableSummary) {
+    let old = std::fs::read(path).unwrap();
+    let footer = Footer::decode(&old[old.len() - FOOTER_LEN..], "t").unwrap();
+    let contents = |h: BlockHandle| old[h.offset as usize..(h.offset + h.size) as usize].to_vec();
+    let put = |out: &mut Vec<u8>, c: &[u8], ty| {
+        let h = BlockHandle::new(out.len() as u64, c.len() as u64);
+        out.extend_from_slice(c);
+        out.extend_from_slice(&block_trailer(c, ty));
+        h
+    };
+    let t = fx.open(path, None).unwrap();
+    let (mut out, mut index, mut blocks) = (Vec::new(), Vec::new(), s.blocks.clone());
+    for (i, range) in blocks.iter_mut().enumerate() {
+        let e = t.index().block(i);
+        let blk = Block::decode(contents(e.handle), "t").unwrap();
+        let mut b = block::BlockBuilder::v1();
+        for j in 0..blk.entry_count() {
+            let (k, v) = blk.entry(j);
+            b.add(&k.to_vec(), v);
+        }
+        range.handle = put(&mut out, &b.finish(), BlockType::Data);
+        index.push(IndexEntry {
+            handle: range.handle,
+            ..e.clone()
+        });
+    }
+    let filter = if footer.filter.size == 0 {
+        BlockHandle::default()
+    } else {
+        put(&mut out, &contents(footer.filter), BlockType::Filter)
+    };
+    let mut ib = block::BlockBuilder::v1();
+    for e in &index {
+        let mut v = Vec::new();
+        e.handle.encode_to(&mut v);
+        format::put_varint(&mut v, e.first_ordinal);
+        ib.add(&e.last_key, &v);
+    }
+    let index = put(&mut out, &ib.finish(), BlockType::Index);
+    let properties = put(
+        &mut out,
+        &contents(footer.properties),
+        BlockType::Properties,
+    );
+    out.extend_from_slice(
+        // A version-1 footer, as those builds wrote it.
+        &Footer {
+            index,
+            filter,
+            properties,
+        }
+        .encode_as(1),
+    );
+    let new_path = fx.root.join(name);
+    std::fs::write(&new_path, &out).unwrap();
+    let summary = TableSummary {
+        file_size: out.len() as u64,
+        blocks,
+        ..s.clone()
+    };
+    (new_path, summary)
+}
+
+/// Whether each data block of a table file (as `s` lists them) is in layout 2.
+fn blocks_prefixed(path: &Path, s: &TableSummary) -> Vec<bool> {
+    let bytes = std::fs::read(path).unwrap();
+    s.blocks
+        .iter()
+        .map(|b| bytes[(b.handle.offset + b.handle.size) as usize - 1] & 0x80 != 0)
+        .collect()
+}
+
+/// Tables written before layout 2 (data and index blocks in layout 1) still read back,
+/// through the fence pointers and through a learned index.
+#[test]
+fn layout_1_tables_read_back() {
+    let mut rng = SmallRng::seed_from_u64(8);
+    let fx = fixture();
+    for (round, block_size) in [4096, 64, 1, 16 * 1024].into_iter().enumerate() {
+        let model = random_entries(&mut rng, 300 + 100 * round);
+        let opts = TableBuildOptions {
+            block_size,
+            bloom_bits_per_key: 10.0,
+        };
+        let (path, s) = fx.build("new.sst", &model, opts);
+        assert!(blocks_prefixed(&path, &s).iter().all(|&p| p));
+        let (old, s1) = rewrite_as_layout_1(&fx, &path, &s, "old.sst");
+        assert!(blocks_prefixed(&old, &s1).iter().all(|&p| !p));
+        assert!(s1.file_size > s.file_size, "layout 2 is smaller");
+        let cache: Option<Arc<dyn BlockCache>> = (round % 2 == 0)
+            .then(|| Arc::new(LruBlockCache::new(32 * 1024, 4)) as Arc<dyn BlockCache>);
+        check_table(&fx, &mut rng, &model, &old, &s1, cache);
+        let t = fx.open_with(&old, None, IndexPolicy::learn_all(4)).unwrap();
+        assert!(t.is_learned());
+        let mut trace = ReadTrace::default();
+        for (k, v) in &model {
+            let pk = crate::types::parse_internal_key(k).unwrap();
+            let got = t.get(&make_lookup_key(pk.user_key, pk.seq), &mut trace);
+            assert_eq!(got.unwrap(), Some((k.clone(), v.clone())));
+        }
+        for _ in 0..300 {
+            let look = random_target(&mut rng, &model);
+            let look = make_lookup_key(user_key(&look), rng.random_range(0..MAX_SEQ));
+            assert_eq!(
+                t.get(&look, &mut trace).unwrap(),
+                expected_get(&model, &look)
+            );
+        }
+        assert!(trace.learned_lookups > 0);
     }
 }
 
@@ -434,14 +569,14 @@ fn unsupported_version_and_bad_magic() {
     let (path, _) = fx.build("v.sst", &model, TableBuildOptions::default());
     let good = std::fs::read(&path).unwrap();
     let n = good.len();
-    let mut v2 = good.clone();
-    v2[n - 12..n - 8].copy_from_slice(&2u32.to_le_bytes());
-    std::fs::write(&path, &v2).unwrap();
+    let mut v3 = good.clone();
+    v3[n - 12..n - 8].copy_from_slice(&3u32.to_le_bytes());
+    std::fs::write(&path, &v3).unwrap();
     assert!(matches!(
         fx.open(&path, None),
         Err(Error::UnsupportedVersion {
-            found: 2,
-            supported: 1,
+            found: 3,
+            supported: 2,
             ..
         })
     ));
@@ -590,9 +725,32 @@ fn forged_checksums_never_panic() {
     let mut rng = SmallRng::seed_from_u64(77);
     let fx = fixture();
     let (path, _, _) = small_table(&fx);
-    let good = std::fs::read(&path).unwrap();
+    let s = fx.open(&path, None).unwrap();
+    let summary = TableSummary {
+        file_size: s.file_size(),
+        num_entries: s.properties().num_entries,
+        smallest: Vec::new(),
+        largest: Vec::new(),
+        min_seq: 0,
+        max_seq: 0,
+        blocks: (0..s.index().num_blocks())
+            .map(|i| BlockRange {
+                handle: s.index().block(i).handle,
+                first_key: Vec::new(),
+                last_key: Vec::new(),
+            })
+            .collect(),
+    };
+    let (old, _) = rewrite_as_layout_1(&fx, &path, &summary, "small-layout-1.sst");
+    for path in [path, old] {
+        forge_checksums(&mut rng, &fx, &path);
+    }
+}
+
+fn forge_checksums(rng: &mut SmallRng, fx: &Fixture, path: &Path) {
+    let good = std::fs::read(path).unwrap();
     let footer = Footer::decode(&good[good.len() - FOOTER_LEN..], "t").unwrap();
-    let t = fx.open(&path, None).unwrap();
+    let t = fx.open(path, None).unwrap();
     let mut blocks: Vec<(BlockHandle, BlockType)> = (0..t.index().num_blocks())
         .map(|i| (t.index().block(i).handle, BlockType::Data))
         .collect();
