@@ -26,7 +26,10 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
     ),
     ("block_size", "int: target size of a data block"),
     ("block_cache_bytes", "int: byte budget of the read cache"),
-    ("block_cache_shards", "int: shards of the block cache"),
+    (
+        "block_cache_shards",
+        "int: shards of the block cache (0: one per 512 KiB, up to 64)",
+    ),
     (
         "bloom_bits_per_key",
         "float: average bloom-filter bits per key (0 disables)",
@@ -70,6 +73,10 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
     (
         "invalidation_window_ms",
         "int: window of the prefetcher's invalidation-miss metric",
+    ),
+    (
+        "invalidation_metric",
+        "bool: count invalidation misses (Leaper's metric; on in its presets)",
     ),
 ];
 
@@ -140,6 +147,7 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "value_threshold" => o.value_threshold = v.extract()?,
         "vlog_gc_space_amp" => o.vlog_gc_space_amp = v.extract()?,
         "invalidation_window_ms" => o.invalidation_window_ms = v.extract()?,
+        "invalidation_metric" => o.invalidation_metric = v.extract()?,
         _ => {
             return Err(InvalidArgument::new_err(format!(
                 "unknown option {name:?} (cairn.option_names() lists them)"
@@ -192,5 +200,6 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
     d.set_item("value_threshold", o.value_threshold)?;
     d.set_item("vlog_gc_space_amp", o.vlog_gc_space_amp)?;
     d.set_item("invalidation_window_ms", o.invalidation_window_ms)?;
+    d.set_item("invalidation_metric", o.invalidation_metric)?;
     Ok(d)
 }

@@ -201,7 +201,9 @@ pub struct Options {
     pub block_size: usize,
     /// Byte budget of the block cache (ignored when `block_cache` is set).
     pub block_cache_bytes: usize,
-    /// Number of shards of the block cache.
+    /// Number of shards of the block cache; 0 (the default): one per 512 KiB of
+    /// capacity, a power of two from 1 to 64, as RocksDB's LRU cache picks them (small
+    /// shards thrash when hot blocks hash unevenly).
     pub block_cache_shards: usize,
     /// A block cache to use instead of a new LRU cache (to share one, or to plug in a policy).
     pub block_cache: Option<Arc<dyn crate::cache::BlockCache>>,
@@ -268,12 +270,27 @@ pub struct Options {
     pub prefetch: crate::policy::PrefetchPolicy,
     /// T of the invalidation-miss metric (`DbStats::prefetch`), in milliseconds.
     pub invalidation_window_ms: u64,
+    /// Count invalidation misses (Leaper's metric): every flush and compaction records
+    /// the keys it moved, and every foreground block miss is looked up among them. Off by
+    /// default (it costs the read path a shared lock per miss); the Leaper presets and
+    /// their baselines turn it on, and Leaper's own policy always counts.
+    pub invalidation_metric: bool,
     /// The compaction-policy tuner run after every mission of operations (RusKey's Lerp
     /// or its greedy baseline). Default: none, K_i stays as `level_runs` sets it.
     pub tuner: crate::policy::TunerOptions,
     /// Faults to inject into every storage operation, and simulated power loss: for
     /// tests of failing I/O (see [`FaultInjector`](crate::storage::FaultInjector)).
     pub faults: Option<std::sync::Arc<crate::storage::FaultInjector>>,
+}
+
+/// The block cache's shard count for `capacity` bytes when `block_cache_shards` is 0:
+/// RocksDB's rule, one shard per 512 KiB, a power of two in 1..=64.
+pub fn auto_cache_shards(capacity: usize) -> usize {
+    let per = capacity / (512 << 10);
+    if per < 2 {
+        return 1;
+    }
+    (1usize << per.ilog2()).min(64)
 }
 
 impl Default for Options {
@@ -285,7 +302,7 @@ impl Default for Options {
             max_write_buffers: 3,
             block_size: 4096,
             block_cache_bytes: 32 << 20,
-            block_cache_shards: 16,
+            block_cache_shards: 0,
             block_cache: None,
             bloom_bits_per_key: 10.0,
             bloom_allocation: BloomAllocation::Uniform,
@@ -312,6 +329,7 @@ impl Default for Options {
             placement: Default::default(),
             prefetch: crate::policy::PrefetchPolicy::EagerEvict,
             invalidation_window_ms: 10_000,
+            invalidation_metric: false,
             tuner: Default::default(),
             faults: None,
         }
@@ -380,8 +398,8 @@ impl Options {
                 self.block_size
             ));
         }
-        if self.block_cache_shards == 0 || self.block_cache_shards > 1024 {
-            return invalid("block_cache_shards must be in 1..=1024".into());
+        if self.block_cache_shards > 1024 {
+            return invalid("block_cache_shards must be in 0 (auto)..=1024".into());
         }
         if !(self.bloom_bits_per_key.is_finite() && (0.0..=64.0).contains(&self.bloom_bits_per_key))
         {
@@ -569,6 +587,17 @@ pub enum Transition {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_shards_follow_rocksdb_rule() {
+        assert_eq!(auto_cache_shards(0), 1);
+        assert_eq!(auto_cache_shards(512 << 10), 1);
+        assert_eq!(auto_cache_shards(1 << 20), 2);
+        assert_eq!(auto_cache_shards(3 << 20), 4);
+        assert_eq!(auto_cache_shards(4 << 20), 8);
+        assert_eq!(auto_cache_shards(32 << 20), 64);
+        assert_eq!(auto_cache_shards(1 << 30), 64);
+    }
 
     #[test]
     fn validation_catches_bad_values() {

@@ -135,12 +135,19 @@ pub fn by_name(name: &str) -> Option<Options> {
         "pure-kv" => o.read_cache = ReadCachePolicy::PureKv,
         "pure-kp" => o.read_cache = ReadCachePolicy::PureKp,
         "wisckey" => o.value_threshold = Some(0),
-        "lru" => o.prefetch = PrefetchPolicy::Lru,
-        "eager-evict" => o.prefetch = PrefetchPolicy::EagerEvict,
-        "warmup" => o.prefetch = PrefetchPolicy::Warmup,
-        "warm-flush" => o.prefetch = PrefetchPolicy::WarmFlush,
-        "warm-all" => o.prefetch = PrefetchPolicy::WarmAll,
+        "lru" | "eager-evict" | "warmup" | "warm-flush" | "warm-all" => {
+            o.prefetch = match name {
+                "lru" => PrefetchPolicy::Lru,
+                "eager-evict" => PrefetchPolicy::EagerEvict,
+                "warmup" => PrefetchPolicy::Warmup,
+                "warm-flush" => PrefetchPolicy::WarmFlush,
+                _ => PrefetchPolicy::WarmAll,
+            };
+            // Leaper's baselines are compared on its metric.
+            o.invalidation_metric = true;
+        }
         "leaper" | "leaper-ac-key" => {
+            o.invalidation_metric = true;
             o.access = Some(AccessOptions::default());
             o.prefetch = PrefetchPolicy::Leaper(Default::default());
             if name == "leaper-ac-key" {

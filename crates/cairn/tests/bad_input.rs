@@ -142,9 +142,9 @@ fn invalid_options_are_refused() {
             },
         ),
         (
-            "block_cache_shards 0",
+            "block_cache_shards 2000",
             Options {
-                block_cache_shards: 0,
+                block_cache_shards: 2000,
                 ..base()
             },
         ),

@@ -38,6 +38,7 @@ fn options(policy: PrefetchPolicy) -> Options {
         block_cache_bytes: 8 << 20,
         background_work: false,
         prefetch: policy,
+        invalidation_metric: true,
         ..Options::small()
     }
 }
@@ -231,5 +232,22 @@ fn a_flush_invalidates_the_keys_it_moved_not_its_whole_span() {
     assert_eq!(db.get(&key(700)).unwrap(), Some(vec![b'b'; 100]));
     let p = db.stats().prefetch;
     assert_eq!(p.invalidation_misses, 1, "{p:?}");
+    db.close().unwrap();
+    // With the metric off (the default) the same read counts nothing: the read path
+    // does not pay for Leaper's bookkeeping unless asked to.
+    let off = Options {
+        invalidation_metric: false,
+        ..options(PrefetchPolicy::EagerEvict)
+    };
+    let db = Db::open(dir.path(), off).unwrap();
+    db.put(&wo, &key(300), &[b'c'; 100]).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(&key(300)).unwrap(), Some(vec![b'c'; 100]));
+    let p = db.stats().prefetch;
+    assert_eq!(
+        (p.invalidation_misses, p.invalidation_misses_60s),
+        (0, 0),
+        "{p:?}"
+    );
     db.close().unwrap();
 }

@@ -129,6 +129,7 @@ impl CairnEngine {
         }
         if let Some(t) = cfg.invalidation_window_ms {
             opts.invalidation_window_ms = t;
+            opts.invalidation_metric = true;
         }
         if cfg.flush_only {
             // Level 0 never reaches a trigger, so nothing compacts.
@@ -205,6 +206,26 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
 }
 
 impl CairnEngine {
+    /// Files and sorted runs per level at the end of the run (`files_L0`, `runs_L0`, ...),
+    /// levels holding data only: what a seek has to merge.
+    fn tree_shape(&self) -> Vec<(String, f64)> {
+        let levels = self
+            .db
+            .level_info(&self.db.default_cf())
+            .unwrap_or_default();
+        levels
+            .iter()
+            .filter(|l| !l.runs.is_empty())
+            .flat_map(|l| {
+                let files: usize = l.runs.iter().map(|r| r.files).sum();
+                [
+                    (format!("files_L{}", l.level), files as f64),
+                    (format!("runs_L{}", l.level), l.runs.len() as f64),
+                ]
+            })
+            .collect()
+    }
+
     /// `f` of levels 1..=deepest with data (at least level 1).
     fn levels(&self, f: impl Fn(&cairn::LevelInfo) -> usize) -> Option<Vec<usize>> {
         let levels = self.db.level_info(&self.db.default_cf()).ok()?;
@@ -455,6 +476,7 @@ impl Engine for CairnEngine {
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
+        .chain(self.tree_shape())
         .collect()
     }
 

@@ -140,6 +140,21 @@ impl Engine for RocksEngine {
         }
     }
 
+    /// Files per level at the end of the run (`files_L0`, ...; levels holding files), the
+    /// same shape figures cairn reports.
+    fn extra_stats(&self) -> std::collections::BTreeMap<String, f64> {
+        (0..7)
+            .filter_map(|l| {
+                let n = self
+                    .db
+                    .property_int_value(format!("rocksdb.num-files-at-level{l}").as_str())
+                    .ok()
+                    .flatten()?;
+                (n > 0).then(|| (format!("files_L{l}"), n as f64))
+            })
+            .collect()
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         self.db.flush_wal(true)?;
         drop(self);

@@ -1058,7 +1058,10 @@ impl DbInner {
             Some(c) => c.clone(),
             None => Arc::new(LruBlockCache::new(
                 opts.block_cache_bytes,
-                opts.block_cache_shards,
+                match opts.block_cache_shards {
+                    0 => crate::options::auto_cache_shards(opts.block_cache_bytes),
+                    n => n,
+                },
             )),
         };
         (bc, None)

@@ -188,11 +188,12 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         }
     }
     let (block_cache, read_cache) = DbInner::new_caches(&opts);
-    let (opts_prefetch, block_cache_for_prefetch, opts_block_size, opts_window) = (
+    let (opts_prefetch, block_cache_for_prefetch, opts_block_size, opts_window, metric) = (
         opts.prefetch.clone(),
         block_cache.clone(),
         opts.block_size,
         opts.invalidation_window_ms,
+        opts.invalidation_metric,
     );
     let shape = LevelShape {
         level1_bytes: opts.level1_bytes,
@@ -278,6 +279,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             block_cache_for_prefetch,
             opts_block_size,
             opts_window,
+            metric,
         ),
         tuner,
         placement,

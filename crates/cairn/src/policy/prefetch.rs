@@ -304,6 +304,9 @@ pub(crate) struct Prefetcher {
     cache: Arc<dyn BlockCache>,
     block_size: u64,
     window: Duration,
+    /// Whether invalidation misses are counted (Leaper's policies always count: eq. 3's
+    /// beta is fitted from them).
+    metric: bool,
     sources: RwLock<HashMap<u32, Arc<dyn HotRangeSource>>>,
     counters: Arc<Counters>,
     events: Mutex<VecDeque<Arc<Event>>>,
@@ -316,7 +319,13 @@ impl Prefetcher {
         cache: Arc<dyn BlockCache>,
         block_size: usize,
         window_ms: u64,
+        metric: bool,
     ) -> Self {
+        let metric = metric
+            || matches!(
+                policy,
+                PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_)
+            );
         let mut sources: HashMap<u32, Arc<dyn HotRangeSource>> = HashMap::new();
         if let PrefetchPolicy::Oracle(src) = &policy {
             sources.insert(0, src.clone());
@@ -326,6 +335,7 @@ impl Prefetcher {
             cache,
             block_size: block_size.max(1) as u64,
             window: Duration::from_millis(window_ms),
+            metric,
             sources: RwLock::new(sources),
             counters: Arc::default(),
             events: Mutex::new(VecDeque::new()),
@@ -474,6 +484,9 @@ impl Prefetcher {
     /// A flush of `mem` is installed: reads of its keys now go to the new tables.
     pub(crate) fn flush_done(&self, mem: &Arc<crate::memtable::Memtable>) {
         use crate::iter::InternalIterator;
+        if !self.metric {
+            return;
+        }
         let mut keys = HashSet::new();
         let mut it = mem.iter();
         it.seek_to_first();
@@ -506,7 +519,11 @@ impl Prefetcher {
         self.counters
             .invalidated_blocks
             .fetch_add(ranges.len() as u64, Relaxed);
-        let event = self.record_event(ranges.clone(), HashSet::new(), false);
+        let event = if self.metric {
+            self.record_event(ranges.clone(), HashSet::new(), false)
+        } else {
+            None
+        };
         let warm = match &self.policy {
             PrefetchPolicy::Warmup if !ranges.is_empty() => {
                 let mut olds = ranges;
@@ -604,7 +621,7 @@ impl Prefetcher {
                 .warmed_hits
                 .fetch_add(u64::from(warmed_hits), Relaxed);
         }
-        if misses == 0 {
+        if misses == 0 || !self.metric {
             return;
         }
         let now = Instant::now();
