@@ -293,21 +293,6 @@ pub struct Repeats {
     pub stall_seconds: Vec<f64>,
 }
 
-/// Median of `xs` (the mean of the middle two for an even count); None when empty.
-pub fn median(xs: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 impl Repeats {
     /// (min, max) throughput.
     pub fn range(&self) -> (f64, f64) {
