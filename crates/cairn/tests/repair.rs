@@ -183,6 +183,61 @@ fn a_missing_current_is_refused_and_nothing_is_deleted() {
     check(dir.path(), opts(), &model);
 }
 
+/// A creation killed after the first manifest was written but before `CURRENT` (the
+/// crash tests met it): that manifest alone, whole or torn anywhere, describes an empty
+/// database, so the next open creates the database afresh. A first manifest that holds more
+/// (a column family) is refused like any missing `CURRENT`.
+#[test]
+fn a_creation_cut_before_current_starts_over() {
+    let src = tempfile::tempdir().unwrap();
+    Db::open(src.path(), opts()).unwrap().close().unwrap();
+    let manifest = std::fs::read(src.path().join("MANIFEST-000001")).unwrap();
+    assert!(!manifest.is_empty());
+    for cut in (0..=manifest.len()).rev() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("MANIFEST-000001"), &manifest[..cut]).unwrap();
+        match Db::open(dir.path(), opts()) {
+            Ok(db) => {
+                db.put(&WriteOptions::default(), b"k", b"v").unwrap();
+                db.close().unwrap();
+                let db = Db::open(dir.path(), opts()).unwrap();
+                assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()), "cut at {cut}");
+                db.close().unwrap();
+            }
+            // A torn record the manifest reader refuses: still nothing changed.
+            Err(e) => {
+                assert!(e.is_corruption(), "cut at {cut}: {e}");
+                assert_eq!(
+                    std::fs::read(dir.path().join("MANIFEST-000001")).unwrap(),
+                    &manifest[..cut]
+                );
+            }
+        }
+    }
+    // The whole manifest must start over.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("MANIFEST-000001"), &manifest).unwrap();
+    Db::open(dir.path(), opts()).unwrap().close().unwrap();
+
+    // With a column family in it, it is a database's manifest: refused, untouched.
+    let src = tempfile::tempdir().unwrap();
+    let db = Db::open(src.path(), opts()).unwrap();
+    db.create_cf("logs").unwrap();
+    db.close().unwrap();
+    let manifest = std::fs::read(src.path().join("MANIFEST-000001")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("MANIFEST-000001"), &manifest).unwrap();
+    let err = Db::open(dir.path(), opts()).err().expect("open must fail");
+    assert!(
+        err.is_corruption() && err.to_string().contains("repair"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("MANIFEST-000001")).unwrap(),
+        manifest
+    );
+}
+
 #[test]
 fn repair_rebuilds_from_tables_and_logs_without_a_manifest() {
     for (seed, o) in [(2, opts()), (3, separated())] {

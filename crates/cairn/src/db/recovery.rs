@@ -85,6 +85,47 @@ pub(crate) fn data_files(path: &Path, opts: &Options) -> Vec<String> {
     found
 }
 
+/// The manifest a new database writes first, before `CURRENT` names it.
+const FIRST_MANIFEST: &str = "MANIFEST-000001";
+
+/// A creation killed after writing the first manifest but before `CURRENT` leaves that
+/// manifest as the only data file; no write can have been acknowledged (the open never
+/// returned). If it describes an empty database (the default column family at most, no
+/// tables, no value logs) it is removed so the creation starts over; anything else is
+/// the missing-`CURRENT` corruption, for `Db::repair`.
+fn discard_unfinished_creation(
+    path: &Path,
+    env: &StorageEnv,
+    opts: &Options,
+    initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
+) -> Result<()> {
+    let manifest = path.join(FIRST_MANIFEST);
+    if !manifest.exists() {
+        return Ok(());
+    }
+    let empty = match VersionSet::recover_manifest(env.clone(), opts.num_levels, initial_k, 1) {
+        Ok(vs) => {
+            vs.vlogs.live_files().is_empty()
+                && vs
+                    .cfs
+                    .iter()
+                    .all(|(&id, cf)| id == 0 && cf.version.levels.iter().all(|l| l.runs.is_empty()))
+        }
+        Err(_) => false,
+    };
+    if !empty {
+        return Err(Error::corruption(
+            "CURRENT",
+            format!(
+                "missing, but {} holds {FIRST_MANIFEST}: nothing was changed; Db::repair \
+                 rebuilds the manifest",
+                path.display()
+            ),
+        ));
+    }
+    std::fs::remove_file(&manifest).map_err(|e| Error::io(manifest.display().to_string(), e))
+}
+
 pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     opts.validate()?;
     if path.exists() && !path.is_dir() {
@@ -105,9 +146,11 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
                 return Err(Error::NotADatabase(path.to_path_buf()));
             }
             // Creating a database here would treat the tables and logs as leftovers of a
-            // crash and delete them: refuse, and point at the repair path instead.
+            // crash and delete them: refuse, and point at the repair path instead. One
+            // exception: a creation cut short between the first manifest and CURRENT
+            // leaves that manifest alone (checked below to describe an empty database).
             let data = data_files(path, &opts);
-            if !data.is_empty() {
+            if !data.is_empty() && data != [FIRST_MANIFEST] {
                 return Err(Error::corruption(
                     "CURRENT",
                     format!(
@@ -139,6 +182,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     let mut vs = if exists {
         VersionSet::recover(env.clone(), opts.num_levels, initial_k)?
     } else {
+        discard_unfinished_creation(path, &env, &opts, initial_k.clone())?;
         VersionSet::create(env.clone(), opts.num_levels, initial_k)?
     };
     for entry in vs.cfs.values() {
