@@ -8,13 +8,18 @@
 #      read-only, on seg1;
 #   3. YCSB A-F on the default (sequential-number) keys;
 #   4. write-heavy mixes with learning never / always / cba: throughput, p99, learning
-#      CPU time and the process's CPU time in the measured phase.
+#      CPU time and the process's CPU time in the measured phase;
+#   5. the lookup breakdown of each dataset run: mean ns per get in memtables, filters,
+#      index or model, data block, value-log read and the rest (one get in 64 timed).
+# Each compare runs every engine REPEAT times, the order alternating; tables show the
+# median run. Tables are TABLE_SIZE and level 1 holds LEVEL1 bytes, so millions of
+# records make a tree of 4+ levels (a get touches several tables, as in the paper).
 # Data stays in memory (block cache larger than the data). Keys are loaded in random
 # order (the harness's load), so young tables hold scattered keys of the dataset.
 # Writes bourbon-out/summary.md (and per-scenario reports under bourbon-out/).
 #
 #   scripts/bourbon-bench.sh
-#   RECORDS=1000000 OPS=2000000 scripts/bourbon-bench.sh
+#   RECORDS=2000000 OPS=1000000 SECTIONS="datasets ycsb" YCSB="c e" scripts/bourbon-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +27,11 @@ RECORDS=${RECORDS:-300000}
 OPS=${OPS:-600000}
 WOPS=${WOPS:-300000}
 OUT=${OUT:-bourbon-out}
-BUDGET=${BUDGET:-"--write-buffer-size 8M --cache-bytes 1G --bloom-bits 10"}
+REPEAT=${REPEAT:-3}
+TABLE_SIZE=${TABLE_SIZE:-2M}
+LEVEL1=${LEVEL1:-512K}
+BUDGET=${BUDGET:-"--write-buffer-size 4M --cache-bytes 1G --bloom-bits 10 --target-file-size $TABLE_SIZE --level1-bytes $LEVEL1"}
+SECTIONS=${SECTIONS:-"datasets dists ycsb mixes"}
 DATASETS=${DATASETS:-"linear seg1 normal seg10 clustered"}
 DISTS=${DISTS:-"sequential zipfian hotspot exponential uniform latest"}
 MIXES=${MIXES:-"read=0.5,update=0.5 read=0.1,update=0.9"}
@@ -42,8 +51,8 @@ run() {
   shift 2
   mkdir -p "$dir"
   # shellcheck disable=SC2086
-  "$BIN" compare --engines "$engines" --records "$RECORDS" $BUDGET --out "$dir" "$@" \
-    >"$dir/stdout.txt"
+  "$BIN" compare --engines "$engines" --records "$RECORDS" $BUDGET --repeat "$REPEAT" \
+    --out "$dir" "$@" >"$dir/stdout.txt"
 }
 
 # j DIR JQ ENGINE: a field of ENGINE's result in DIR.
@@ -52,13 +61,18 @@ j() { jq -r "$2" "$1"/"$(echo "$3" | tr ':' '-')".json; }
 {
   echo "# Bourbon on cairn"
   echo
-  echo "records=$RECORDS, read ops=$OPS, write-mix ops=$WOPS, budget: $BUDGET; $(date -u +%F)"
+  echo "records=$RECORDS, read ops=$OPS, write-mix ops=$WOPS, repeats=$REPEAT (median run), budget: $BUDGET; $(date -u +%F)"
+} >"$summary"
+has() { [[ " $SECTIONS " == *" $1 "* ]]; }
+
+if has datasets; then
+{
   echo
   echo "## Datasets (uniform random reads)"
   echo
   echo "| dataset | baseline ops/s | bourbon ops/s | ratio | learned tables | #seg | %seg | fence search ns (index part) | model search ns (index part) |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-} >"$summary"
+} >>"$summary"
 for d in $DATASETS; do
   echo "== dataset $d =="
   dir="$OUT/dataset-$d"
@@ -70,7 +84,23 @@ for d in $DATASETS; do
   mo=$(j "$dir" '.engine_stats | "\(.model_path_ns | round) (\(.model_index_ns | round))"' cairn:bourbon)
   printf '| %s | %.0f | %.0f | %.2fx | %s | %s | %s |\n' "$d" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$s" "$f" "$mo" >>"$summary"
 done
+{
+  echo
+  echo "## Lookup breakdown (mean ns per get, one get in 64 timed; datasets above)"
+  echo
+  echo "| dataset | engine | memtables | filters | index/model | data block | value read | other | total | levels with tables |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+} >>"$summary"
+for d in $DATASETS; do
+  for e in "$BASE" cairn:bourbon; do
+    row=$(j "$OUT/dataset-$d" '.engine_stats | [.step_memtables_ns, .step_filters_ns, .step_index_ns, .step_data_ns, .step_value_ns, .step_other_ns, .step_total_ns] | map(round | tostring) | join(" | ")' "$e")
+    lv=$(j "$OUT/dataset-$d" '[.engine_stats | to_entries[] | select(.key | startswith("files_L")) | select(.value > 0)] | length' "$e")
+    printf '| %s | %s | %s | %s |\n' "$d" "$e" "$row" "$lv" >>"$summary"
+  done
+done
+fi
 
+if has dists; then
 {
   echo
   echo "## Request distributions (read-only, seg1)"
@@ -87,13 +117,15 @@ for q in $DISTS; do
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
   printf '| %s | %.0f | %.0f | %.2fx |\n' "$q" "$b" "$l" "$(echo "$l / $b" | bc -l)" >>"$summary"
 done
+fi
 
+if has ycsb; then
 {
   echo
   echo "## YCSB (default keys)"
   echo
-  echo "| workload | baseline ops/s | bourbon ops/s | ratio | baseline p99 us | bourbon p99 us |"
-  echo "|---|---:|---:|---:|---:|---:|"
+  echo "| workload | baseline ops/s | bourbon ops/s | ratio | baseline p99 us | bourbon p99 us | learned seeks (fallbacks) |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
 } >>"$summary"
 for y in $YCSB; do
   echo "== ycsb-$y =="
@@ -103,9 +135,12 @@ for y in $YCSB; do
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
   bp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' "$BASE")
   lp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' cairn:bourbon)
-  printf '| ycsb-%s | %.0f | %.0f | %.2fx | %s | %s |\n' "$y" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$bp" "$lp" >>"$summary"
+  sk=$(j "$dir" '.engine_stats | "\(.learned_seeks) (\(.learned_seek_fallbacks))"' cairn:bourbon)
+  printf '| ycsb-%s | %.0f | %.0f | %.2fx | %s | %s | %s |\n' "$y" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$bp" "$lp" "$sk" >>"$summary"
 done
+fi
 
+if has mixes; then
 {
   echo
   echo "## Write-heavy mixes (seg1, uniform): learning never / always / cba"
@@ -126,6 +161,7 @@ for m in $MIXES; do
     printf '| %s | %s | %.0f | %.2fx | %s |\n' "$m" "$e" "$ops" "$(echo "$ops / $base" | bc -l)" "$row" >>"$summary"
   done
 done
+fi
 
 echo
 cat "$summary"

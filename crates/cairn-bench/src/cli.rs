@@ -365,6 +365,10 @@ pub struct BudgetArgs {
     /// max_bytes_for_level_base [default: the engine's own; cairn 256M].
     #[arg(long, value_parser = parse_size, value_name = "BYTES")]
     pub level1_bytes: Option<usize>,
+    /// Target size of a table file (e.g. 2M): cairn's target_file_size, RocksDB's
+    /// target_file_size_base [default: the engine's own, 64M].
+    #[arg(long, value_parser = parse_size, value_name = "BYTES")]
+    pub target_file_size: Option<usize>,
     /// Size ratio T between levels (2..=64): cairn's size_ratio, RocksDB's
     /// max_bytes_for_level_multiplier [default: the engine's own, 10]. cairn presets'
     /// K = T entries follow it; other K entries are clamped to it.
@@ -405,6 +409,7 @@ impl BudgetArgs {
             sync: self.sync,
             device: self.device,
             level1_bytes: self.level1_bytes.map(|b| b as u64),
+            target_file_size: self.target_file_size.map(|b| b as u64),
             size_ratio: self.size_ratio.map(|t| t as usize),
             mission_ops: self.mission_ops,
             memtables: self.memtables as usize,
@@ -582,9 +587,12 @@ mod tests {
             "8",
             "--mission-ops",
             "2000",
+            "--target-file-size",
+            "2M",
         ])
         .unwrap();
         assert_eq!(c.level1_bytes, Some(4 << 20));
+        assert_eq!(c.target_file_size, Some(2 << 20));
         assert_eq!(c.size_ratio, Some(8));
         assert_eq!(c.mission_ops, Some(2000));
         assert_eq!(c.mission_ops(), 2000);

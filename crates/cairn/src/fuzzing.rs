@@ -770,7 +770,8 @@ fn check_learned(fx: &PlrFixture, m: &LearnedIndex, data: &[u8]) {
         match m.lookup(fence, k, &mut read) {
             Ok(LearnedLookup::Found(got)) => {
                 assert_eq!(
-                    &got, want,
+                    &got.map(|p| p.to_entry()),
+                    want,
                     "learned lookup of {k:?} differs from the fence's"
                 );
             }
@@ -786,7 +787,8 @@ fn check_learned(fx: &PlrFixture, m: &LearnedIndex, data: &[u8]) {
         let want = fx.entries.get(i).cloned();
         if let Ok(LearnedLookup::Found(got)) = m.lookup(fence, &l, &mut read) {
             assert_eq!(
-                got, want,
+                got.map(|p| p.to_entry()),
+                want,
                 "learned lookup of {l:?} differs from the fence's"
             );
         }
@@ -1189,10 +1191,14 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         }
         "plr_model" => {
             let fx = plr_fixture();
-            let users = || fx.entries.iter().map(|(k, _)| crate::types::user_key(k));
+            let users: Vec<&[u8]> = fx
+                .entries
+                .iter()
+                .map(|(k, _)| crate::types::user_key(k))
+                .collect();
             [1, 4, 32]
                 .into_iter()
-                .map(|delta| model_file::encode(&LearnedIndex::train(users(), delta), fx.file_size))
+                .map(|delta| model_file::encode(&LearnedIndex::train(&users, delta), fx.file_size))
                 .collect()
         }
         "leaper_bundle" => vec![

@@ -31,6 +31,7 @@ pub mod fuzzing;
 pub mod iter;
 pub mod learned;
 pub mod log;
+pub mod lookup_steps;
 pub mod memtable;
 pub mod merging;
 pub mod options;

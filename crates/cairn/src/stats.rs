@@ -23,6 +23,8 @@ pub(crate) struct LevelCounters {
     pub storage_reads: AtomicU64,
     pub learned_lookups: AtomicU64,
     pub learned_fallbacks: AtomicU64,
+    pub learned_seeks: AtomicU64,
+    pub learned_seek_fallbacks: AtomicU64,
     pub fence_path_ns: AtomicU64,
     pub fence_path_samples: AtomicU64,
     pub model_path_ns: AtomicU64,
@@ -100,6 +102,8 @@ impl LevelCounters {
         add(&self.data_hits, t.data_hits);
         add(&self.data_misses, t.data_misses);
         add(&self.storage_reads, t.storage_reads);
+        add(&self.learned_seeks, t.learned_lookups);
+        add(&self.learned_seek_fallbacks, t.learned_fallbacks);
     }
 
     fn snapshot(&self) -> LevelStats {
@@ -116,6 +120,8 @@ impl LevelCounters {
             storage_reads: self.storage_reads.load(Relaxed),
             learned_lookups: self.learned_lookups.load(Relaxed),
             learned_fallbacks: self.learned_fallbacks.load(Relaxed),
+            learned_seeks: self.learned_seeks.load(Relaxed),
+            learned_seek_fallbacks: self.learned_seek_fallbacks.load(Relaxed),
             fence_path_ns: self.fence_path_ns.load(Relaxed),
             fence_path_samples: self.fence_path_samples.load(Relaxed),
             model_path_ns: self.model_path_ns.load(Relaxed),
@@ -178,6 +184,8 @@ pub(crate) struct StatsInner {
     pub proactive_cpu_ns: AtomicU64,
     /// Sum of foreground operation latencies (gets, writes, scan steps), nanoseconds.
     pub op_ns: AtomicU64,
+    /// Sampled gets broken into steps.
+    pub lookup_steps: crate::lookup_steps::StepCounters,
     hist: [Mutex<Histogram<u64>>; 3],
 }
 
@@ -222,6 +230,7 @@ impl Default for StatsInner {
             proactive_cold_records: AtomicU64::new(0),
             proactive_cpu_ns: AtomicU64::new(0),
             op_ns: AtomicU64::new(0),
+            lookup_steps: Default::default(),
             hist: [hist(), hist(), hist()],
         }
     }
@@ -267,6 +276,10 @@ pub struct LevelStats {
     pub learned_lookups: u64,
     /// Table lookups a learned index handed to the fence pointers.
     pub learned_fallbacks: u64,
+    /// Iterator seeks into a table positioned by its learned index.
+    pub learned_seeks: u64,
+    /// Iterator seeks a learned index handed to the fence pointers.
+    pub learned_seek_fallbacks: u64,
     /// Nanoseconds of sampled fence-path table lookups (index and block search; one
     /// lookup in 32 that reach an index is timed).
     pub fence_path_ns: u64,
@@ -377,6 +390,10 @@ pub struct DbStats {
     pub learned_lookups: u64,
     /// Table lookups a learned index handed to the fence pointers (all levels).
     pub learned_fallbacks: u64,
+    /// Iterator seeks into a table positioned by its learned index (all levels).
+    pub learned_seeks: u64,
+    /// Iterator seeks a learned index handed to the fence pointers (all levels).
+    pub learned_seek_fallbacks: u64,
     /// Tables learned (by the background learner, or at open).
     pub learned_tables: u64,
     /// PLR segments built over those tables.
@@ -405,6 +422,8 @@ pub struct DbStats {
     pub proactive_cpu_ns: u64,
     /// Sum of foreground operation latencies (gets, writes, scan steps), nanoseconds.
     pub op_ns: u64,
+    /// Where a get's time goes, step by step (one get in 64 timed).
+    pub lookup_steps: crate::lookup_steps::LookupSteps,
     /// The compaction-policy tuner (RusKey's Lerp or a baseline), when one runs.
     pub tuner: crate::policy::TunerStats,
     /// Get latency.
@@ -503,6 +522,8 @@ impl DbStats {
             background_errors: s.background_errors.load(Relaxed),
             learned_lookups: levels.iter().map(|l| l.learned_lookups).sum(),
             learned_fallbacks: levels.iter().map(|l| l.learned_fallbacks).sum(),
+            learned_seeks: levels.iter().map(|l| l.learned_seeks).sum(),
+            learned_seek_fallbacks: levels.iter().map(|l| l.learned_seek_fallbacks).sum(),
             learned_tables: s.learned_tables.load(Relaxed),
             learned_segments: s.learned_segments.load(Relaxed),
             learned_entries: s.learned_entries.load(Relaxed),
@@ -517,6 +538,7 @@ impl DbStats {
             proactive_cold_records: s.proactive_cold_records.load(Relaxed),
             proactive_cpu_ns: s.proactive_cpu_ns.load(Relaxed),
             op_ns: s.op_ns.load(Relaxed),
+            lookup_steps: s.lookup_steps.snapshot(),
             get_latency: Latency::from_hist(&s.latency(OpKind::Get)),
             write_latency: Latency::from_hist(&s.latency(OpKind::Write)),
             scan_latency: Latency::from_hist(&s.latency(OpKind::Scan)),

@@ -186,10 +186,13 @@ impl CairnEngine {
     }
 }
 
-/// The tree's shape flags: level-1 capacity, size ratio, mission size.
+/// The tree's shape flags: level-1 capacity, table size, size ratio, mission size.
 fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
     if let Some(b) = cfg.level1_bytes {
         opts.level1_bytes = b;
+    }
+    if let Some(b) = cfg.target_file_size {
+        opts.target_file_size = b;
     }
     if let Some(t) = cfg.size_ratio {
         // Presets derive their run limits from the default T: an entry equal to it means
@@ -439,6 +442,18 @@ impl Engine for CairnEngine {
             ("learn_cpu_ms", s.learn_cpu_nanos as f64 / 1e6),
             ("learned_lookups", s.learned_lookups as f64),
             ("learned_fallbacks", s.learned_fallbacks as f64),
+            ("learned_seeks", s.learned_seeks as f64),
+            ("learned_seek_fallbacks", s.learned_seek_fallbacks as f64),
+            // Bourbon's lookup breakdown: mean ns per sampled get in each step.
+            ("step_samples", s.lookup_steps.samples as f64),
+            ("step_memtables_ns", s.lookup_steps.memtables_ns),
+            ("step_point_cache_ns", s.lookup_steps.point_cache_ns),
+            ("step_filters_ns", s.lookup_steps.filters_ns),
+            ("step_index_ns", s.lookup_steps.index_ns),
+            ("step_data_ns", s.lookup_steps.data_ns),
+            ("step_value_ns", s.lookup_steps.value_ns),
+            ("step_other_ns", s.lookup_steps.other_ns),
+            ("step_total_ns", s.lookup_steps.total_ns),
             (
                 "fence_path_ns",
                 mean(sum(|l| l.fence_path_ns), sum(|l| l.fence_path_samples)),

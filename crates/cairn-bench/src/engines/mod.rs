@@ -40,6 +40,10 @@ pub struct BenchConfig {
     /// `max_bytes_for_level_base`); None: the engine's own (cairn: 256 MiB).
     #[serde(default)]
     pub level1_bytes: Option<u64>,
+    /// Target size of a table file in bytes (cairn's `Options::target_file_size`,
+    /// RocksDB's `target_file_size_base`); None: the engine's own (64 MiB both).
+    #[serde(default)]
+    pub target_file_size: Option<u64>,
     /// Size ratio T between levels (cairn's `Options::size_ratio`, RocksDB's
     /// `max_bytes_for_level_multiplier`); None: the engine's own (10).
     #[serde(default)]
@@ -123,6 +127,7 @@ impl Default for BenchConfig {
             invalidation_window_ms: None,
             flush_only: false,
             level1_bytes: None,
+            target_file_size: None,
             size_ratio: None,
             mission_ops: None,
             memtables: default_memtables(),

@@ -36,6 +36,9 @@ impl Engine for RocksEngine {
         if let Some(b) = cfg.level1_bytes {
             opts.set_max_bytes_for_level_base(b);
         }
+        if let Some(b) = cfg.target_file_size {
+            opts.set_target_file_size_base(b);
+        }
         if let Some(t) = cfg.size_ratio {
             opts.set_max_bytes_for_level_multiplier(t as f64);
         }

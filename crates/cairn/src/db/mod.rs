@@ -41,6 +41,7 @@ use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, LruBlockCache, ReadCache};
 use crate::compaction::LevelShape;
 use crate::log::LogWriter;
+use crate::lookup_steps::Step;
 use crate::memtable::Memtable;
 use crate::options::{Options, ReadCachePolicy, ReadOptions, Transition, WriteOptions};
 use crate::policy::prefetch::Prefetcher;
@@ -828,25 +829,28 @@ impl DbInner {
         let sv = state.sv.load_full();
         let seq = self.read_seq(ro);
         // One read in READ_TIME_SAMPLE has its time per level measured (RusKey's t_i).
-        let timed = self
-            .stats
-            .gets
-            .fetch_add(1, Ordering::Relaxed)
-            .is_multiple_of(READ_TIME_SAMPLE);
-        if let Some((kind, v)) = sv.mem.get(key, seq) {
+        let get_no = self.stats.gets.fetch_add(1, Ordering::Relaxed);
+        let timed = get_no.is_multiple_of(READ_TIME_SAMPLE);
+        // Fewer still are broken into steps (Bourbon's lookup breakdown).
+        let mut clock = self.stats.lookup_steps.clock(get_no);
+        let found_in_memtable = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter().map(|(m, _)| m))
+            .find_map(|m| m.get(key, seq));
+        if let Some(c) = &mut clock {
+            c.lap(Step::Memtables);
+        }
+        if let Some((kind, v)) = found_in_memtable {
             self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
             return self.resolve_entry(key, kind, v);
-        }
-        for (m, _) in &sv.imms {
-            if let Some((kind, v)) = m.get(key, seq) {
-                self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
-                return self.resolve_entry(key, kind, v);
-            }
         }
         // Memtables, then the point cache (KV, KP), then the levels.
         let mut admit = None;
         if let (Some(rc), Some(g)) = (&self.read_cache, generation) {
-            match self.get_cached(rc, g, &sv, cf, key, seq)? {
+            let cached = self.get_cached(rc, g, &sv, cf, key, seq)?;
+            if let Some(c) = &mut clock {
+                c.lap(Step::PointCache);
+            }
+            match cached {
                 point_cache::Cached::Answer(v) => return Ok(v),
                 point_cache::Cached::Miss { ghost_hit } => {
                     // Only a read at the latest state finds the newest version.
@@ -872,8 +876,20 @@ impl DbInner {
                 }
                 probed += 1;
                 let table = self.tables.get(f, level)?;
-                let mut trace = ReadTrace::default();
+                let mut trace = ReadTrace {
+                    time_steps: clock.is_some(),
+                    ..ReadTrace::default()
+                };
+                if let Some(c) = &mut clock {
+                    c.skip();
+                }
                 let r = table.get(&lookup, &mut trace);
+                if let Some(c) = &mut clock {
+                    c.add(Step::Filters, trace.step_filter_ns);
+                    c.add(Step::Index, trace.step_index_ns);
+                    c.add(Step::Data, trace.step_data_ns);
+                    c.skip();
+                }
                 let counters = self.stats.level(level);
                 counters.record(&trace);
                 if trace.data_misses > 0 || trace.warmed_hits > 0 {
@@ -896,6 +912,9 @@ impl DbInner {
                             .then(|| crate::vlog::ValuePointer::decode(&value).ok())
                             .flatten();
                         let found = self.resolve_entry(key, p.1, value)?;
+                        if let Some(c) = &mut clock {
+                            c.lap(Step::Value);
+                        }
                         if let (Some((rc, g, ghost_hit)), Some(v)) = (admit, &found) {
                             if let Some(block) = table.index().locate(&lookup) {
                                 rc.admit(

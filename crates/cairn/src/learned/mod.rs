@@ -1,6 +1,7 @@
 //! Learned indexes (Bourbon, Dai et al., OSDI 2020).
 //!
-//! [`plr`] is the model: Greedy piecewise linear regression with an error bound. The
+//! [`plr`] is the model: Greedy piecewise linear regression with an error bound, over
+//! the key numbers of a table's [`key_space`]. The
 //! per-table index built from it is [`LearnedIndex`](crate::table::LearnedIndex). [`cba`]
 //! is Bourbon's cost-benefit analyzer, which the database's background learner
 //! (`db/learner.rs`) asks whether a table is worth learning under
@@ -20,6 +21,7 @@ pub mod cba;
 pub mod cold_set;
 pub mod ddpg;
 pub mod gbdt;
+pub mod key_space;
 pub mod leaper_model;
 pub mod plr;
 
@@ -27,5 +29,6 @@ pub use cba::{CbaEstimate, CbaInput};
 pub use cold_set::ColdSet;
 pub use ddpg::{DdpgAgent, DdpgConfig};
 pub use gbdt::{GbdtModel, Objective};
+pub use key_space::KeySpace;
 pub use leaper_model::{LeaperMeta, LeaperModel};
 pub use plr::{key_to_u64, Plr, PlrBuilder, Segment};

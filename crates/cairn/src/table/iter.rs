@@ -82,21 +82,21 @@ impl InternalIterator for TableIterator {
         }
     }
 
+    /// Seeks as a get searches: through the table's learned index when it has one (a
+    /// prediction and a window inside one block), else through the fence pointers.
     fn seek(&mut self, ikey: &[u8]) {
-        let Some(mut i) = self.table.index().locate(ikey) else {
-            self.block = None;
+        self.block = None;
+        if self.err.is_some() {
             return;
-        };
-        loop {
-            self.load(i, 0);
-            let Some((_, b)) = &self.block else { return };
-            let pos = b.seek(ikey);
-            if pos < b.entry_count() {
-                self.pos = pos;
+        }
+        match self.table.seek_position(ikey, &mut self.trace) {
+            Ok(Some(p)) => {
+                self.pos = p.pos;
+                self.block = Some((p.block_no, p.block));
                 self.fill_key();
-                return;
             }
-            i += 1; // only if the index undershot; the next block starts past `ikey`
+            Ok(None) => {}
+            Err(e) => self.err = Some(e),
         }
     }
 

@@ -3,7 +3,8 @@
 //! pointers when [`IndexPolicy::Learned`](crate::options::IndexPolicy) is set.
 //!
 //! Lookup of an internal key `k` (user key `u`):
-//! 1. `x = key_to_u64(u)`; outside the trained domain → fall back.
+//! 1. `x` = the number of `u` in the table's [`KeySpace`] (8 bytes after the keys' common
+//!    prefix); outside the trained domain → fall back.
 //! 2. predict position `p`; the window is `[p - delta, p + delta]` clamped to `[0, n)`.
 //! 3. map the window to data blocks ([`FenceIndex::block_for_ordinal`]); when it spans
 //!    blocks, pick the one that holds the answer (the first entry with internal key >= `k`)
@@ -13,7 +14,10 @@
 //! 4. check that the answer lies inside the window: the entry before the window is < `k`
 //!    (or the window starts at 0), and some window entry is >= `k` (or the window ends the
 //!    table). If not (the prediction cannot be trusted, e.g. user keys colliding in their
-//!    first 8 bytes, or a run of equal keys longer than `2 * delta + 1`) → fall back.
+//!    8 numbered bytes, or a run of equal keys longer than `2 * delta + 1`) → fall back.
+//!
+//! The answer is a position (block and entry), so a table iterator's seek takes the same
+//! path as a get.
 //!
 //! A fallback is the baseline fence-pointer path, so the learned path never answers
 //! differently from the baseline; only the blocks it reads can differ.
@@ -24,17 +28,35 @@ use std::sync::Arc;
 
 use super::block::{Block, KeyRef};
 use super::index::{FenceIndex, TableIndex};
-use crate::learned::{key_to_u64, Plr, PlrBuilder};
+use crate::learned::{KeySpace, Plr, PlrBuilder};
 use crate::types::{cmp_internal, user_key};
 use crate::Result;
 
+/// Where an entry lies: data block `block_no` (`block`, as read) and its entry `pos`.
+#[derive(Clone, Debug)]
+pub struct Position {
+    /// The data block's number in the table.
+    pub block_no: usize,
+    /// The block.
+    pub block: Arc<Block>,
+    /// The entry's index in the block.
+    pub pos: usize,
+}
+
+impl Position {
+    /// The entry's (internal key, value), copied out.
+    pub fn to_entry(&self) -> (Vec<u8>, Vec<u8>) {
+        let (k, v) = self.block.entry(self.pos);
+        (k.to_vec(), v.to_vec())
+    }
+}
+
 /// What a learned lookup found.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum LearnedLookup {
-    /// The answer: the first entry with internal key >= the lookup key as (internal key,
-    /// value), `None` if every entry is smaller. (The caller checks the user key, as on the
-    /// baseline path.)
-    Found(Option<(Vec<u8>, Vec<u8>)>),
+    /// The answer: where the first entry with internal key >= the lookup key lies, `None`
+    /// if every entry is smaller. (A get checks the user key, as on the baseline path.)
+    Found(Option<Position>),
     /// The model cannot answer; use the fence pointers.
     Fallback,
 }
@@ -88,27 +110,33 @@ fn search_from(
 #[derive(Debug)]
 pub struct LearnedIndex {
     plr: Plr,
+    space: KeySpace,
     num_entries: u64,
     lookups: AtomicU64,
     fallbacks: AtomicU64,
 }
 
 impl LearnedIndex {
-    /// Trains on the user keys of a table's entries in order (entry `i` at position `i`).
-    pub fn train<'a>(user_keys: impl IntoIterator<Item = &'a [u8]>, delta: u32) -> Self {
+    /// Trains on the user keys of a table's entries in order (entry `i` at position `i`),
+    /// numbered in the key space they span.
+    pub fn train(user_keys: &[&[u8]], delta: u32) -> Self {
+        let space = match (user_keys.first(), user_keys.last()) {
+            (Some(a), Some(b)) => KeySpace::spanning(a, b),
+            _ => KeySpace::default(),
+        };
         let mut b = PlrBuilder::new(delta);
-        let mut n = 0u64;
-        for k in user_keys {
-            b.add(key_to_u64(k), n);
-            n += 1;
+        for (n, k) in user_keys.iter().enumerate() {
+            let x = space.number(k).expect("sorted keys share the ends' prefix");
+            b.add(x, n as u64);
         }
-        Self::from_plr(b.finish(), n)
+        Self::from_plr(b.finish(), space, user_keys.len() as u64)
     }
 
-    /// An index from a given model of a table of `num_entries` entries.
-    pub fn from_plr(plr: Plr, num_entries: u64) -> Self {
+    /// An index from a given model over `space` of a table of `num_entries` entries.
+    pub fn from_plr(plr: Plr, space: KeySpace, num_entries: u64) -> Self {
         LearnedIndex {
             plr,
+            space,
             num_entries,
             lookups: AtomicU64::new(0),
             fallbacks: AtomicU64::new(0),
@@ -118,6 +146,11 @@ impl LearnedIndex {
     /// The model.
     pub fn plr(&self) -> &Plr {
         &self.plr
+    }
+
+    /// How keys are numbered for the model.
+    pub fn space(&self) -> &KeySpace {
+        &self.space
     }
 
     /// Number of segments of the model.
@@ -142,7 +175,7 @@ impl LearnedIndex {
 
     /// Bytes held in memory.
     pub fn memory(&self) -> usize {
-        self.plr.memory() + std::mem::size_of::<Self>()
+        self.plr.memory() + self.space.memory() + std::mem::size_of::<Self>()
     }
 
     /// The ordinal window `[lo, hi]` predicted for `lookup_ikey`, or `None` outside the
@@ -151,7 +184,7 @@ impl LearnedIndex {
         self.predict(lookup_ikey).map(|(lo, _, hi)| (lo, hi))
     }
 
-    /// Finds the first entry >= `lookup_ikey` through the model, reading data blocks with
+    /// Finds where the first entry >= `lookup_ikey` lies through the model, reading data blocks with
     /// `read` (block number -> block). Counts the lookup or the fallback.
     pub fn lookup(
         &self,
@@ -200,9 +233,12 @@ impl LearnedIndex {
                 starts_window,
             }))
         };
-        let found = |block: &Block, i: usize| {
-            let (k, v) = block.entry(i);
-            Ok(LearnedLookup::Found(Some((k.to_vec(), v.to_vec()))))
+        let found = |block_no: usize, block: Arc<Block>, pos: usize| {
+            Ok(LearnedLookup::Found(Some(Position {
+                block_no,
+                block,
+                pos,
+            })))
         };
         // Whether the entry just before entry `from` of block `b` is smaller than the lookup
         // key (read from the block, or from the fence pointers' last key of block `b - 1`).
@@ -252,7 +288,7 @@ impl LearnedIndex {
         }
         if l > from || starts_window {
             if l < to {
-                return found(&block, l);
+                return found(b_p, block, l);
             }
             // Every key up to here is smaller: go right within the window.
             for b in b_p + 1..=b_hi {
@@ -260,7 +296,7 @@ impl LearnedIndex {
                     return Ok(LearnedLookup::Fallback);
                 };
                 if l < to {
-                    return found(&block, l);
+                    return found(b, block, l);
                 }
             }
             return Ok(if hi + 1 == self.num_entries {
@@ -271,7 +307,7 @@ impl LearnedIndex {
         }
         // This block's part starts at or after the lookup key and the window goes on to
         // the left: the answer is its first entry unless an earlier one is >= lookup_ikey.
-        let mut cand = (block, from);
+        let mut cand = (b_p, block, from);
         for b in (b_lo..b_p).rev() {
             if below(&fence.block(b).last_key) {
                 break; // block `b` (and all before it) is smaller: no need to read it
@@ -290,14 +326,14 @@ impl LearnedIndex {
                 break; // every key of this part is smaller: the candidate is the answer
             }
             if l > from {
-                return found(&block, l);
+                return found(b, block, l);
             }
             if starts_window && lo > 0 && !prev_below(b, &block, from) {
                 return Ok(LearnedLookup::Fallback); // the answer lies before the window
             }
-            cand = (block, from);
+            cand = (b, block, from);
         }
-        found(&cand.0, cand.1)
+        found(cand.0, cand.1, cand.2)
     }
 
     /// The ordinal window `[lo, hi]` and the predicted position `p` (in it) for
@@ -306,7 +342,9 @@ impl LearnedIndex {
         if self.num_entries == 0 {
             return None;
         }
-        let p = self.plr.predict(key_to_u64(user_key(lookup_ikey)))?;
+        let p = self
+            .plr
+            .predict(self.space.number(user_key(lookup_ikey))?)?;
         let d = self.plr.delta() as u64;
         let last = self.num_entries - 1;
         let lo = p.saturating_sub(d).min(last);

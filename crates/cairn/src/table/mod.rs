@@ -58,7 +58,7 @@ pub use builder::{
 pub use format::{BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
 pub use index::{FenceIndex, IndexEntry, TableIndex};
 pub use iter::TableIterator;
-pub use learned_index::{LearnedIndex, LearnedLookup};
+pub use learned_index::{LearnedIndex, LearnedLookup, Position};
 pub use properties::TableProperties;
 pub use reader::{ReadTrace, Table};
 pub use usage::{TableUsage, UsageSnapshot};

@@ -9,11 +9,11 @@ use super::bloom::BloomFilter;
 use super::format::{verify_block, BlockHandle, BlockType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::index::{FenceIndex, TableIndex};
 use super::iter::TableIterator;
-use super::learned_index::{LearnedIndex, LearnedLookup};
+use super::learned_index::{LearnedIndex, LearnedLookup, Position};
 use super::properties::TableProperties;
 use super::usage::TableUsage;
 use crate::cache::{BlockCache, BlockKey, BlockKind};
-use crate::learned::{key_to_u64, PlrBuilder};
+use crate::learned::{KeySpace, PlrBuilder};
 use crate::options::IndexPolicy;
 use crate::storage::RandomAccessFile;
 use crate::types::user_key;
@@ -56,6 +56,20 @@ pub struct ReadTrace {
     pub sampled_index_ns: u64,
     /// The sampled lookup went through a learned index (else the fence pointers).
     pub sampled_model: bool,
+    /// Set by the caller: time this lookup's steps into `step_*_ns` (the database's
+    /// lookup breakdown).
+    pub time_steps: bool,
+    /// With `time_steps`: nanoseconds in the bloom filter.
+    pub step_filter_ns: u64,
+    /// With `time_steps`: nanoseconds finding the block and position (fences or model),
+    /// up to the first data block asked for.
+    pub step_index_ns: u64,
+    /// With `time_steps`: nanoseconds from then on (fetching and searching data blocks).
+    pub step_data_ns: u64,
+}
+
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// An open table, shared as `Arc<Table>`.
@@ -215,9 +229,14 @@ impl Table {
     }
 
     /// Reads every data block in turn (not through the cache, one block in memory at a
-    /// time) and trains a learned index on the user keys in table order. Keys out of order
-    /// (a forged table with valid checksums) are a corruption error.
+    /// time) and trains a learned index on the user keys in table order, numbered in the
+    /// key space between the table's smallest and largest keys. Keys out of order or out of
+    /// that range (a forged table with valid checksums) are a corruption error.
     fn train(&self, delta: u32) -> Result<LearnedIndex> {
+        let space = KeySpace::spanning(
+            user_key(&self.props.smallest),
+            user_key(&self.props.largest),
+        );
         let mut plr = PlrBuilder::new(delta);
         let mut trace = ReadTrace::default();
         let (mut n, mut prev) = (0u64, 0u64);
@@ -226,7 +245,12 @@ impl Table {
             let block = self.load_block(i, &mut trace)?;
             for j in 0..block.entry_count() {
                 block.key_into(j, &mut key);
-                let x = key_to_u64(user_key(&key));
+                let x = space.number(user_key(&key)).ok_or_else(|| {
+                    Error::corruption(
+                        &self.name,
+                        format!("entry {n} (block {i}) lies outside the table's key range"),
+                    )
+                })?;
                 if x < prev {
                     return Err(Error::corruption(
                         &self.name,
@@ -237,7 +261,7 @@ impl Table {
                 (n, prev) = (n + 1, x);
             }
         }
-        Ok(LearnedIndex::from_plr(plr.finish(), n))
+        Ok(LearnedIndex::from_plr(plr.finish(), space, n))
     }
 
     /// The first entry with internal key >= `lookup_ikey`, if it has the same user key:
@@ -252,35 +276,56 @@ impl Table {
         if let Some(f) = &self.filter {
             trace.bloom_checked = true;
             trace.filter_hits += 1;
-            if !f.may_contain(ukey) {
+            let t = trace.time_steps.then(Instant::now);
+            let absent = !f.may_contain(ukey);
+            if let Some(t) = t {
+                trace.step_filter_ns += nanos(t.elapsed());
+            }
+            if absent {
                 trace.bloom_negative = true;
                 self.usage.bloom_negative();
                 return Ok(None);
             }
         }
         trace.index_hits += 1;
-        let timed = self.usage.begin_lookup().then(Instant::now);
+        let sampled = self.usage.begin_lookup();
+        let timed = (sampled || trace.time_steps).then(Instant::now);
         let reads = trace.storage_reads;
         let learned = self.learned.get();
         // When timed: the moment the first data block is asked for ends the index part.
         let mut first_read = None;
         let r = self.search(learned, lookup_ikey, trace, timed.map(|_| &mut first_read));
-        // Only lookups served from memory are kept: a storage read's time would swamp the
-        // index's (and the analyzer compares index paths).
-        if let Some(t0) = timed.filter(|_| trace.storage_reads == reads) {
-            let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        if let Some(t0) = timed {
             let ns = nanos(t0.elapsed()).max(1);
-            self.usage.sample(learned.is_some(), ns);
-            trace.sampled_ns = ns;
-            trace.sampled_index_ns =
+            let index_ns =
                 first_read.map_or(ns, |t: Instant| nanos(t.saturating_duration_since(t0)));
-            trace.sampled_model = learned.is_some();
+            if trace.time_steps {
+                trace.step_index_ns += index_ns;
+                trace.step_data_ns += ns - index_ns.min(ns);
+            }
+            // Only lookups served from memory are kept for the analyzer: a storage read's
+            // time would swamp the index's (and the analyzer compares index paths).
+            if sampled && trace.storage_reads == reads {
+                self.usage.sample(learned.is_some(), ns);
+                trace.sampled_ns = ns;
+                trace.sampled_index_ns = index_ns;
+                trace.sampled_model = learned.is_some();
+            }
         }
-        let r = r?.filter(|(k, _)| user_key(k) == ukey);
+        let r = r?
+            .map(|p| p.to_entry())
+            .filter(|(k, _)| user_key(k) == ukey);
         if r.is_some() {
             self.usage.positive();
         }
         Ok(r)
+    }
+
+    /// Where the first entry with internal key >= `ikey` lies (`None`: past the last
+    /// entry), found as [`get`](Self::get) finds it: through the model when there is one
+    /// and it can answer. Iterators seek with it.
+    pub fn seek_position(&self, ikey: &[u8], trace: &mut ReadTrace) -> Result<Option<Position>> {
+        self.search(self.learned.get(), ikey, trace, None)
     }
 
     /// The first entry with internal key >= `lookup_ikey`: through the model if there is
@@ -291,7 +336,7 @@ impl Table {
         lookup_ikey: &[u8],
         trace: &mut ReadTrace,
         mut first_read: Option<&mut Option<Instant>>,
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    ) -> Result<Option<Position>> {
         let mut mark = || {
             if let Some(f) = first_read.as_deref_mut().filter(|f| f.is_none()) {
                 *f = Some(Instant::now());
@@ -319,8 +364,11 @@ impl Table {
             let block = self.read_block(i, trace)?;
             let pos = block.seek(lookup_ikey);
             if pos < block.entry_count() {
-                let (k, v) = block.entry(pos);
-                return Ok(Some((k.to_vec(), v.to_vec())));
+                return Ok(Some(Position {
+                    block_no: i,
+                    block,
+                    pos,
+                }));
             }
             i += 1;
         }
