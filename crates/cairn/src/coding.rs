@@ -13,7 +13,21 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 /// Decodes a canonical LEB128 varint at `*pos`, advancing it. `None` if truncated, over
 /// 64 bits, or overlong (a zero final byte after the first): every value has exactly one
 /// encoding, so a decoded structure re-encodes to the same bytes.
+#[inline]
 pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    // One byte (a key or value length under 128) is the common case on the read path:
+    // inlined there, the loop below is not.
+    match buf.get(*pos) {
+        Some(&b) if b < 0x80 => {
+            *pos += 1;
+            Some(u64::from(b))
+        }
+        _ => get_varint_long(buf, pos),
+    }
+}
+
+#[inline(never)]
+fn get_varint_long(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v: u64 = 0;
     for i in 0..10 {
         let b = *buf.get(pos.checked_add(i)?)?;

@@ -396,6 +396,7 @@ impl Block {
     }
 
     /// Entry `i` as (key suffix, value), if well formed.
+    #[inline]
     fn parse(&self, i: usize) -> Option<(&[u8], &[u8])> {
         let at = self.offsets_at + self.offset_width * i;
         let off = if self.offset_width == 2 {

@@ -32,6 +32,7 @@ pub(crate) use crate::coding::{get_varint, put_varint};
 
 /// A varint that must fit in `usize` and in what is left of `buf` after `*pos`: used for
 /// lengths, so a corrupt length can never drive an allocation or a slice past the end.
+#[inline]
 pub(crate) fn get_len(buf: &[u8], pos: &mut usize) -> Option<usize> {
     let v = usize::try_from(get_varint(buf, pos)?).ok()?;
     (v <= buf.len().saturating_sub(*pos)).then_some(v)
