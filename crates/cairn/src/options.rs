@@ -89,11 +89,19 @@ pub struct AcKeyParams {
     /// by ~6 KB and one on a 4 KiB block by ~24 bytes.
     pub learning_rate: f64,
     /// Ghost turn-off threshold theta: ghosts are dropped (their bytes given back to the
-    /// real caches) once every component's hit ratio moved by less than this (absolute,
-    /// as a fraction) between two windows, and come back when one moves by more.
+    /// real caches) once every component's hit ratio moved by less than this fraction of
+    /// itself between two windows (relative, so that ratios of a few percent are judged
+    /// by their own scale), and come back when one moves by more.
     pub ghost_threshold: f64,
     /// Lookups per window over which hit ratios are compared.
     pub ghost_window: u64,
+    /// Windows the ghosts stay on after they come on (and after the cache starts), before
+    /// settled ratios may turn them off: the targets get time to move.
+    pub ghost_min_windows: u32,
+    /// Share of the budget the point (KV + KP) cache's target starts with, half of it KV.
+    /// 0, the default, starts with the whole budget in blocks (AC-Key grows from RocksDB's
+    /// block cache); the point cache then grows from ghost hits.
+    pub initial_point_share: f64,
     /// Cap on E-LRU's `a` (entries examined at the LRU end per eviction).
     pub max_eviction_candidates: u32,
 }
@@ -104,6 +112,8 @@ impl Default for AcKeyParams {
             learning_rate: 100_000.0,
             ghost_threshold: 0.05,
             ghost_window: 10_000,
+            ghost_min_windows: 4,
+            initial_point_share: 0.0,
             max_eviction_candidates: 16,
         }
     }
@@ -141,6 +151,11 @@ impl ReadCachePolicy {
                 }
                 if p.ghost_window == 0 {
                     return invalid("AC-Key ghost window must be positive".into());
+                }
+                if !(p.initial_point_share.is_finite()
+                    && (0.0..=1.0).contains(&p.initial_point_share))
+                {
+                    return invalid("AC-Key initial point share must be in 0..=1".into());
                 }
                 if !(1..=1024).contains(&p.max_eviction_candidates) {
                     return invalid("AC-Key max_eviction_candidates must be in 1..=1024".into());

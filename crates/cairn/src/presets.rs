@@ -2,7 +2,9 @@
 //! Each learned part adds its preset and its baselines' presets here.
 
 use crate::access::{AccessOptions, RecordOptions};
-use crate::options::{BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy};
+use crate::options::{
+    AcKeyParams, BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy,
+};
 use crate::policy::{LerpParams, PlacementPolicy, PrefetchPolicy, Propagation, TunerPolicy};
 use crate::storage::{DeviceProfile, TierConfig};
 
@@ -23,6 +25,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("pure-kv", "AC-Key's baseline: the whole cache budget to a key-value cache"),
     ("pure-kp", "AC-Key's baseline: the whole cache budget to a key-pointer cache"),
     ("fixed-X-Y-Z", "AC-Key's 'offline' baseline: a fixed split in tenths, X KV + Y KP + Z block = 10 (e.g. fixed-3-2-5)"),
+    ("block-1shard", "the block baseline with one cache shard (one lock, as AC-Key's cache has)"),
+    ("ac-key-kK-tT-wW", "AC-Key with learning rate K, ghost threshold T percent, ghost window W lookups, any of them (e.g. ac-key-k10000-t20)"),
+    ("CACHE-sep", "a read-cache preset (ac-key*, block*, pure-kv, pure-kp, fixed-*) on key-value separation, every value in the value log (e.g. ac-key-sep)"),
     ("lru", "Leaper's baseline (RocksDB's default): nothing warmed, blocks of deleted tables age out of the LRU"),
     ("eager-evict", "Leaper's baseline: blocks of deleted tables erased when the files go (cairn's default)"),
     ("warmup", "Leaper's baseline, Incremental Warmup: compaction output blocks overlapping cached input blocks are cached as written"),
@@ -89,6 +94,27 @@ fn greedy_thresholds(name: &str) -> Option<TunerPolicy> {
     })
 }
 
+/// Parses `ac-key-` followed by `kK` (learning rate), `tT` (ghost threshold, percent) and
+/// `wW` (ghost window), dash-separated, each at most once.
+fn ac_key_variant(name: &str) -> Option<ReadCachePolicy> {
+    let mut p = AcKeyParams::default();
+    let mut seen = [false; 3];
+    for part in name.strip_prefix("ac-key-")?.split('-') {
+        let (tag, num) = part.split_at_checked(1)?;
+        let i = "ktw".find(tag)?;
+        if std::mem::replace(&mut seen[i], true) {
+            return None;
+        }
+        match tag {
+            "k" => p.learning_rate = num.parse().ok()?,
+            "t" => p.ghost_threshold = num.parse::<f64>().ok()? / 100.0,
+            _ => p.ghost_window = num.parse().ok()?,
+        }
+    }
+    let policy = ReadCachePolicy::AcKey(p);
+    policy.validate().is_ok().then_some(policy)
+}
+
 /// Parses `fixed-X-Y-Z` (tenths summing to 10).
 fn fixed_split(name: &str) -> Option<ReadCachePolicy> {
     let mut parts = name.strip_prefix("fixed-")?.split('-');
@@ -103,6 +129,16 @@ fn fixed_split(name: &str) -> Option<ReadCachePolicy> {
 
 /// The options of a preset, or `None` for an unknown name.
 pub fn by_name(name: &str) -> Option<Options> {
+    // A read-cache preset on key-value separation (AC-Key on WiscKey: a KP hit then reads
+    // the value without the data block).
+    if let Some(base) = name.strip_suffix("-sep") {
+        let cache_preset = ["ac-key", "block", "pure-kv", "pure-kp", "fixed-"]
+            .iter()
+            .any(|p| base.starts_with(p));
+        let mut o = by_name(base).filter(|_| cache_preset)?;
+        o.value_threshold = Some(0);
+        return Some(o);
+    }
     let mut o = Options::default();
     let below_l0 = o.num_levels - 1;
     match name {
@@ -132,6 +168,13 @@ pub fn by_name(name: &str) -> Option<Options> {
         }
         "ac-key" => o.read_cache = ReadCachePolicy::AcKey(Default::default()),
         "block" => o.read_cache = ReadCachePolicy::Block,
+        "block-1shard" => {
+            o.read_cache = ReadCachePolicy::Block;
+            o.block_cache_shards = 1;
+        }
+        _ if name.starts_with("ac-key-") && name != "ac-key-sep" => {
+            o.read_cache = ac_key_variant(name)?
+        }
         "pure-kv" => o.read_cache = ReadCachePolicy::PureKv,
         "pure-kp" => o.read_cache = ReadCachePolicy::PureKp,
         "wisckey" => o.value_threshold = Some(0),
@@ -208,7 +251,11 @@ mod tests {
     #[test]
     fn every_preset_is_valid() {
         for (name, _) in PRESETS {
-            let name = &name.replace("X-Y-Z", "3-2-5").replace("B-T", "25-75");
+            let name = &name
+                .replace("X-Y-Z", "3-2-5")
+                .replace("B-T", "25-75")
+                .replace("kK-tT-wW", "k1000-t10-w500")
+                .replace("CACHE", "ac-key");
             let o = by_name(name).unwrap_or_else(|| panic!("{name} missing"));
             o.validate().unwrap();
         }
@@ -249,5 +296,40 @@ mod tests {
             assert_eq!(by_name(b).unwrap().value_threshold, Some(0), "{b}");
         }
         assert_eq!(by_name("baseline").unwrap().value_threshold, None);
+        match by_name("ac-key-k1000-t10-w500").unwrap().read_cache {
+            ReadCachePolicy::AcKey(p) => {
+                assert_eq!(p.learning_rate, 1000.0);
+                assert!((p.ghost_threshold - 0.1).abs() < 1e-12);
+                assert_eq!(p.ghost_window, 500);
+                assert_eq!(
+                    p.ghost_min_windows,
+                    AcKeyParams::default().ghost_min_windows
+                );
+            }
+            p => panic!("{p:?}"),
+        }
+        for bad in [
+            "ac-key-k",
+            "ac-key-x5",
+            "ac-key-k5-k6",
+            "ac-key-t200",
+            "ac-key-w0",
+            "ac-key-",
+        ] {
+            assert!(by_name(bad).is_none(), "{bad}");
+        }
+        for (name, base) in [
+            ("ac-key-sep", "ac-key"),
+            ("block-sep", "block"),
+            ("pure-kp-sep", "pure-kp"),
+            ("fixed-3-2-5-sep", "fixed-3-2-5"),
+            ("ac-key-k500-sep", "ac-key-k500"),
+        ] {
+            let o = by_name(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(o.value_threshold, Some(0), "{name}");
+            assert_eq!(o.read_cache, by_name(base).unwrap().read_cache, "{name}");
+        }
+        assert!(by_name("bourbon-sep").is_none());
+        assert_eq!(by_name("block-1shard").unwrap().block_cache_shards, 1);
     }
 }

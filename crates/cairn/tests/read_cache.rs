@@ -351,8 +351,85 @@ fn kp_hits_on_separated_values_skip_the_data_block() {
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     db.run_background_work().unwrap();
+    let s2 = db.stats();
+    assert!(
+        s2.vlog.gc_rewrites > s1.vlog.gc_rewrites && s2.vlog.gc_records_relocated > 0,
+        "value-log GC did not run: {:?}",
+        s2.vlog
+    );
     for i in 0..2000 {
         let round = u8::from(i % 5 != 0);
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, round)), "key {i}");
     }
+    // The repointed entries still hit (through their new blocks); the other keys missed.
+    let s3 = db.stats();
+    assert_eq!(s3.read_cache.kp_hits - s2.read_cache.kp_hits, 400);
+}
+
+/// E-ARC at database level: the targets start with the whole budget in blocks; a phase of
+/// hot point reads grows the point cache from ghost hits, and a phase of scans gives the
+/// space back to blocks.
+#[test]
+fn ac_key_targets_follow_the_workload_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = ReadCachePolicy::AcKey(AcKeyParams {
+        ghost_window: 500,
+        ..AcKeyParams::default()
+    });
+    let db = Db::open(dir.path(), options(policy, 128 << 10, false)).unwrap();
+    let n = 4000;
+    for i in 0..n {
+        db.put(&WriteOptions::default(), &key(i), &[b'v'; 100])
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let targets = |db: &Db| {
+        let r = db.stats().read_cache;
+        (
+            r.point_target_bytes,
+            r.ghost_hits,
+            r.kv_entries + r.kp_entries,
+        )
+    };
+    assert_eq!(targets(&db).0, 0, "the budget starts in blocks");
+    let mut rng = SmallRng::seed_from_u64(12);
+    let scan_phase = |db: &Db, rng: &mut SmallRng| {
+        for _ in 0..400 {
+            let mut it = db.iter(&ReadOptions::default(), &db.default_cf()).unwrap();
+            it.seek(&key(rng.random_range(0..n - 60)));
+            for _ in 0..50 {
+                assert!(it.valid());
+                it.next();
+            }
+        }
+    };
+    scan_phase(&db, &mut rng);
+    let after_scans = targets(&db);
+    // Hot point reads: 300 keys (about 35 KiB as KV entries) over scattered blocks.
+    let hot: Vec<u32> = (0..300).map(|i| i * 13 % n).collect();
+    for _ in 0..40_000 {
+        let k = hot[rng.random_range(0..hot.len())];
+        assert_eq!(db.get(&key(k)).unwrap(), Some(vec![b'v'; 100]));
+    }
+    let after_points = targets(&db);
+    assert!(
+        after_points.1 > after_scans.1,
+        "no ghost hit in the point phase"
+    );
+    assert!(
+        after_points.0 > after_scans.0 + (16 << 10),
+        "the point target did not grow: {after_scans:?} -> {after_points:?}"
+    );
+    assert!(
+        after_points.2 > 100,
+        "hot keys are cached as points: {after_points:?}"
+    );
+    scan_phase(&db, &mut rng);
+    scan_phase(&db, &mut rng);
+    let end = targets(&db);
+    assert!(
+        end.0 < after_points.0,
+        "scans did not take space back: {after_points:?} -> {end:?}"
+    );
 }

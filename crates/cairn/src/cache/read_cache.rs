@@ -13,8 +13,10 @@
 //!   point/block boundary on point/block ghost hits. A hit on a ghost of efficiency E moves
 //!   a boundary by `k * E` bytes. The point cache grows at the block cache's expense only
 //!   once its target exceeds its size by a whole block. Within a component E-LRU picks the
-//!   victim. Ghosts turn off while every hit ratio stays within theta between windows.
-//!   Initial targets: a third of the budget to each component.
+//!   victim. Ghosts turn off while every hit ratio stays within theta (relative) between
+//!   windows, after a minimum number of windows on. Initial targets: the whole budget to
+//!   blocks (`initial_point_share` 0), as AC-Key starts from RocksDB's block cache.
+//!   Fixed splits and the baselines have no targets to move.
 //! * Staleness: an entry stands for the newest version of its key in the tables. Flushes
 //!   bring newer versions: [`ReadCache::on_flush`] rewrites KV values and repoints (or
 //!   drops) KP entries of flushed keys, and bumps a generation number; a reader admits what
@@ -36,7 +38,8 @@
 //! `efficiency`); entries refused for want of room are recorded as ghosts too (so that a
 //! component shrunk to nothing can grow back); a component may fill free space beyond its
 //! target while the cache is not full; theta compares hit ratios between windows of
-//! `ghost_window` lookups, as absolute differences.
+//! `ghost_window` lookups, relative to the larger of the two (ratios of 0 in both windows
+//! have not moved).
 //!
 //! One mutex guards the whole cache: the components share a budget, so every insert may
 //! evict from any of them.
@@ -149,6 +152,8 @@ struct State {
     /// Target bytes of the KV cache (<= point_target).
     kv_target: f64,
     ghosts_on: bool,
+    /// Windows closed since the ghosts last came on.
+    windows_on: u32,
     window: Window,
     last_ratios: Option<[f64; 3]>,
     totals: ReadCacheStats,
@@ -229,7 +234,10 @@ impl ReadCache {
             },
             ReadCachePolicy::AcKey(p) => Mode::Adaptive(p),
         };
-        let third = capacity as f64 / 3.0;
+        let point = match mode {
+            Mode::Adaptive(p) => capacity as f64 * p.initial_point_share,
+            Mode::Fixed { .. } => 0.0,
+        };
         ReadCache {
             name: policy.name(),
             mode,
@@ -244,9 +252,10 @@ impl ReadCache {
                 g_kp: GhostList::new(FINGERPRINT_BYTES),
                 g_point: GhostList::new(FINGERPRINT_BYTES),
                 g_block: GhostList::new(BLOCK_GHOST_BYTES),
-                point_target: 2.0 * third,
-                kv_target: third,
+                point_target: point,
+                kv_target: point / 2.0,
                 ghosts_on: matches!(mode, Mode::Adaptive(_)),
+                windows_on: 0,
                 window: Window::default(),
                 last_ratios: None,
                 totals: ReadCacheStats::default(),
@@ -609,17 +618,27 @@ impl ReadCache {
         }
         let now = w.ratios();
         if let Some(last) = st.last_ratios {
-            let moved = now
-                .iter()
-                .zip(last.iter())
-                .any(|(a, b)| (a - b).abs() >= p.ghost_threshold);
-            self.set_ghosts(st, moved);
+            let moved = now.iter().zip(last.iter()).any(|(&a, &b)| {
+                let scale = a.max(b);
+                scale > 0.0 && (a - b).abs() >= p.ghost_threshold * scale
+            });
+            if st.ghosts_on {
+                st.windows_on = st.windows_on.saturating_add(1);
+            }
+            if moved {
+                self.set_ghosts(st, true);
+            } else if st.windows_on >= p.ghost_min_windows {
+                self.set_ghosts(st, false);
+            }
         }
         st.last_ratios = Some(now);
         st.window = Window::default();
     }
 
     fn set_ghosts(&self, st: &mut State, on: bool) {
+        if on && !st.ghosts_on {
+            st.windows_on = 0;
+        }
         if st.ghosts_on && !on {
             // Their bytes go back to the real caches (the targets scale up with `avail`).
             st.g_kv.clear();
@@ -978,9 +997,14 @@ mod tests {
 
     const CF: u32 = 0;
 
+    /// AC-Key with windows of `window` lookups, ghosts free to go off after one, and the
+    /// targets starting at a third of the budget each (the tests below place entries
+    /// against those targets).
     fn ac_key(window: u64) -> ReadCachePolicy {
         ReadCachePolicy::AcKey(AcKeyParams {
             ghost_window: window,
+            ghost_min_windows: 1,
+            initial_point_share: 2.0 / 3.0,
             ..AcKeyParams::default()
         })
     }
@@ -1239,6 +1263,7 @@ mod tests {
             ReadCachePolicy::AcKey(AcKeyParams {
                 learning_rate: k,
                 ghost_window: 1 << 40,
+                initial_point_share: 2.0 / 3.0,
                 ..AcKeyParams::default()
             }),
             4096,
@@ -1274,6 +1299,74 @@ mod tests {
             "{kv0} -> {kv1}"
         );
         assert!(kv1 < kv0);
+    }
+
+    /// Looks up `hits` cached keys and `misses` absent ones, interleaved.
+    fn window_of(c: &ReadCache, cached: u32, hits: u32, misses: u32) {
+        for i in 0..hits.max(misses) {
+            if i < hits {
+                c.lookup_point(CF, &key(cached), MAX_SEQ);
+            }
+            if i < misses {
+                c.lookup_point(CF, &key(50_000 + i), MAX_SEQ);
+            }
+        }
+    }
+
+    #[test]
+    fn theta_is_relative_and_ghosts_stay_on_for_the_minimum_windows() {
+        let params = |min_windows| {
+            ReadCachePolicy::AcKey(AcKeyParams {
+                ghost_window: 100,
+                ghost_min_windows: min_windows,
+                initial_point_share: 2.0 / 3.0,
+                ..AcKeyParams::default()
+            })
+        };
+        let c = ReadCache::new(params(1), 4096, 1024);
+        overflow_kv(&c, 100);
+        let cached = (0..100)
+            .find(|&i| matches!(c.lookup_point(CF, &key(i), MAX_SEQ), PointLookup::Value(_)))
+            .expect("some key cached");
+        // The first window (the search above was `cached + 1` lookups, one hit): 2% hits.
+        let used = cached + 1;
+        window_of(&c, cached, 1, 100 - used - 1);
+        assert!(c.ghosts_on());
+        // Then 3%: an absolute theta of 5% would call that settled; it is a 33% move of the
+        // ratio itself, so the ghosts stay.
+        window_of(&c, cached, 3, 97);
+        assert!(c.ghosts_on(), "a 2% -> 3% hit ratio is a move");
+        // 3% again: settled, off.
+        window_of(&c, cached, 3, 97);
+        assert!(!c.ghosts_on());
+
+        // With a minimum of 4 windows, settled ratios (no hits at all) keep the ghosts
+        // for 4 comparisons after the first window.
+        let c = ReadCache::new(params(4), 4096, 1024);
+        overflow_kv(&c, 100);
+        for w in 0..5 {
+            assert!(c.ghosts_on(), "window {w}");
+            window_of(&c, 0, 0, 100);
+        }
+        assert!(!c.ghosts_on(), "off once the minimum is served");
+    }
+
+    #[test]
+    fn adaptive_targets_start_with_the_whole_budget_in_blocks() {
+        let c = ReadCache::new(ReadCachePolicy::AcKey(AcKeyParams::default()), 8192, 1024);
+        assert_eq!(c.raw_targets(), (0.0, 0.0));
+        // Free space is still used by whatever comes, and refused entries become ghosts
+        // whose hits grow the point target.
+        for i in 0..8 {
+            c.insert(bkey(i), BlockKind::Data, block_for_tests(4), 1000);
+        }
+        overflow_kv(&c, 50);
+        let before = c.raw_targets().0;
+        let grew = (0..50).rev().any(|i| {
+            c.lookup_point(CF, &key(i), MAX_SEQ);
+            c.raw_targets().0 > before
+        });
+        assert!(grew, "a point ghost hit grows the point target from 0");
     }
 
     #[test]
