@@ -70,19 +70,22 @@ if has datasets; then
   echo
   echo "## Datasets (uniform random reads)"
   echo
-  echo "| dataset | baseline ops/s | bourbon ops/s | ratio | learned tables | #seg | %seg | fence search ns (index part) | model search ns (index part) |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| dataset | baseline ops/s | bourbon ops/s | ratio | bourbon-always ops/s | ratio | learned tables (always) | #seg | %seg | fence search ns (index part) | model search ns (index part) |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >>"$summary"
 for d in $DATASETS; do
   echo "== dataset $d =="
   dir="$OUT/dataset-$d"
-  run "$dir" "$BASE,cairn:bourbon" --workload readrandom --ops "$OPS" --dataset "$d"
+  run "$dir" "$BASE,cairn:bourbon,cairn:bourbon-always" --workload readrandom --ops "$OPS" --dataset "$d"
   b=$(j "$dir" .ops_per_sec "$BASE")
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
-  s=$(j "$dir" '.engine_stats | "\(.learned_tables) | \(.learned_segments) | \(.learned_pct_segments * 1000 | round / 1000)%"' cairn:bourbon)
+  a=$(j "$dir" .ops_per_sec cairn:bourbon-always)
+  lt=$(j "$dir" .engine_stats.learned_tables cairn:bourbon)
+  s=$(j "$dir" '.engine_stats | "(\(.learned_tables)) | \(.learned_segments) | \(.learned_pct_segments * 1000 | round / 1000)%"' cairn:bourbon-always)
+  s="$lt $s"
   f=$(j "$dir" '.engine_stats | "\(.fence_path_ns | round) (\(.fence_index_ns | round))"' "$BASE")
-  mo=$(j "$dir" '.engine_stats | "\(.model_path_ns | round) (\(.model_index_ns | round))"' cairn:bourbon)
-  printf '| %s | %.0f | %.0f | %.2fx | %s | %s | %s |\n' "$d" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$s" "$f" "$mo" >>"$summary"
+  mo=$(j "$dir" '.engine_stats | "\(.model_path_ns | round) (\(.model_index_ns | round))"' cairn:bourbon-always)
+  printf '| %s | %.0f | %.0f | %.2fx | %.0f | %.2fx | %s | %s | %s |\n' "$d" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$a" "$(echo "$a / $b" | bc -l)" "$s" "$f" "$mo" >>"$summary"
 done
 {
   echo
@@ -92,7 +95,7 @@ done
   echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >>"$summary"
 for d in $DATASETS; do
-  for e in "$BASE" cairn:bourbon; do
+  for e in "$BASE" cairn:bourbon cairn:bourbon-always; do
     row=$(j "$OUT/dataset-$d" '.engine_stats | [.step_memtables_ns, .step_filters_ns, .step_index_ns, .step_data_ns, .step_value_ns, .step_other_ns, .step_total_ns] | map(round | tostring) | join(" | ")' "$e")
     lv=$(j "$OUT/dataset-$d" '[.engine_stats | to_entries[] | select(.key | startswith("files_L")) | select(.value > 0)] | length' "$e")
     printf '| %s | %s | %s | %s |\n' "$d" "$e" "$row" "$lv" >>"$summary"
@@ -124,19 +127,22 @@ if has ycsb; then
   echo
   echo "## YCSB (default keys)"
   echo
-  echo "| workload | baseline ops/s | bourbon ops/s | ratio | baseline p99 us | bourbon p99 us | learned seeks (fallbacks) |"
-  echo "|---|---:|---:|---:|---:|---:|---:|"
+  echo "| workload | baseline ops/s | bourbon ops/s | ratio | bourbon-always ops/s | ratio | baseline p99 us | bourbon p99 us | learned tables, always | learned gets (fallbacks), always | learned seeks (fallbacks), always |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >>"$summary"
 for y in $YCSB; do
   echo "== ycsb-$y =="
   dir="$OUT/ycsb-$y"
-  run "$dir" "$BASE,cairn:bourbon" --workload "ycsb-$y" --ops "$WOPS"
+  run "$dir" "$BASE,cairn:bourbon,cairn:bourbon-always" --workload "ycsb-$y" --ops "$WOPS"
   b=$(j "$dir" .ops_per_sec "$BASE")
   l=$(j "$dir" .ops_per_sec cairn:bourbon)
+  a=$(j "$dir" .ops_per_sec cairn:bourbon-always)
   bp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' "$BASE")
   lp=$(j "$dir" '.latency_us.p99 * 10 | round / 10' cairn:bourbon)
-  sk=$(j "$dir" '.engine_stats | "\(.learned_seeks) (\(.learned_seek_fallbacks))"' cairn:bourbon)
-  printf '| ycsb-%s | %.0f | %.0f | %.2fx | %s | %s | %s |\n' "$y" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$bp" "$lp" "$sk" >>"$summary"
+  lt=$(j "$dir" .engine_stats.learned_tables cairn:bourbon)
+  sk=$(j "$dir" '.engine_stats | "\(.learned_tables) | \(.learned_lookups) (\(.learned_fallbacks)) | \(.learned_seeks) (\(.learned_seek_fallbacks))"' cairn:bourbon-always)
+  sk="$lt, $sk"
+  printf '| ycsb-%s | %.0f | %.0f | %.2fx | %.0f | %.2fx | %s | %s | %s |\n' "$y" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$a" "$(echo "$a / $b" | bc -l)" "$bp" "$lp" "$sk" >>"$summary"
 done
 fi
 

@@ -324,8 +324,19 @@ impl Table {
     /// Where the first entry with internal key >= `ikey` lies (`None`: past the last
     /// entry), found as [`get`](Self::get) finds it: through the model when there is one
     /// and it can answer. Iterators seek with it.
+    /// Seeks count as index lookups for the cost-benefit analyzer (a scan-heavy table
+    /// gains from a model too), and one in [`SAMPLE_EVERY`](super::usage::SAMPLE_EVERY)
+    /// is timed like a get's search.
     pub fn seek_position(&self, ikey: &[u8], trace: &mut ReadTrace) -> Result<Option<Position>> {
-        self.search(self.learned.get(), ikey, trace, None)
+        let timed = self.usage.begin_lookup().then(Instant::now);
+        let reads = trace.storage_reads;
+        let learned = self.learned.get();
+        let r = self.search(learned, ikey, trace, None);
+        if let Some(t0) = timed.filter(|_| trace.storage_reads == reads) {
+            self.usage
+                .sample(learned.is_some(), nanos(t0.elapsed()).max(1));
+        }
+        r
     }
 
     /// The first entry with internal key >= `lookup_ikey`: through the model if there is
