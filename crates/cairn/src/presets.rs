@@ -134,7 +134,8 @@ pub fn by_name(name: &str) -> Option<Options> {
     if let Some(base) = name.strip_suffix("-sep") {
         let cache_preset = ["ac-key", "block", "pure-kv", "pure-kp", "fixed-"]
             .iter()
-            .any(|p| base.starts_with(p));
+            .any(|p| base.starts_with(p))
+            && !base.ends_with("-sep");
         let mut o = by_name(base).filter(|_| cache_preset)?;
         o.value_threshold = Some(0);
         return Some(o);
@@ -172,9 +173,7 @@ pub fn by_name(name: &str) -> Option<Options> {
             o.read_cache = ReadCachePolicy::Block;
             o.block_cache_shards = 1;
         }
-        _ if name.starts_with("ac-key-") && name != "ac-key-sep" => {
-            o.read_cache = ac_key_variant(name)?
-        }
+        _ if name.starts_with("ac-key-") => o.read_cache = ac_key_variant(name)?,
         "pure-kv" => o.read_cache = ReadCachePolicy::PureKv,
         "pure-kp" => o.read_cache = ReadCachePolicy::PureKp,
         "wisckey" => o.value_threshold = Some(0),
@@ -330,6 +329,7 @@ mod tests {
             assert_eq!(o.read_cache, by_name(base).unwrap().read_cache, "{name}");
         }
         assert!(by_name("bourbon-sep").is_none());
+        assert!(by_name("ac-key-sep-sep").is_none());
         assert_eq!(by_name("block-1shard").unwrap().block_cache_shards, 1);
     }
 }

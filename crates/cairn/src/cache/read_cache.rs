@@ -622,7 +622,10 @@ impl ReadCache {
                 let scale = a.max(b);
                 scale > 0.0 && (a - b).abs() >= p.ghost_threshold * scale
             });
-            if st.ghosts_on {
+            // The minimum counts only windows with the cache full: before that nothing is
+            // evicted, so no ghost can have been hit and the targets cannot have moved.
+            let full = Self::used(st) + self.block_unit >= self.avail(st) as usize;
+            if st.ghosts_on && full {
                 st.windows_on = st.windows_on.saturating_add(1);
             }
             if moved {

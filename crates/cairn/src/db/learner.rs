@@ -98,7 +98,9 @@ impl Learner {
     }
 
     /// Installs the model saved beside a table opened for reads, if there is a sound one
-    /// (a missing, damaged or foreign file is ignored: the table is learned again).
+    /// (a missing, damaged or foreign file is ignored: the table is learned again; so is
+    /// a model numbering keys otherwise than this table's key space would, such as a
+    /// version-1 model, which kept the keys' common prefix).
     pub(crate) fn load_model(&self, t: &Table, tier: usize, level: usize) {
         let path = model_path(&self.env, tier, t.file_no());
         if self.mode == LearnMode::Never || !path.exists() {
@@ -109,12 +111,19 @@ impl Learner {
                 .env
                 .open_read(&path, FileKind::Model, tier, Some(level), false)?;
             let raw = f.read_at(0, f.size() as usize)?;
-            model_file::decode(
+            let m = model_file::decode(
                 &raw,
                 t.properties().num_entries,
                 t.file_size(),
                 &path.display().to_string(),
-            )
+            )?;
+            if m.space() != &t.key_space() {
+                return Err(crate::Error::corruption(
+                    path.display().to_string(),
+                    "model file: numbers keys in another key space",
+                ));
+            }
+            Ok(m)
         };
         match read() {
             Ok(m) => {

@@ -90,9 +90,12 @@ const FIRST_MANIFEST: &str = "MANIFEST-000001";
 
 /// A creation killed after writing the first manifest but before `CURRENT` leaves that
 /// manifest as the only data file; no write can have been acknowledged (the open never
-/// returned). If it describes an empty database (the default column family at most, no
-/// tables, no value logs) it is removed so the creation starts over; anything else is
-/// the missing-`CURRENT` corruption, for `Db::repair`.
+/// returned, and an open database always has a write-ahead log beside its manifest). If it
+/// describes an empty database (the default column family at most, no tables, no value
+/// logs), or holds no complete record (cut while its first record was written), it is
+/// removed so the creation starts over; anything else is the missing-`CURRENT`
+/// corruption, for `Db::repair`. Called under the directory lock, so the files are
+/// listed again here.
 fn discard_unfinished_creation(
     path: &Path,
     env: &StorageEnv,
@@ -100,26 +103,29 @@ fn discard_unfinished_creation(
     initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
 ) -> Result<()> {
     let manifest = path.join(FIRST_MANIFEST);
-    if !manifest.exists() {
+    let data = data_files(path, opts);
+    if data.is_empty() {
         return Ok(());
     }
-    let empty = match VersionSet::recover_manifest(env.clone(), opts.num_levels, initial_k, 1) {
-        Ok(vs) => {
-            vs.vlogs.live_files().is_empty()
-                && vs
-                    .cfs
-                    .iter()
-                    .all(|(&id, cf)| id == 0 && cf.version.levels.iter().all(|l| l.runs.is_empty()))
-        }
-        Err(_) => false,
-    };
+    let empty = data == [FIRST_MANIFEST]
+        && match VersionSet::recover_manifest(env.clone(), opts.num_levels, initial_k, 1) {
+            Ok(vs) => {
+                vs.vlogs.live_files().is_empty()
+                    && vs.cfs.iter().all(|(&id, cf)| {
+                        id == 0 && cf.version.levels.iter().all(|l| l.runs.is_empty())
+                    })
+            }
+            // Empty, or torn in its first record: the creation's own write, cut.
+            Err(_) => true,
+        };
     if !empty {
         return Err(Error::corruption(
             "CURRENT",
             format!(
-                "missing, but {} holds {FIRST_MANIFEST}: nothing was changed; Db::repair \
+                "missing, but {} holds database files ({}): nothing was changed; Db::repair \
                  rebuilds the manifest",
-                path.display()
+                path.display(),
+                data.join(", ")
             ),
         ));
     }

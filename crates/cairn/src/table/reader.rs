@@ -218,6 +218,15 @@ impl Table {
         self.learned.set(l).is_ok()
     }
 
+    /// How a model of this table numbers keys: after the common prefix of its smallest
+    /// and largest keys.
+    pub fn key_space(&self) -> KeySpace {
+        KeySpace::spanning(
+            user_key(&self.props.smallest),
+            user_key(&self.props.largest),
+        )
+    }
+
     /// Whether a learned index is installed.
     pub fn is_learned(&self) -> bool {
         self.learned.get().is_some()
@@ -233,10 +242,7 @@ impl Table {
     /// key space between the table's smallest and largest keys. Keys out of order or out of
     /// that range (a forged table with valid checksums) are a corruption error.
     fn train(&self, delta: u32) -> Result<LearnedIndex> {
-        let space = KeySpace::spanning(
-            user_key(&self.props.smallest),
-            user_key(&self.props.largest),
-        );
+        let space = self.key_space();
         let mut plr = PlrBuilder::new(delta);
         let mut trace = ReadTrace::default();
         let (mut n, mut prev) = (0u64, 0u64);
@@ -360,10 +366,12 @@ impl Table {
             };
             match learned.lookup(&self.index, lookup_ikey, read)? {
                 LearnedLookup::Found(e) => {
-                    trace.learned_lookups += 1;
+                    trace.learned_lookups = trace.learned_lookups.saturating_add(1);
                     return Ok(e);
                 }
-                LearnedLookup::Fallback => trace.learned_fallbacks += 1,
+                LearnedLookup::Fallback => {
+                    trace.learned_fallbacks = trace.learned_fallbacks.saturating_add(1)
+                }
             }
         }
         let Some(mut i) = self.index.locate(lookup_ikey) else {
