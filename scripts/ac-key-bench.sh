@@ -34,6 +34,7 @@ DEVICE=${DEVICE:-ssd}
 DIRECT=${DIRECT---direct-io}
 OUT=${OUT:-bench-out/ac-key}
 EXTRA=${EXTRA:-}
+TIMELINE_MS=${TIMELINE_MS:-500}
 
 cargo build --release -p cairn-bench
 BIN=target/release/cairn-bench
@@ -43,4 +44,4 @@ mkdir -p "$OUT"
 "$BIN" sweep --figures "$FIGURES" --engines "$ENGINES" --reference "$REFERENCE" \
   --records "$RECORDS" --ops "$OPS" --cache-bytes "$CACHE" --cache-sizes "$CACHE_SIZES" \
   --fixed-step "$FIXED_STEP" --write-buffer-size 4M --device "$DEVICE" $DIRECT --settle \
-  --timeline-ms 500 $EXTRA --out "$OUT"
+  --timeline-ms "$TIMELINE_MS" $EXTRA --out "$OUT"

@@ -170,6 +170,38 @@ fn cba_learns_busy_tables_only() {
     assert!(db.stats().learned_lookups > 0);
 }
 
+/// A scan-only workload (no get at all) still gets its busy tables learned: seeks count as
+/// lookups and time the paths, and the learned tables then position the seeks.
+#[test]
+fn cba_learns_tables_that_only_scans_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = load(dir.path(), options(LearnMode::Cba, 0, false));
+    let scan = |from: u32| {
+        let mut it = db
+            .iter(&cairn::ReadOptions::default(), &db.default_cf())
+            .unwrap();
+        it.seek(&key(from));
+        for i in from..(from + 5).min(N) {
+            assert!(it.valid());
+            assert_eq!(it.key(), &key(i)[..]);
+            it.next();
+        }
+    };
+    for round in 0..40 {
+        for from in (round % 7..300).step_by(7) {
+            scan(from);
+        }
+    }
+    db.run_background_work().unwrap();
+    let s = db.stats();
+    assert_eq!(s.gets, 0);
+    assert!(s.learned_tables >= 1, "{s:?}");
+    for from in 0..300 {
+        scan(from);
+    }
+    assert!(db.stats().learned_seeks > 0);
+}
+
 fn model_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
         .unwrap()

@@ -223,17 +223,28 @@ impl Learner {
                 let learn = match self.mode {
                     LearnMode::Always => true,
                     LearnMode::Never => false,
-                    LearnMode::Cba => self.path_times(t.level).is_some_and(|(fence, model)| {
-                        cba::should_learn(&CbaInput {
-                            entries: table.properties().num_entries,
-                            age,
-                            lookups: table.usage().snapshot().index_lookups,
-                            expected_life: lives[t.level],
-                            fence_ns: fence,
-                            model_ns: model,
-                            learn_ns_per_entry: learn_ns,
-                        })
-                    }),
+                    LearnMode::Cba => {
+                        let usage = table.usage().snapshot();
+                        // Gets time the paths per level; a scan-only workload has none, so
+                        // the table's own sampled seeks stand in (model time: the prior).
+                        let own = (usage.fence_samples > 0).then(|| {
+                            let f = usage.fence_ns as f64 / usage.fence_samples as f64;
+                            (f, f * PRIOR_MODEL_RATIO)
+                        });
+                        self.path_times(t.level)
+                            .or(own)
+                            .is_some_and(|(fence, model)| {
+                                cba::should_learn(&CbaInput {
+                                    entries: table.properties().num_entries,
+                                    age,
+                                    lookups: usage.index_lookups,
+                                    expected_life: lives[t.level],
+                                    fence_ns: fence,
+                                    model_ns: model,
+                                    learn_ns_per_entry: learn_ns,
+                                })
+                            })
+                    }
                 };
                 if learn {
                     t.done = true;
