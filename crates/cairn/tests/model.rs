@@ -1041,6 +1041,7 @@ fn model_prefetch_policies() {
             PrefetchPolicy::Leaper(LeaperParams {
                 model: Some(bundle),
                 max_warm_blocks: 64,
+                ..LeaperParams::default()
             }),
         ),
     ];

@@ -251,3 +251,44 @@ fn a_flush_invalidates_the_keys_it_moved_not_its_whole_span() {
     );
     db.close().unwrap();
 }
+
+#[test]
+fn a_compaction_counts_misses_on_its_own_tables_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let wo = WriteOptions::default();
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    let other = db.create_cf("other").unwrap();
+    for i in 0..1000 {
+        db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+        db.put_cf(&other, &wo, &key(i), &[b'o'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.compact_range_cf(&other, None, None).unwrap();
+    db.close().unwrap();
+    // A new session: the load's jobs are not recent events.
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    let other = db.cf("other").unwrap();
+    for i in 0..1000 {
+        assert!(db.get(&key(i)).unwrap().is_some());
+    }
+    // The compaction rewrites (and eager-evict drops) every cached block of the family.
+    for i in (0..1000).step_by(10) {
+        db.put(&wo, &key(i), &[b'b'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let p = db.stats().prefetch;
+    assert!(p.invalidated_blocks > 0, "{p:?}");
+    // The same keys in another family miss on tables the job never touched: no count.
+    let misses = db.stats().block_cache_misses;
+    for i in 0..100 {
+        assert_eq!(db.get_cf(&other, &key(i)).unwrap(), Some(vec![b'o'; 100]));
+    }
+    assert!(db.stats().block_cache_misses > misses);
+    let p = db.stats().prefetch;
+    assert_eq!(p.invalidation_misses, 0, "{p:?}");
+    // A key whose cached block the job removed misses on the job's output: it counts.
+    assert_eq!(db.get(&key(5)).unwrap(), Some(vec![b'a'; 100]));
+    let p = db.stats().prefetch;
+    assert_eq!(p.invalidation_misses, 1, "{p:?}");
+    db.close().unwrap();
+}

@@ -332,7 +332,8 @@ impl DbInner {
         drop(vs);
         self.remove_old_wals(log_number);
         // Reads of the flushed keys now go to the new tables (Leaper's metric).
-        self.prefetch.flush_done(mem);
+        let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
+        self.prefetch.flush_done(mem, &outputs);
         info.outputs = files;
         for l in &self.opts.listeners {
             l.on_flush_end(&info);
@@ -712,6 +713,10 @@ impl DbInner {
         // edit on disk, and recovery would then look for them. If it did not, the next
         // open removes them as orphans.
         self.install_edit(cf, edit)?;
+        if let Some(j) = &job.1 {
+            let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
+            self.prefetch.compaction_outputs(j, &outputs);
+        }
         if let Some(rc) = &self.read_cache {
             rc.on_compaction(id, &gone, &files); // AC-Key: repoint KP entries
             if let Some(r) = replacer.and_then(|r| Arc::try_unwrap(r).ok()) {

@@ -894,7 +894,7 @@ impl DbInner {
                 counters.record(&trace);
                 if trace.data_misses > 0 || trace.warmed_hits > 0 {
                     self.prefetch
-                        .note_read(key, trace.data_misses, trace.warmed_hits);
+                        .note_read(key, f.file_no(), trace.data_misses, trace.warmed_hits);
                 }
                 if let Some((ikey, value)) = r? {
                     let p = parse_internal_key(&ikey)

@@ -82,6 +82,9 @@ pub struct LeaperParams {
     pub model: Option<PathBuf>,
     /// Most blocks one job may warm.
     pub max_warm_blocks: usize,
+    /// Most of the block cache's capacity one job may fill with warmed blocks (0..=1):
+    /// warming more than the cache holds pushes out the hot blocks it was meant to keep.
+    pub max_warm_cache_share: f64,
 }
 
 impl Default for LeaperParams {
@@ -89,6 +92,7 @@ impl Default for LeaperParams {
         LeaperParams {
             model: None,
             max_warm_blocks: 4096,
+            max_warm_cache_share: 0.5,
         }
     }
 }
@@ -186,13 +190,21 @@ struct Event {
     /// Or, for a flush, fingerprints of the keys it moved out of the memtable (a flushed
     /// memtable's key span covers keys it never held).
     keys: HashSet<u64>,
+    /// The tables a miss must be on to count: a compaction's inputs (while it runs, a
+    /// policy may have dropped their cached blocks) and, once installed, its outputs; a
+    /// flush's outputs. A miss on another table (a newer version of the key elsewhere, a
+    /// deeper level the job did not touch) is no block the job removed.
+    files: Mutex<HashSet<u64>>,
     /// Reads per second over cache blocks when the job ran (eq. 3's Q / S).
     q_over_s: f64,
     last_miss: Mutex<Option<Instant>>,
 }
 
 impl Event {
-    fn contains(&self, key: &[u8]) -> bool {
+    fn contains(&self, key: &[u8], file_no: u64) -> bool {
+        if !self.files.lock().contains(&file_no) {
+            return false;
+        }
         if !self.keys.is_empty() {
             return self.keys.contains(&fingerprint(key));
         }
@@ -400,6 +412,7 @@ impl Prefetcher {
         &self,
         ranges: Vec<(Vec<u8>, Vec<u8>)>,
         keys: HashSet<u64>,
+        files: HashSet<u64>,
         ended: bool,
     ) -> Option<Arc<Event>> {
         if ranges.is_empty() && keys.is_empty() {
@@ -414,6 +427,7 @@ impl Prefetcher {
             end: Mutex::new(ended.then_some(now)),
             ranges,
             keys,
+            files: Mutex::new(files),
             q_over_s,
             last_miss: Mutex::new(None),
         });
@@ -470,7 +484,11 @@ impl Prefetcher {
 
     fn warmer(&self, warm: Warm) -> Arc<Warmer> {
         let cap = match &self.policy {
-            PrefetchPolicy::Leaper(p) => p.max_warm_blocks,
+            PrefetchPolicy::Leaper(p) => {
+                let share = p.max_warm_cache_share.clamp(0.0, 1.0);
+                p.max_warm_blocks
+                    .min((share * self.cache_blocks()) as usize)
+            }
             _ => usize::MAX,
         };
         Arc::new(Warmer {
@@ -481,8 +499,9 @@ impl Prefetcher {
         })
     }
 
-    /// A flush of `mem` is installed: reads of its keys now go to the new tables.
-    pub(crate) fn flush_done(&self, mem: &Arc<crate::memtable::Memtable>) {
+    /// A flush of `mem` into the tables `outputs` is installed: reads of its keys now go
+    /// to them.
+    pub(crate) fn flush_done(&self, mem: &Arc<crate::memtable::Memtable>, outputs: &[u64]) {
         use crate::iter::InternalIterator;
         if !self.metric {
             return;
@@ -494,7 +513,7 @@ impl Prefetcher {
             keys.insert(fingerprint(user_key(it.key())));
             it.next();
         }
-        self.record_event(Vec::new(), keys, true);
+        self.record_event(Vec::new(), keys, outputs.iter().copied().collect(), true);
     }
 
     /// A compaction of `inputs` (file numbers, with their sizes) starts.
@@ -520,7 +539,7 @@ impl Prefetcher {
             .invalidated_blocks
             .fetch_add(ranges.len() as u64, Relaxed);
         let event = if self.metric {
-            self.record_event(ranges.clone(), HashSet::new(), false)
+            self.record_event(ranges.clone(), HashSet::new(), files.clone(), false)
         } else {
             None
         };
@@ -600,6 +619,13 @@ impl Prefetcher {
         })
     }
 
+    /// The compaction's outputs are installed: reads of its keys now go to them.
+    pub(crate) fn compaction_outputs(&self, job: &CompactionJob, outputs: &[u64]) {
+        if let Some(e) = &job.event {
+            e.files.lock().extend(outputs);
+        }
+    }
+
     /// The compaction is installed (or failed).
     pub(crate) fn compaction_end(&self, job: CompactionJob) {
         let now = Instant::now();
@@ -613,9 +639,9 @@ impl Prefetcher {
         }
     }
 
-    /// A foreground read of `key` finished: `misses` data blocks came from storage and
-    /// `warmed_hits` warmed blocks were found.
-    pub(crate) fn note_read(&self, key: &[u8], misses: u32, warmed_hits: u32) {
+    /// A foreground read of `key` in table `file_no` finished: `misses` data blocks came
+    /// from storage and `warmed_hits` warmed blocks were found.
+    pub(crate) fn note_read(&self, key: &[u8], file_no: u64, misses: u32, warmed_hits: u32) {
         if warmed_hits > 0 {
             self.counters
                 .warmed_hits
@@ -626,7 +652,7 @@ impl Prefetcher {
         }
         let now = Instant::now();
         let events = self.events.lock();
-        let Some(e) = events.iter().rev().find(|e| e.contains(key)) else {
+        let Some(e) = events.iter().rev().find(|e| e.contains(key, file_no)) else {
             return;
         };
         let end = *e.end.lock();
