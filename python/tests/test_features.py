@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cairn.learn.leaper.features import FEATURE_NAMES, build_samples, uncovered_positive_share
+from cairn.learn.leaper.features import FEATURE_NAMES, build_samples, hot_reads_for_share, uncovered_positive_share
 from conftest import counts_of
 
 # P = 0.5, so eq. 1 maps S = 1, 2, 3, 4, 5 to 1, 3, 5, 7, 9.
@@ -89,3 +89,20 @@ def test_all_zero_rows_make_no_samples():
     c = counts_of([(4, 0, 0, 0), (5, 0, 1, 0), (5, 3, 1, 0)])
     s = build_samples(c, {}, k=1)
     assert set(s.range.tolist()) == {5}
+
+
+def test_hot_reads_for_share_and_min_reads():
+    c = counts_of(CELLS, sample_p=0.5, slot_ms=60_000, start_unix_ms=START)
+    s = build_samples(c, {1: [2, 9]}, k=2)
+    # Reads in slot s + 1 over the 14 samples: 5, 3 and 1 once each, else 0.
+    assert hot_reads_for_share(c, s, 0.5) == 1.0
+    assert hot_reads_for_share(c, s, 0.2) == 3.0  # 2 of 14 have >= 3
+    assert hot_reads_for_share(c, s, 0.1) == 5.0
+    assert hot_reads_for_share(c, s, 0.01) == 5.0  # none fits: the largest count
+    hot = build_samples(c, {1: [2, 9]}, k=2, min_reads=3.0)
+    rows = zip(hot.range.tolist(), hot.slot.tolist(), hot.y[:, 0].tolist())
+    assert {(r, t) for r, t, y in rows if y} == {(1, 1), (1, 4)}
+    with pytest.raises(ValueError):
+        build_samples(c, {}, k=1, min_reads=0.0)
+    with pytest.raises(ValueError):
+        hot_reads_for_share(c, s, 0.0)

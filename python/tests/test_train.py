@@ -73,3 +73,19 @@ def test_figure_is_optional(trained, tmp_path):
     path = tmp_path / "fig6.png"
     drawn = write_figure(trained.report, str(path))  # False without matplotlib
     assert drawn == path.exists()
+
+
+def test_hot_share_picks_a_rarer_label(small_trace):
+    from cairn.learn.leaper.train import TrainConfig, train
+
+    base = train([small_trace], TrainConfig(k=1, rounds=20, threads=1, seed=0))
+    rare = train([small_trace], TrainConfig(k=1, rounds=20, threads=1, seed=0, hot_share=0.2))
+    assert base.prepared.hot_reads == 1.0 and base.report["hot_reads"] == 1.0
+    assert rare.prepared.hot_reads > 1.0 and rare.report["hot_reads"] == rare.prepared.hot_reads
+    assert rare.prepared.samples.y.mean() <= 0.2 < base.prepared.samples.y.mean()
+    # The baselines are scored on the same rarer label, and the recall target still holds.
+    h = rare.report["horizons"][0]
+    assert h["positive_rate"] < base.report["horizons"][0]["positive_rate"]
+    assert h["leaper"]["recall"] >= 0.9, h
+    with pytest.raises(ValueError):
+        train([small_trace], TrainConfig(k=1, hot_share=0.0))

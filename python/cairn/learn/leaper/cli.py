@@ -46,6 +46,15 @@ def _training_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, default=d.epsilon, help="cosine similarity threshold (default 0.5)")
     p.add_argument("--test-share", type=float, default=d.test_share, help="last share of slots for testing")
     p.add_argument("--val-share", type=float, default=d.val_share, help="share of the rest for validation")
+    p.add_argument(
+        "--hot-reads", type=float, default=d.hot_reads, help="reads in a slot that make a range hot (default 1)"
+    )
+    p.add_argument(
+        "--hot-share",
+        type=float,
+        default=None,
+        help="choose --hot-reads from the trace so that at most this share of samples is hot",
+    )
     p.add_argument("--recall-target", type=float, default=d.recall_target, help="validation recall to keep")
     p.add_argument("--rounds", type=int, default=d.rounds, help="boosting rounds at most (early stopping)")
     p.add_argument("--seed", type=int, default=d.seed)
@@ -71,6 +80,8 @@ def _config(args: argparse.Namespace, slot_ms: int | None) -> TrainConfig:
         test_share=args.test_share,
         val_share=args.val_share,
         recall_target=args.recall_target,
+        hot_reads=args.hot_reads,
+        hot_share=args.hot_share,
         rounds=args.rounds,
         seed=args.seed,
         threads=args.threads,
@@ -132,10 +143,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     counts = coarsen(fine, m)
     precursors = {int(r): [int(p) for p in ps] for r, ps in meta["precursors"].items()}
-    samples = build_samples(counts, precursors, meta["k"])
+    hot_reads = float(meta["report"].get("hot_reads", 1.0)) if isinstance(meta["report"], dict) else 1.0
+    samples = build_samples(counts, precursors, meta["k"], min_reads=hot_reads)
     if len(samples) == 0:
         raise ValueError("no samples in the trace")
-    rep = evaluate(samples, predict(bundle.models, samples.x), meta["threshold"], args.iw_window)
+    rep = evaluate(samples, predict(bundle.models, samples.x), meta["threshold"], args.iw_window, hot_reads)
     rep["range_width"] = counts.range_width
     rep["range_multiplier"] = m
     rep["uncovered_positive_share"] = uncovered_positive_share(counts, samples, 1)

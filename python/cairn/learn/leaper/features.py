@@ -9,7 +9,9 @@ For a (range, slot s) sample, taken at the end of slot s:
 * ``p1..p3``: estimated reads in slot s of the range's precursors 1..3 (0 when absent).
 
 Slots before the trace count as 0. Label ``i`` (i = 1..k) is "estimated reads in slot
-s + i >= 1", the target of model ``i``.
+s + i >= h", the target of model ``i``: h = 1 is the paper's "accessed"; a larger h
+(:func:`hot_reads_for_share`) labels only the busiest ranges hot, for small key spaces
+where nearly every range is read in every slot and "accessed" carries no signal.
 
 Which pairs become samples: every range with any access (read or write) in slots
 s-5..s, for every slot s whose k label slots lie inside the trace. A range with no access
@@ -125,8 +127,12 @@ def build_samples(
     precursors: Mapping[int, Sequence[int]],
     k: int,
     history: int = HISTORY_SLOTS,
+    min_reads: float = 1.0,
 ) -> Samples:
-    """Feature rows and k labels for every sample of ``counts`` (see the module docstring)."""
+    """Feature rows and k labels (reads >= ``min_reads``) for every sample of ``counts``
+    (see the module docstring)."""
+    if not min_reads > 0.0:
+        raise ValueError(f"min_reads must be > 0, got {min_reads}")
     if history != HISTORY_SLOTS:
         raise ValueError(f"the bundle format fixes the history at {HISTORY_SLOTS} slots")
     if k < 0:
@@ -157,8 +163,26 @@ def build_samples(
         x[:, 2 * history + 3 + j] = idx.lookup(pre[:, j], slot, idx.reads)
     y = np.empty((n, k), dtype=bool)
     for i in range(1, k + 1):
-        y[:, i - 1] = idx.lookup(ridx, slot + i, idx.reads) >= 1.0
+        y[:, i - 1] = idx.lookup(ridx, slot + i, idx.reads) >= min_reads
     return Samples(x, y, idx.ids[ridx], slot)
+
+
+def hot_reads_for_share(counts: Counts, samples: Samples, share: float) -> float:
+    """The smallest read count h (at least 1) such that "reads in slot s + 1 >= h" holds
+    for at most ``share`` of ``samples``; the largest count seen when none does."""
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"hot share must be in (0, 1], got {share}")
+    if len(samples) == 0:
+        return 1.0
+    idx = _CellIndex(counts)
+    reads = idx.lookup(idx.index_of(samples.range), samples.slot + 1, idx.reads)
+    cand = np.unique(reads[reads >= 1.0])
+    if cand.size == 0:
+        return 1.0
+    ordered = np.sort(reads)
+    share_at_least = 1.0 - np.searchsorted(ordered, cand, side="left") / ordered.shape[0]
+    ok = np.nonzero(share_at_least <= share)[0]
+    return float(cand[ok[0]] if ok.size else cand[-1])
 
 
 def uncovered_positive_share(counts: Counts, samples: Samples, horizon: int = 1) -> float:

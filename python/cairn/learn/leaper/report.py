@@ -30,18 +30,26 @@ METHODS = ("leaper", "last_slot", "iw_proxy")
 LABELS = {"leaper": "leaper", "last_slot": "last-slot", "iw_proxy": "IW proxy"}
 
 
-def baseline_decisions(x: np.ndarray, iw_window: int) -> dict[str, np.ndarray]:
-    """The two baselines' hot/cold decisions from the feature rows."""
+def baseline_decisions(x: np.ndarray, iw_window: int, hot_reads: float = 1.0) -> dict[str, np.ndarray]:
+    """The two baselines' hot/cold decisions from the feature rows, a range being hot in a
+    past slot when it had at least ``hot_reads`` reads there (the labels' rule)."""
     reads = x[:, R_COLS]
     return {
-        "last_slot": np.asarray(reads[:, 0] >= 1.0),
-        "iw_proxy": np.asarray((reads[:, :iw_window] >= 1.0).any(axis=1)),
+        "last_slot": np.asarray(reads[:, 0] >= hot_reads),
+        "iw_proxy": np.asarray((reads[:, :iw_window] >= hot_reads).any(axis=1)),
     }
 
 
-def evaluate(samples: Samples, probs: Sequence[np.ndarray], threshold: float, iw_window: int) -> dict:
-    """Per-horizon precision / recall / AUC of the models and the baselines on ``samples``."""
-    base = baseline_decisions(samples.x, iw_window)
+def evaluate(
+    samples: Samples,
+    probs: Sequence[np.ndarray],
+    threshold: float,
+    iw_window: int,
+    hot_reads: float = 1.0,
+) -> dict:
+    """Per-horizon precision / recall / AUC of the models and the baselines on ``samples``
+    (labelled with ``hot_reads``)."""
+    base = baseline_decisions(samples.x, iw_window, hot_reads)
     horizons = []
     for i, prob in enumerate(probs):
         y = samples.y[:, i]
@@ -56,7 +64,13 @@ def evaluate(samples: Samples, probs: Sequence[np.ndarray], threshold: float, iw
                 "iw_proxy": scores(y, base["iw_proxy"]).as_dict(),
             }
         )
-    return {"threshold": threshold, "iw_window": iw_window, "test_samples": len(samples), "horizons": horizons}
+    return {
+        "threshold": threshold,
+        "iw_window": iw_window,
+        "hot_reads": hot_reads,
+        "test_samples": len(samples),
+        "horizons": horizons,
+    }
 
 
 def _fmt(v) -> str:

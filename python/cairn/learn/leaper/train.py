@@ -36,7 +36,14 @@ import numpy as np
 
 from . import report as report_mod
 from .counts import Counts, coarsen, from_traces
-from .features import FEATURE_NAMES, HISTORY_SLOTS, Samples, build_samples, uncovered_positive_share
+from .features import (
+    FEATURE_NAMES,
+    HISTORY_SLOTS,
+    Samples,
+    build_samples,
+    hot_reads_for_share,
+    uncovered_positive_share,
+)
 from .metrics import choose_threshold
 from .precursors import DEFAULT_EPSILON, DEFAULT_GAMMA, find_precursors
 from .ranges import DEFAULT_ALPHA, Selection, key_range_selection
@@ -72,6 +79,8 @@ class TrainConfig:
     iw_window: int = HISTORY_SLOTS
     multiplier: int | None = None  # set to skip Algorithm 1
     max_multiplier: int | None = None
+    hot_reads: float = 1.0  # a label is "reads in the slot >= hot_reads"
+    hot_share: float | None = None  # set: hot_reads from the trace, at most this share hot
 
     def validate(self) -> None:
         if self.k < 1:
@@ -84,6 +93,10 @@ class TrainConfig:
             raise ValueError(f"validation share must be in (0, 1), got {self.val_share}")
         if not 0.0 < self.recall_target <= 1.0:
             raise ValueError(f"recall target must be in (0, 1], got {self.recall_target}")
+        if not self.hot_reads >= 1.0:
+            raise ValueError(f"hot reads must be >= 1, got {self.hot_reads}")
+        if self.hot_share is not None and not 0.0 < self.hot_share <= 1.0:
+            raise ValueError(f"hot share must be in (0, 1], got {self.hot_share}")
         if not 1 <= self.iw_window <= HISTORY_SLOTS:
             raise ValueError(f"IW window must be 1..{HISTORY_SLOTS}, got {self.iw_window}")
 
@@ -105,6 +118,7 @@ class Prepared:
     selection: Selection
     precursors: dict[int, list[int]]
     samples: Samples
+    hot_reads: float = 1.0
 
 
 def prepare(traces: Sequence[Trace], config: TrainConfig) -> Prepared:
@@ -115,8 +129,11 @@ def prepare(traces: Sequence[Trace], config: TrainConfig) -> Prepared:
         selection = key_range_selection(fine, config.alpha, max_multiplier=config.max_multiplier)
     counts = coarsen(fine, selection.multiplier)
     precursors = find_precursors(counts, config.gamma, config.epsilon)
-    samples = build_samples(counts, precursors, config.k)
-    return Prepared(fine, counts, selection, precursors, samples)
+    hot_reads = config.hot_reads
+    if config.hot_share is not None:
+        hot_reads = max(hot_reads, hot_reads_for_share(counts, build_samples(counts, precursors, 1), config.hot_share))
+    samples = build_samples(counts, precursors, config.k, min_reads=hot_reads)
+    return Prepared(fine, counts, selection, precursors, samples, hot_reads)
 
 
 @dataclass
@@ -221,7 +238,7 @@ def train(traces: Sequence[Trace], config: TrainConfig | None = None) -> TrainRe
         thresholds.append(choose_threshold(va.y[:, i], prob, config.recall_target))
     threshold = min(thresholds)
     test_probs = predict(models, te.x)
-    rep = report_mod.evaluate(te, test_probs, threshold, config.iw_window)
+    rep = report_mod.evaluate(te, test_probs, threshold, config.iw_window, prep.hot_reads)
     rep.update(
         {
             "split": split.as_dict(config.k),
@@ -233,6 +250,7 @@ def train(traces: Sequence[Trace], config: TrainConfig | None = None) -> TrainRe
             "ranges_with_precursors": len(prep.precursors),
             "epsilon": config.epsilon,
             "recall_target": config.recall_target,
+            "hot_share": config.hot_share,
             "thresholds_by_horizon": thresholds,
             "best_iterations": best_iters,
             "uncovered_positive_share": uncovered_positive_share(prep.counts, te, 1),
