@@ -56,6 +56,24 @@ def test_k_from_compaction_durations(trace_file, tmp_path):
     assert read_bundle(out).metadata["k"] == 3
 
 
+def test_a_rarer_label_travels_with_the_bundle(trace_file, tmp_path, capsys):
+    out, rep = tmp_path / "leaper.model", tmp_path / "report.json"
+    args = ["train", "--trace", str(trace_file), "--out", str(out), "--k", "1", "--hot-share", "0.3"]
+    assert main([*args, "--report-json", str(rep), *FAST]) == 0
+    report = json.loads(rep.read_text())
+    assert report["hot_reads"] > 1.0 and report["hot_share"] == 0.3
+    assert report["hot_share_reached"] <= 0.5
+    capsys.readouterr()
+    # Scoring the bundle again labels the trace as the training did.
+    assert main(["report", "--trace", str(trace_file), "--model", str(out), "--report-json", str(rep)]) == 0
+    again = json.loads(rep.read_text())
+    assert again["hot_reads"] == report["hot_reads"]
+    # ... and refuses a label of its own.
+    capsys.readouterr()
+    assert main(["report", "--trace", str(trace_file), "--model", str(out), "--hot-share", "0.1"]) == 2
+    assert "bundle's label" in capsys.readouterr().err
+
+
 def test_errors_are_reported_not_raised(trace_file, tmp_path, capsys):
     bad = tmp_path / "bad.ltr"
     data = bytearray(trace_file.read_bytes())

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cairn.learn.leaper.features import FEATURE_NAMES, build_samples, hot_reads_for_share, uncovered_positive_share
+from cairn.learn.leaper.features import (
+    FEATURE_NAMES,
+    build_samples,
+    first_read_slot,
+    from_first_read,
+    hot_reads_for_share,
+    uncovered_positive_share,
+)
 from conftest import counts_of
 
 # P = 0.5, so eq. 1 maps S = 1, 2, 3, 4, 5 to 1, 3, 5, 7, 9.
@@ -106,3 +113,19 @@ def test_hot_reads_for_share_and_min_reads():
         build_samples(c, {}, k=1, min_reads=0.0)
     with pytest.raises(ValueError):
         hot_reads_for_share(c, s, 0.0)
+
+
+def test_samples_start_where_reads_start():
+    # A bulk load (writes only) in slots 0..2, then reads.
+    cells = [(1, 0, 0, 3), (2, 1, 0, 2), (1, 2, 0, 1), (1, 3, 2, 0), (2, 4, 1, 0), (1, 5, 1, 0)]
+    c = counts_of(cells, sample_p=1.0, slot_ms=60_000, start_unix_ms=START)
+    assert first_read_slot(c) == 3
+    s = build_samples(c, {}, k=1)
+    assert s.slot.min() == 0
+    kept = from_first_read(c, s)
+    # The first kept samples are at slot 2, whose label slot 3 is the first with reads.
+    assert kept.slot.min() == 2 and len(kept) == np.count_nonzero(s.slot >= 2)
+    writes_only = counts_of([(1, 0, 0, 3), (1, 1, 0, 1)], sample_p=1.0, slot_ms=60_000, start_unix_ms=START)
+    assert first_read_slot(writes_only) is None
+    s = build_samples(writes_only, {}, k=1)
+    assert len(from_first_read(writes_only, s)) == len(s)

@@ -279,6 +279,10 @@ impl DbInner {
             // it before the cache), so none reads a cached version older than it.
             rc.on_flush(cf.id, mem, &files);
         }
+        // Reads of the flushed keys go to the new tables once they are installed below
+        // (Leaper's metric; recorded first, so the first of those reads count).
+        let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
+        self.prefetch.flush_done(mem, &outputs);
         let mut vs = self.versions.lock();
         if !vs.cfs.contains_key(&cf.id) {
             // The family was dropped while its memtable was written (drop_cf does not wait
@@ -331,9 +335,6 @@ impl DbInner {
         let log_number = vs.log_number;
         drop(vs);
         self.remove_old_wals(log_number);
-        // Reads of the flushed keys now go to the new tables (Leaper's metric).
-        let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
-        self.prefetch.flush_done(mem, &outputs);
         info.outputs = files;
         for l in &self.opts.listeners {
             l.on_flush_end(&info);
@@ -712,11 +713,12 @@ impl DbInner {
         // On failure the outputs stay: a failed manifest write may still have put the
         // edit on disk, and recovery would then look for them. If it did not, the next
         // open removes them as orphans.
-        self.install_edit(cf, edit)?;
+        // Before the install: the first reads of the outputs come right after it.
         if let Some(j) = &job.1 {
             let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
             self.prefetch.compaction_outputs(j, &outputs);
         }
+        self.install_edit(cf, edit)?;
         if let Some(rc) = &self.read_cache {
             rc.on_compaction(id, &gone, &files); // AC-Key: repoint KP entries
             if let Some(r) = replacer.and_then(|r| Arc::try_unwrap(r).ok()) {
@@ -848,7 +850,7 @@ impl DbInner {
 }
 
 /// Ends a compaction's prefetch job however the merge ends.
-struct JobGuard<'a>(&'a Prefetcher, Option<CompactionJob>);
+pub(super) struct JobGuard<'a>(pub(super) &'a Prefetcher, pub(super) Option<CompactionJob>);
 
 impl Drop for JobGuard<'_> {
     fn drop(&mut self) {

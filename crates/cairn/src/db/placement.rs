@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::background::JobGuard;
 use super::learner::thread_cpu_nanos;
 use super::table_cache::table_path;
 use super::{CfState, ColumnFamily, Db, DbInner};
@@ -32,6 +33,7 @@ use crate::merging::MergingIterator;
 use crate::policy::placement::{
     AgeTierPlacement, ColdSetPlacement, Placement, PlacementPolicy, SeqTimes,
 };
+use crate::table::BlockSink;
 use crate::types::parse_internal_key;
 use crate::version::{FileMeta, VersionEdit};
 use crate::{Error, Result};
@@ -445,6 +447,26 @@ impl DbInner {
         for l in &self.opts.listeners {
             l.on_compaction_begin(&info);
         }
+        // The prefetch policy sees this job as any compaction (Leaper's metric and
+        // warming), and its end however the job ends.
+        let job_inputs: Vec<(u64, u64)> = in_files
+            .iter()
+            .chain(&dest_inputs)
+            .map(|f| (f.file_no(), f.size()))
+            .collect();
+        let job = JobGuard(
+            &self.prefetch,
+            Some(self.prefetch.compaction_begin(state.id, &job_inputs)),
+        );
+        let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
+        let sink = |file_no: u64| -> BlockSink {
+            let w = warmer.clone();
+            Box::new(move |h, first, last, contents| {
+                if let Some(w) = &w {
+                    w.offer(file_no, h, first, last, contents);
+                }
+            })
+        };
         let deepest = v.deepest_nonempty().max(c);
         let mut created: Vec<PathBuf> = Vec::new();
         let run_side = |level: usize,
@@ -470,7 +492,7 @@ impl DbInner {
                 bottommost,
                 new_file: &mut new_file,
                 should_stop: &stop,
-                block_sink: None,
+                block_sink: warmer.as_ref().map(|_| &sink as &dyn Fn(u64) -> BlockSink),
                 values: None,
             };
             Ok(merge(it, &mut params)?.0)
@@ -531,12 +553,15 @@ impl DbInner {
             files.push(self.output_file(&o.desc, c, o.summary.blocks));
             edit.added.push((state.id, c as u32, cold_run, o.desc));
         }
+        if let Some(j) = &job.1 {
+            let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
+            self.prefetch.compaction_outputs(j, &outputs);
+        }
         // On failure the outputs stay, as for any compaction: the edit may be on disk.
         self.install_edit(&state, edit)?;
         if let Some(rc) = &self.read_cache {
             rc.on_compaction(state.id, &gone, &files);
         }
-        {}
         info.outputs = files;
         for l in &self.opts.listeners {
             l.on_compaction_end(&info);

@@ -185,16 +185,22 @@ struct Counters {
 struct Event {
     begin: Instant,
     end: Mutex<Option<Instant>>,
-    /// Sorted by first key; may overlap.
-    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The key ranges of the cached blocks a compaction invalidated, with the input table
+    /// each block is of; sorted by first key, may overlap.
+    ranges: Vec<(Vec<u8>, Vec<u8>, u64)>,
     /// Or, for a flush, fingerprints of the keys it moved out of the memtable (a flushed
     /// memtable's key span covers keys it never held).
     keys: HashSet<u64>,
-    /// The tables a miss must be on to count: a compaction's inputs (while it runs, a
-    /// policy may have dropped their cached blocks) and, once installed, its outputs; a
-    /// flush's outputs. A miss on another table (a newer version of the key elsewhere, a
-    /// deeper level the job did not touch) is no block the job removed.
-    files: Mutex<HashSet<u64>>,
+    /// A compaction's input tables. While it runs, a miss on one of them counts only in
+    /// the range of a block of that same table that was cached at the start (a policy
+    /// dropped it, or it aged out), not in another input's range (an older version of
+    /// the key in a cached block of another table says nothing of this block).
+    inputs: HashSet<u64>,
+    /// The job's output tables (a compaction's once installed; a flush's): a miss on one
+    /// counts for a key in any invalidated range (or moved out of the memtable). A miss
+    /// on any other table (a newer version of the key elsewhere, a level the job did not
+    /// touch, another column family) is no block the job removed.
+    outputs: Mutex<HashSet<u64>>,
     /// Reads per second over cache blocks when the job ran (eq. 3's Q / S).
     q_over_s: f64,
     last_miss: Mutex<Option<Instant>>,
@@ -202,14 +208,17 @@ struct Event {
 
 impl Event {
     fn contains(&self, key: &[u8], file_no: u64) -> bool {
-        if !self.files.lock().contains(&file_no) {
+        let output = self.outputs.lock().contains(&file_no);
+        if !output && !self.inputs.contains(&file_no) {
             return false;
         }
         if !self.keys.is_empty() {
-            return self.keys.contains(&fingerprint(key));
+            return output && self.keys.contains(&fingerprint(key));
         }
         let n = self.ranges.partition_point(|r| r.0.as_slice() <= key);
-        self.ranges[..n].iter().any(|r| r.1.as_slice() >= key)
+        self.ranges[..n]
+            .iter()
+            .any(|r| r.1.as_slice() >= key && (output || r.2 == file_no))
     }
 }
 
@@ -410,9 +419,10 @@ impl Prefetcher {
 
     fn record_event(
         &self,
-        ranges: Vec<(Vec<u8>, Vec<u8>)>,
+        ranges: Vec<(Vec<u8>, Vec<u8>, u64)>,
         keys: HashSet<u64>,
-        files: HashSet<u64>,
+        inputs: HashSet<u64>,
+        outputs: HashSet<u64>,
         ended: bool,
     ) -> Option<Arc<Event>> {
         if ranges.is_empty() && keys.is_empty() {
@@ -427,7 +437,8 @@ impl Prefetcher {
             end: Mutex::new(ended.then_some(now)),
             ranges,
             keys,
-            files: Mutex::new(files),
+            inputs,
+            outputs: Mutex::new(outputs),
             q_over_s,
             last_miss: Mutex::new(None),
         });
@@ -499,8 +510,8 @@ impl Prefetcher {
         })
     }
 
-    /// A flush of `mem` into the tables `outputs` is installed: reads of its keys now go
-    /// to them.
+    /// A flush of `mem` into the tables `outputs` is about to be installed: reads of its
+    /// keys then go to them.
     pub(crate) fn flush_done(&self, mem: &Arc<crate::memtable::Memtable>, outputs: &[u64]) {
         use crate::iter::InternalIterator;
         if !self.metric {
@@ -513,7 +524,8 @@ impl Prefetcher {
             keys.insert(fingerprint(user_key(it.key())));
             it.next();
         }
-        self.record_event(Vec::new(), keys, outputs.iter().copied().collect(), true);
+        let outputs = outputs.iter().copied().collect();
+        self.record_event(Vec::new(), keys, HashSet::new(), outputs, true);
     }
 
     /// A compaction of `inputs` (file numbers, with their sizes) starts.
@@ -525,13 +537,14 @@ impl Prefetcher {
             .sum();
         let files: HashSet<u64> = inputs.iter().map(|&(f, _)| f).collect();
         let cached = self.cache.cached_data_blocks(&files);
-        let ranges: Vec<(Vec<u8>, Vec<u8>)> = cached
+        let ranges: Vec<(Vec<u8>, Vec<u8>, u64)> = cached
             .iter()
             .filter(|(_, b)| b.entry_count() > 0)
-            .map(|(_, b)| {
+            .map(|(k, b)| {
                 (
                     b.key(0).user_key_vec(),
                     b.key(b.entry_count() - 1).user_key_vec(),
+                    k.file_no,
                 )
             })
             .collect();
@@ -539,13 +552,14 @@ impl Prefetcher {
             .invalidated_blocks
             .fetch_add(ranges.len() as u64, Relaxed);
         let event = if self.metric {
-            self.record_event(ranges.clone(), HashSet::new(), files.clone(), false)
+            self.record_event(ranges.clone(), HashSet::new(), files, HashSet::new(), false)
         } else {
             None
         };
         let warm = match &self.policy {
             PrefetchPolicy::Warmup if !ranges.is_empty() => {
-                let mut olds = ranges;
+                let mut olds: Vec<(Vec<u8>, Vec<u8>)> =
+                    ranges.into_iter().map(|(a, b, _)| (a, b)).collect();
                 olds.sort();
                 Some(Warm::Overlapping(olds))
             }
@@ -622,7 +636,7 @@ impl Prefetcher {
     /// The compaction's outputs are installed: reads of its keys now go to them.
     pub(crate) fn compaction_outputs(&self, job: &CompactionJob, outputs: &[u64]) {
         if let Some(e) = &job.event {
-            e.files.lock().extend(outputs);
+            e.outputs.lock().extend(outputs);
         }
     }
 

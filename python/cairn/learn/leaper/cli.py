@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .bundle import BundleError, read_bundle, write_bundle
 from .counts import coarsen, from_traces
-from .features import build_samples, uncovered_positive_share
+from .features import build_samples, from_first_read, uncovered_positive_share
 from .report import evaluate, format_table, json_safe, write_figure
 from .synth import SynthConfig, synth_trace
 from .trace import TraceError, read_trace, write_trace
@@ -47,7 +47,7 @@ def _training_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test-share", type=float, default=d.test_share, help="last share of slots for testing")
     p.add_argument("--val-share", type=float, default=d.val_share, help="share of the rest for validation")
     p.add_argument(
-        "--hot-reads", type=float, default=d.hot_reads, help="reads in a slot that make a range hot (default 1)"
+        "--hot-reads", type=float, default=None, help=f"reads in a slot that make a range hot (default {d.hot_reads:g})"
     )
     p.add_argument(
         "--hot-share",
@@ -80,7 +80,7 @@ def _config(args: argparse.Namespace, slot_ms: int | None) -> TrainConfig:
         test_share=args.test_share,
         val_share=args.val_share,
         recall_target=args.recall_target,
-        hot_reads=args.hot_reads,
+        hot_reads=TrainConfig().hot_reads if args.hot_reads is None else args.hot_reads,
         hot_share=args.hot_share,
         rounds=args.rounds,
         seed=args.seed,
@@ -143,14 +143,16 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     counts = coarsen(fine, m)
     precursors = {int(r): [int(p) for p in ps] for r, ps in meta["precursors"].items()}
+    if args.hot_reads is not None or args.hot_share is not None:
+        raise ValueError("--hot-reads and --hot-share are for training; with --model the bundle's label is used")
     hot_reads = float(meta["report"].get("hot_reads", 1.0)) if isinstance(meta["report"], dict) else 1.0
-    samples = build_samples(counts, precursors, meta["k"], min_reads=hot_reads)
+    samples = from_first_read(counts, build_samples(counts, precursors, meta["k"], min_reads=hot_reads))
     if len(samples) == 0:
         raise ValueError("no samples in the trace")
     rep = evaluate(samples, predict(bundle.models, samples.x), meta["threshold"], args.iw_window, hot_reads)
     rep["range_width"] = counts.range_width
     rep["range_multiplier"] = m
-    rep["uncovered_positive_share"] = uncovered_positive_share(counts, samples, 1)
+    rep["uncovered_positive_share"] = uncovered_positive_share(counts, samples, 1, hot_reads)
     _emit_report(rep, args)
     return 0
 

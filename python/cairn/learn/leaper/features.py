@@ -167,6 +167,20 @@ def build_samples(
     return Samples(x, y, idx.ids[ridx], slot)
 
 
+def first_read_slot(counts: Counts) -> int | None:
+    """The first slot with any read, None without reads. A trace that starts with a bulk
+    load has write-only slots first: samples there have no positive label to learn from,
+    and a chronological split would train on them alone."""
+    read = counts.reads > 0.0
+    return int(counts.slot[read].min()) if read.any() else None
+
+
+def from_first_read(counts: Counts, samples: Samples) -> Samples:
+    """``samples`` whose label slots start at the first slot with reads."""
+    first = first_read_slot(counts)
+    return samples if first is None else samples.subset(samples.slot >= first - 1)
+
+
 def hot_reads_for_share(counts: Counts, samples: Samples, share: float) -> float:
     """The smallest read count h (at least 1) such that "reads in slot s + 1 >= h" holds
     for at most ``share`` of ``samples``; the largest count seen when none does."""
@@ -185,8 +199,9 @@ def hot_reads_for_share(counts: Counts, samples: Samples, share: float) -> float
     return float(cand[ok[0]] if ok.size else cand[-1])
 
 
-def uncovered_positive_share(counts: Counts, samples: Samples, horizon: int = 1) -> float:
-    """Share of (range, s + horizon) read cells, s a sampled slot, with no sample at (range, s).
+def uncovered_positive_share(counts: Counts, samples: Samples, horizon: int = 1, min_reads: float = 1.0) -> float:
+    """Share of (range, s + horizon) hot cells (reads >= ``min_reads``, the samples' label
+    rule), s a sampled slot, with no sample at (range, s).
 
     These are reads of ranges silent for the whole history window: no method compared
     here can predict them, so the metrics only cover the rest.
@@ -194,7 +209,7 @@ def uncovered_positive_share(counts: Counts, samples: Samples, horizon: int = 1)
     if len(samples) == 0:
         return 0.0
     s_lo, s_hi = int(samples.slot.min()), int(samples.slot.max())
-    read = counts.reads >= 1.0
+    read = counts.reads >= min_reads
     target = counts.slot[read] - horizon
     in_window = (target >= s_lo) & (target <= s_hi)
     total = int(np.count_nonzero(in_window))

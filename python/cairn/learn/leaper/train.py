@@ -5,7 +5,8 @@ The pipeline (paper §4 and §6.1):
 1. eq. 1 estimates per fine cell (:mod:`.counts`), Algorithm 1 picks A* = m * A0
    (:mod:`.ranges`), the counts are aggregated to A*;
 2. Algorithm 2 finds precursors at A* (:mod:`.precursors`);
-3. the 18 features and k labels for every sample (:mod:`.features`);
+3. the 18 features and k labels for every sample (:mod:`.features`) whose labels start
+   at the first slot with reads (a trace that opens with a bulk load has none before);
 4. a chronological split of the sample slots: train, then validation, then test (the
    paper trains on three days and tests on the fourth). Samples whose label slots would
    cross into the next part are dropped from the earlier part, so no label of a training
@@ -41,6 +42,8 @@ from .features import (
     HISTORY_SLOTS,
     Samples,
     build_samples,
+    first_read_slot,
+    from_first_read,
     hot_reads_for_share,
     uncovered_positive_share,
 )
@@ -131,8 +134,13 @@ def prepare(traces: Sequence[Trace], config: TrainConfig) -> Prepared:
     precursors = find_precursors(counts, config.gamma, config.epsilon)
     hot_reads = config.hot_reads
     if config.hot_share is not None:
-        hot_reads = max(hot_reads, hot_reads_for_share(counts, build_samples(counts, precursors, 1), config.hot_share))
-    samples = build_samples(counts, precursors, config.k, min_reads=hot_reads)
+        # Chosen on the slots before the test part, so the test labels are not looked at.
+        s1 = from_first_read(counts, build_samples(counts, precursors, 1))
+        if len(s1):
+            lo, hi = int(s1.slot.min()), int(s1.slot.max())
+            s1 = s1.subset(s1.slot < lo + (hi - lo + 1) * (1.0 - config.test_share))
+        hot_reads = max(hot_reads, hot_reads_for_share(counts, s1, config.hot_share))
+    samples = from_first_read(counts, build_samples(counts, precursors, config.k, min_reads=hot_reads))
     return Prepared(fine, counts, selection, precursors, samples, hot_reads)
 
 
@@ -251,9 +259,11 @@ def train(traces: Sequence[Trace], config: TrainConfig | None = None) -> TrainRe
             "epsilon": config.epsilon,
             "recall_target": config.recall_target,
             "hot_share": config.hot_share,
+            "first_read_slot": first_read_slot(prep.counts),
+            "hot_share_reached": float(samples.y[:, 0].mean()) if len(samples) else float("nan"),
             "thresholds_by_horizon": thresholds,
             "best_iterations": best_iters,
-            "uncovered_positive_share": uncovered_positive_share(prep.counts, te, 1),
+            "uncovered_positive_share": uncovered_positive_share(prep.counts, te, 1, prep.hot_reads),
         }
     )
     return TrainResult(
