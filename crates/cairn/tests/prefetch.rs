@@ -292,3 +292,41 @@ fn a_compaction_counts_misses_on_its_own_tables_only() {
     assert_eq!(p.invalidation_misses, 1, "{p:?}");
     db.close().unwrap();
 }
+
+#[test]
+fn leaper_drops_cold_input_blocks_only_when_it_needs_the_room() {
+    for (cache, full) in [(48usize << 10, true), (8 << 20, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            block_cache_bytes: cache,
+            ..options(PrefetchPolicy::Oracle(Arc::new(Oracle)))
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        let wo = WriteOptions::default();
+        for i in 0..KEYS {
+            db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        // Every block read once: a small cache ends up full of the last keys' blocks,
+        // outside the oracle's hot keys; a large one holds them all, with room to spare.
+        for i in 0..KEYS {
+            assert!(db.get(&key(i)).unwrap().is_some());
+        }
+        for i in (0..KEYS).step_by(10) {
+            db.put(&wo, &key(i), &[b'b'; 100]).unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        let p = db.stats().prefetch;
+        assert!(p.invalidated_blocks > 0, "{p:?}");
+        if full {
+            assert!(p.evicted_blocks > 0, "a full cache makes room: {p:?}");
+        } else {
+            assert_eq!(p.evicted_blocks, 0, "room to spare: nothing dropped: {p:?}");
+        }
+        for i in (0..KEYS).step_by(97) {
+            let want = if i % 10 == 0 { b'b' } else { b'a' };
+            assert_eq!(db.get(&key(i)).unwrap(), Some(vec![want; 100]), "key {i}");
+        }
+        db.close().unwrap();
+    }
+}

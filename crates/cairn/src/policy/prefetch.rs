@@ -493,19 +493,23 @@ impl Prefetcher {
         Some(self.warmer(warm))
     }
 
-    fn warmer(&self, warm: Warm) -> Arc<Warmer> {
-        let cap = match &self.policy {
+    /// Most blocks one job may warm.
+    fn warm_cap(&self) -> usize {
+        match &self.policy {
             PrefetchPolicy::Leaper(p) => {
                 let share = p.max_warm_cache_share.clamp(0.0, 1.0);
                 p.max_warm_blocks
                     .min((share * self.cache_blocks()) as usize)
             }
             _ => usize::MAX,
-        };
+        }
+    }
+
+    fn warmer(&self, warm: Warm) -> Arc<Warmer> {
         Arc::new(Warmer {
             warm,
             cache: self.cache.clone(),
-            left: AtomicUsize::new(cap),
+            left: AtomicUsize::new(self.warm_cap()),
             counters: self.counters.clone(),
         })
     }
@@ -598,7 +602,18 @@ impl Prefetcher {
         let t2_steps = k1.min(k - 1)..(k1 + k2).min(k);
         self.counters.jobs_with_model.fetch_add(1, Relaxed);
         let off = src.key_offset();
-        if let Some(hot_t1) = src.hot_intervals(0..k1) {
+        // Phase one only makes room for the blocks phase two warms (at most about the
+        // job's size): with that much room free, dropping input blocks gains nothing and
+        // costs a miss whenever the prediction of T1 falls short of the job.
+        let room_blocks =
+            (self.cache.capacity().saturating_sub(self.cache.usage()) as u64) / self.block_size;
+        let needs_room = room_blocks < input_blocks.min(self.warm_cap() as u64);
+        let hot_t1 = if needs_room {
+            src.hot_intervals(0..k1)
+        } else {
+            None
+        };
+        if let Some(hot_t1) = hot_t1 {
             let intervals: Vec<Interval> = cached
                 .iter()
                 .filter(|(_, b)| b.entry_count() > 0)
