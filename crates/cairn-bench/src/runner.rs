@@ -508,7 +508,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                 Some(_) => "--invalidation-window-ms".into(),
                 None => "cairn's default".into(),
             });
-    let invalidation = invalidation_summary(
+    let mut invalidation = invalidation_summary(
         &rows,
         &background_jobs,
         p1.map(|p1| p1.since(&p0.unwrap_or_default())),
@@ -516,6 +516,12 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         window_source,
         period.as_secs_f64(),
     );
+    // Precision over the engine's life: a block warmed before the measured phase may be
+    // hit in it, so the phase's own counts can put it above 1.
+    if let Some(p) = p1 {
+        invalidation.precision =
+            (p.warmed_blocks > 0).then(|| p.warmed_hits as f64 / p.warmed_blocks as f64);
+    }
     let io = ProcIo::now().since(&io0);
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
