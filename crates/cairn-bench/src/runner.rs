@@ -273,6 +273,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             .collect()
     };
     let mut warmup_ops = 0;
+    // Prefetch counters from the warm-up's start: the precision's span (blocks warmed in
+    // the warm-up may be hit in the measured part; the load is left out, when only some
+    // engines warm and nothing reads).
+    let p_warm = engine.prefetch();
     let leaper = if plan.warmup > 0 {
         if let Some(o) = &oracle {
             o.mark();
@@ -516,9 +520,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         window_source,
         period.as_secs_f64(),
     );
-    // Precision over the engine's life: a block warmed before the measured phase may be
-    // hit in it, so the phase's own counts can put it above 1.
-    if let Some(p) = p1 {
+    // Precision from the warm-up's start: a block warmed before the measured phase may
+    // be hit in it, so the phase's own counts can put it above 1.
+    if let Some(p) = p1.map(|p1| p1.since(&p_warm.unwrap_or_default())) {
         invalidation.precision =
             (p.warmed_blocks > 0).then(|| p.warmed_hits as f64 / p.warmed_blocks as f64);
     }

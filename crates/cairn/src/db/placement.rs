@@ -449,8 +449,11 @@ impl DbInner {
         }
         // The prefetch policy sees this job as any compaction (Leaper's metric and
         // warming), and its end however the job ends.
+        // The hot and the cold pass each merge every input of the upper level: count them
+        // twice, so the job's time per block fits eq. 3's alpha as a plain merge's does.
         let job_inputs: Vec<(u64, u64)> = in_files
             .iter()
+            .chain(&in_files)
             .chain(&dest_inputs)
             .map(|f| (f.file_no(), f.size()))
             .collect();

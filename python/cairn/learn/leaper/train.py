@@ -134,11 +134,13 @@ def prepare(traces: Sequence[Trace], config: TrainConfig) -> Prepared:
     precursors = find_precursors(counts, config.gamma, config.epsilon)
     hot_reads = config.hot_reads
     if config.hot_share is not None:
-        # Chosen on the slots before the test part, so the test labels are not looked at.
+        # Chosen on labels before the test part (as chronological_split will place it for
+        # the k-model samples, which end k - 1 slots earlier), so no test label is seen.
         s1 = from_first_read(counts, build_samples(counts, precursors, 1))
         if len(s1):
-            lo, hi = int(s1.slot.min()), int(s1.slot.max())
-            s1 = s1.subset(s1.slot < lo + (hi - lo + 1) * (1.0 - config.test_share))
+            lo, last_k = int(s1.slot.min()), int(s1.slot.max()) - (config.k - 1)
+            test_start = lo + int(round((last_k - lo + 1) * (1.0 - config.test_share)))
+            s1 = s1.subset(s1.slot + 1 < test_start)
         hot_reads = max(hot_reads, hot_reads_for_share(counts, s1, config.hot_share))
     samples = from_first_read(counts, build_samples(counts, precursors, config.k, min_reads=hot_reads))
     return Prepared(fine, counts, selection, precursors, samples, hot_reads)
