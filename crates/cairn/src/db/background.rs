@@ -152,14 +152,7 @@ impl DbInner {
         deepest: usize,
         warmer: Option<Arc<Warmer>>,
     ) -> Result<(VersionEdit, Vec<OutputFile>)> {
-        let sink = |file_no: u64| -> BlockSink {
-            let w = warmer.clone();
-            Box::new(move |h, first, last, contents| {
-                if let Some(w) = &w {
-                    w.offer(file_no, h, first, last, contents);
-                }
-            })
-        };
+        let sink = warmer.map(|w| move |file_no: u64| w.sink(file_no));
         let tier = self.env.tier_for_level(0);
         let cf_name = self
             .cfs
@@ -197,7 +190,7 @@ impl DbInner {
             bottommost: false,
             new_file: &mut new_file,
             should_stop: &|| false,
-            block_sink: warmer.as_ref().map(|_| &sink as &dyn Fn(u64) -> BlockSink),
+            block_sink: sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink),
             values: if separate { Some(&mut vlog) } else { None },
         };
         let (outputs, _) = match merge(&mut it, &mut params) {

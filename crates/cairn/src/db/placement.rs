@@ -462,14 +462,7 @@ impl DbInner {
             Some(self.prefetch.compaction_begin(state.id, &job_inputs)),
         );
         let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
-        let sink = |file_no: u64| -> BlockSink {
-            let w = warmer.clone();
-            Box::new(move |h, first, last, contents| {
-                if let Some(w) = &w {
-                    w.offer(file_no, h, first, last, contents);
-                }
-            })
-        };
+        let sink = warmer.map(|w| move |file_no: u64| w.sink(file_no));
         let deepest = v.deepest_nonempty().max(c);
         let mut created: Vec<PathBuf> = Vec::new();
         let run_side = |level: usize,
@@ -495,7 +488,7 @@ impl DbInner {
                 bottommost,
                 new_file: &mut new_file,
                 should_stop: &stop,
-                block_sink: warmer.as_ref().map(|_| &sink as &dyn Fn(u64) -> BlockSink),
+                block_sink: sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink),
                 values: None,
             };
             Ok(merge(it, &mut params)?.0)

@@ -41,7 +41,7 @@ use super::hot_ranges::HotRangePredictor;
 use super::overlap::{block_is_hot, overlapping_blocks, Interval};
 use crate::access::key_number;
 use crate::cache::{BlockCache, BlockKey, BlockKind};
-use crate::table::{Block, BlockHandle};
+use crate::table::{Block, BlockHandle, BlockSink};
 use crate::types::user_key;
 
 /// Answers which key ranges will be read in the next slots.
@@ -307,6 +307,14 @@ impl Warmer {
         self.cache
             .insert(key, BlockKind::Data, Arc::new(block), charge);
         self.counters.warmed_blocks.fetch_add(1, Relaxed);
+    }
+}
+
+impl Warmer {
+    /// A table writer's sink for table `file_no` that offers each finished block here.
+    pub(crate) fn sink(self: &Arc<Self>, file_no: u64) -> BlockSink {
+        let w = self.clone();
+        Box::new(move |h, first, last, contents| w.offer(file_no, h, first, last, contents))
     }
 }
 
