@@ -13,6 +13,9 @@
 #   monkey    Fig. 8: $MONKEY_ENGINES on the three static workloads with Monkey blooms
 #             at $MONKEY_BLOOM bits per key (the paper lowers 8 to 4 for Monkey).
 #   ycsb      Fig. 11: YCSB A-F (zipfian, YCSB's mixes) with $YCSB_ENGINES, short.
+#   transitions  Fig. 10: the greedy, lazy and flexible transitions under one K change: a
+#             balanced workload (50% lookups) of $TRANSITION_MISSIONS missions, K = 1 at
+#             every level until mission $TRANSITION_AT, then K = $T everywhere (--set-k-at).
 #
 # The tree: memtable $WBS, level 1 $LEVEL1, size ratio $T, so $RECORDS entries of
 # $KEY_SIZE + $VALUE_SIZE bytes (the paper's 128 + 896) fill level 0 and three levels on
@@ -54,7 +57,10 @@ else
   YCSB_OPS=${YCSB_OPS:-100000}
   YCSB_WORKLOADS=${YCSB_WORKLOADS:-"a b c d e f"}
 fi
-PARTS=${PARTS:-"sessions static greedy monkey ycsb"}
+TRANSITION_MISSIONS=${TRANSITION_MISSIONS:-120}
+TRANSITION_AT=${TRANSITION_AT:-$((TRANSITION_MISSIONS / 2))}
+TRANSITION_ENGINES=${TRANSITION_ENGINES:-cairn:transition-greedy,cairn:transition-lazy,cairn:transition-flexible}
+PARTS=${PARTS:-"sessions static greedy monkey ycsb transitions"}
 ENGINES=${ENGINES:-cairn:ruskey,cairn:default,cairn:moderate,cairn:tiering,cairn:lazy-leveling,cairn:greedy}
 GREEDY_ENGINES=${GREEDY_ENGINES:-cairn:greedy-50-50,cairn:greedy-33-67,cairn:greedy-25-75,cairn:greedy-10-90,cairn:greedy-25-50,cairn:greedy-50-75}
 MONKEY_ENGINES=${MONKEY_ENGINES:-cairn:ruskey-monkey,cairn:lazy-leveling,cairn:monkey}
@@ -184,8 +190,21 @@ for p in $PARTS; do
       rsummary "Fig. 11: YCSB (zipfian)" "$OUT/ycsb/ruskey-summary.md" "${dirs[@]}"
       finish ycsb
       ;;
+    transitions)
+      begin transitions
+      compare "$OUT/transitions" "$TRANSITION_ENGINES" --workload mix --mix read=0.5,update=0.5 \
+        --distribution uniform --ops $((TRANSITION_MISSIONS * MISSION_OPS)) --bloom-bits "$BLOOM" \
+        --set-k-at "$TRANSITION_AT:$T"
+      {
+        echo
+        echo "## Fig. 10: transitions ($OUT/transitions/report.md, transition.png)"
+        echo
+        awk '/^## K change/{p=1; next} /^## /{p=0} p' "$OUT/transitions/report.md"
+      } >>"$summary"
+      finish transitions
+      ;;
     *)
-      echo "unknown part $p (sessions static greedy monkey ycsb)" >&2
+      echo "unknown part $p (sessions static greedy monkey ycsb transitions)" >&2
       exit 2
       ;;
   esac

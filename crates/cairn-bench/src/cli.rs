@@ -387,6 +387,11 @@ pub struct BudgetArgs {
     /// multi-phase workloads even without this flag].
     #[arg(long, value_name = "OPS", value_parser = clap::value_parser!(u64).range(1..))]
     pub mission_ops: Option<u64>,
+    /// RusKey's Fig. 10: after MISSION missions of the measured phase, set K at every level
+    /// below 0 to K by the engine's transition (cairn: `cairn:transition-greedy`,
+    /// `-lazy`, `-flexible`; other presets flexible). Needs --mission-ops.
+    #[arg(long, value_name = "MISSION:K", requires = "mission_ops")]
+    pub set_k_at: Option<crate::engines::KChange>,
 }
 
 impl BudgetArgs {
@@ -412,6 +417,7 @@ impl BudgetArgs {
             target_file_size: self.target_file_size.map(|b| b as u64),
             size_ratio: self.size_ratio.map(|t| t as usize),
             mission_ops: self.mission_ops,
+            set_k_at: self.set_k_at,
             memtables: self.memtables as usize,
             rocksdb_statistics: self.rocksdb_statistics,
             ..BenchConfig::default()
@@ -606,6 +612,22 @@ mod tests {
         assert!(parse(&["--size-ratio", "65"]).is_err());
         assert!(parse(&["--mission-ops", "0"]).is_err());
         assert!(parse(&["--level1-bytes", "4Q"]).is_err());
+        let k = parse(&["--mission-ops", "100", "--set-k-at", "60:10"]).unwrap();
+        assert_eq!(
+            k.set_k_at,
+            Some(crate::engines::KChange { mission: 60, k: 10 })
+        );
+        assert_eq!(d.set_k_at, None);
+        for bad in ["60", "0:10", "60:0", "a:1", "60:10:1"] {
+            assert!(
+                parse(&["--mission-ops", "100", "--set-k-at", bad]).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(
+            parse(&["--set-k-at", "60:10"]).is_err(),
+            "needs --mission-ops"
+        );
     }
 
     #[test]

@@ -351,7 +351,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         !spec.workload.is_fill() && (plan.phases.len() > 1 || req.config.mission_ops.is_some());
     let mission_ops = want_missions.then(|| req.config.mission_ops());
     let t0 = Instant::now();
-    let tracker = mission_ops.map(|m| Missions::new(m, Some(engine.as_ref()), t0));
+    let tracker = mission_ops
+        .map(|m| Missions::new(m, Some(engine.as_ref()), t0).with_k_change(req.config.set_k_at));
     let missions = tracker.as_ref();
     let (lat, bg, rows, last_op, settled) = std::thread::scope(|s| -> Result<_> {
         let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0));

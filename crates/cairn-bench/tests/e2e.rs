@@ -464,3 +464,59 @@ fn ruskey_sessions_record_missions_and_summarize() {
     assert!(status.success());
     assert!(json(&one).get("missions").is_none());
 }
+
+#[test]
+fn a_scripted_k_change_takes_each_presets_transition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("transitions");
+    let status = Command::new(BIN)
+        .args(["compare", "--engines"])
+        .arg("cairn:transition-greedy,cairn:transition-lazy,cairn:transition-flexible")
+        .args(["--workload", "mix", "--mix", "read=0.5,update=0.5"])
+        .args([
+            "--distribution",
+            "uniform",
+            "--records",
+            "3000",
+            "--ops",
+            "3000",
+        ])
+        .args(["--mission-ops", "250", "--set-k-at", "6:4"])
+        .args(["--write-buffer-size", "64K", "--level1-bytes", "128K"])
+        .args(["--size-ratio", "4", "--value-size", "200", "--settle"])
+        .arg("--db-dir")
+        .arg(tmp.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    for e in ["greedy", "lazy", "flexible"] {
+        let v = json(&out.join(format!("cairn-transition-{e}.json")));
+        assert_eq!(v["config"]["set_k_at"]["mission"], 6, "{e}");
+        let missions = v["missions"].as_array().unwrap();
+        assert_eq!(missions.len(), 12, "{e}");
+        let set: Vec<usize> = (0..12)
+            .filter(|&i| missions[i].get("k_set").is_some())
+            .collect();
+        assert_eq!(set, vec![5], "{e}: K set once, at the 6th mission's end");
+        assert_eq!(missions[5]["k_set"], 4);
+        let ks = |i: usize| -> Vec<u64> {
+            missions[i]["ks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_u64().unwrap())
+                .collect()
+        };
+        assert!(ks(5).iter().all(|&k| k == 1), "{e}: {:?}", ks(5));
+        if e != "lazy" {
+            // Greedy and flexible set K at once (greedy then merges the level down).
+            assert!(ks(6).iter().all(|&k| k == 4), "{e}: {:?}", ks(6));
+        }
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## K change (RusKey's Fig. 10)"), "{md}");
+    assert!(md.contains("| cairn:transition-flexible |"), "{md}");
+    assert_png(&out.join("transition.png"));
+}

@@ -3,7 +3,7 @@
 
 use crate::access::{AccessOptions, RecordOptions};
 use crate::options::{
-    AcKeyParams, BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy,
+    AcKeyParams, BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy, Transition,
 };
 use crate::policy::{LerpParams, PlacementPolicy, PrefetchPolicy, Propagation, TunerPolicy};
 use crate::storage::{DeviceProfile, TierConfig};
@@ -40,6 +40,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ruskey-monkey", "RusKey on Monkey blooms: Lerp tunes K_1 and K_2, deeper levels follow Lemma 5.1"),
     ("greedy", "RusKey's greedy-threshold baseline: a level's K + 1 when its lookup share is under 33%, K - 1 over 67%"),
     ("greedy-B-T", "the greedy baseline with thresholds in percent (e.g. greedy-25-75)"),
+    ("transition-greedy", "RusKey 4.1's greedy transition (Fig. 10): K=1 at every level; a change of K merges the level into the next one first"),
+    ("transition-lazy", "RusKey 4.1's lazy transition (Fig. 10): K=1 at every level; a change of K waits until the level empties"),
+    ("transition-flexible", "RusKey 4.2's flexible transition (Fig. 10): K=1 at every level; a change of K resizes the active run at once"),
     ("passive", "SA-LSM's baseline: a hot ssd tier (levels 0-1) and a cold hdd tier (2+), data moves down by level size only"),
     ("age-tier", "SA-LSM's baseline, RocksDB's time-aware tiering: on the two tiers, proactive compaction moves data older than 7 days to the cold tier"),
     ("sa-lsm", "SA-LSM: on the two tiers, a query store per column family; proactive compaction moves the keys the external service's random survival forest predicts cold"),
@@ -234,6 +237,9 @@ pub fn by_name(name: &str) -> Option<Options> {
             }
         }
         _ if name.starts_with("greedy-") => o.tuner.policy = greedy_thresholds(name)?,
+        "transition-greedy" => o.tuner.transition = Transition::Greedy,
+        "transition-lazy" => o.tuner.transition = Transition::Lazy,
+        "transition-flexible" => o.tuner.transition = Transition::Flexible,
         _ => o.read_cache = fixed_split(name)?,
     }
     // Bourbon runs on WiscKey: every value separated.
@@ -331,5 +337,15 @@ mod tests {
         assert!(by_name("bourbon-sep").is_none());
         assert!(by_name("ac-key-sep-sep").is_none());
         assert_eq!(by_name("block-1shard").unwrap().block_cache_shards, 1);
+        for (name, t) in [
+            ("transition-greedy", Transition::Greedy),
+            ("transition-lazy", Transition::Lazy),
+            ("transition-flexible", Transition::Flexible),
+        ] {
+            let o = by_name(name).unwrap();
+            assert_eq!(o.tuner.transition, t, "{name}");
+            assert_eq!(o.tuner.policy, TunerPolicy::Static, "{name}");
+            assert_eq!(o.level_runs, Options::default().level_runs, "{name}");
+        }
     }
 }

@@ -360,6 +360,18 @@ impl Engine for CairnEngine {
         self.levels(|l| l.runs.len())
     }
 
+    fn set_run_limits(&self, k: usize) -> Result<bool> {
+        let cf = self.db.default_cf();
+        let o = self.db.options();
+        let k = k.clamp(1, o.size_ratio);
+        for level in 1..o.num_levels {
+            self.db
+                .set_policy(&cf, level, k, o.tuner.transition)
+                .with_context(|| format!("setting K_{level} = {k}"))?;
+        }
+        Ok(true)
+    }
+
     fn jobs(&self) -> Vec<JobSpan> {
         self.jobs
             .spans

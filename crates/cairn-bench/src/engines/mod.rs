@@ -53,6 +53,12 @@ pub struct BenchConfig {
     /// the workload has several phases.
     #[serde(default)]
     pub mission_ops: Option<u64>,
+    /// A scripted change of the run limits (RusKey's Fig. 10): after this many missions of
+    /// the measured phase, K at every level below 0 becomes `k`, by the engine's own
+    /// transition (cairn's `TunerOptions::transition`). Engines without per-level run
+    /// limits ignore it.
+    #[serde(default)]
+    pub set_k_at: Option<KChange>,
     /// Memtables, the active one included, before writes wait for a flush (cairn's
     /// `max_write_buffers`, RocksDB's `max_write_buffer_number`).
     #[serde(default = "default_memtables")]
@@ -88,6 +94,29 @@ impl BenchConfig {
     /// Operations per mission this run uses.
     pub fn mission_ops(&self) -> u64 {
         self.mission_ops.unwrap_or(DEFAULT_MISSION_OPS).max(1)
+    }
+}
+
+/// `--set-k-at MISSION:K`: K at every level below 0 becomes `k` once `mission` missions
+/// of the measured phase have ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KChange {
+    pub mission: u64,
+    pub k: usize,
+}
+
+impl std::str::FromStr for KChange {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected MISSION:K with MISSION >= 1 and K >= 1, got `{s}`");
+        let (m, k) = s.split_once(':').ok_or_else(bad)?;
+        let mission: u64 = m.trim().parse().map_err(|_| bad())?;
+        let k: usize = k.trim().parse().map_err(|_| bad())?;
+        if mission == 0 || k == 0 {
+            return Err(bad());
+        }
+        Ok(KChange { mission, k })
     }
 }
 
@@ -130,6 +159,7 @@ impl Default for BenchConfig {
             target_file_size: None,
             size_ratio: None,
             mission_ops: None,
+            set_k_at: None,
             memtables: default_memtables(),
             rocksdb_statistics: false,
         }
@@ -385,6 +415,11 @@ pub trait Engine: Send + Sync {
     /// Sorted runs in each of the same levels now (level 1 first).
     fn level_run_counts(&self) -> Option<Vec<usize>> {
         None
+    }
+    /// Sets the run limit of every level below 0 to `k` (clamped to the size ratio) by
+    /// the engine's configured transition; false for engines without per-level run limits.
+    fn set_run_limits(&self, _k: usize) -> Result<bool> {
+        Ok(false)
     }
     /// Installs a Leaper model bundle.
     fn load_leaper_model(&self, _path: &Path) -> Result<()> {

@@ -1,7 +1,8 @@
 //! RusKey's missions: the measured phase cut every M operations (counted over all
-//! threads), with each mission's latency and the engine's run limits K_i at its end.
+//! threads), with each mission's latency and the engine's run limits K_i at its end; and
+//! the scripted change of K (`--set-k-at`, RusKey's Fig. 10) at a mission's end.
 
-use crate::engines::Engine;
+use crate::engines::{Engine, KChange};
 use crate::report::json::MissionRow;
 use parking_lot::Mutex;
 use std::time::Instant;
@@ -21,6 +22,7 @@ struct State {
     phase: usize,
     start: Instant,
     rows: Vec<MissionRow>,
+    change: Option<KChange>,
 }
 
 /// Shared by the workers of one run. A mission closes after `size` ops or when an op of a
@@ -49,8 +51,15 @@ impl<'a> Missions<'a> {
                 phase: 0,
                 start,
                 rows: Vec::new(),
+                change: None,
             }),
         }
+    }
+
+    /// Sets the engine's K at every level below 0 to `c.k` when mission `c.mission` ends.
+    pub fn with_k_change(self, c: Option<KChange>) -> Self {
+        self.state.lock().change = c;
+        self
     }
 
     /// One op of `phase` that took `nanos`; `write` for updates, inserts and
@@ -107,7 +116,21 @@ impl State {
             write_mean_ns: mean(a.write_ns, a.write_ops),
             ks,
             runs,
+            k_set: None,
         });
+        if let (Some(c), Some(e)) = (self.change, engine) {
+            if self.rows.len() as u64 == c.mission {
+                match e.set_run_limits(c.k) {
+                    Ok(true) => {
+                        if let Some(r) = self.rows.last_mut() {
+                            r.k_set = Some(c.k);
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(err) => eprintln!("warning: --set-k-at {}:{}: {err:#}", c.mission, c.k),
+                }
+            }
+        }
         self.start = now;
     }
 }
@@ -148,5 +171,65 @@ mod tests {
         assert_eq!(rows[0].read_mean_ns, Some(1002.0));
         assert_eq!(rows[3].read_mean_ns, None);
         assert!(rows.iter().all(|r| r.ks.is_none()));
+    }
+
+    /// An engine that only answers K and records the K changes asked of it.
+    #[derive(Default)]
+    struct KEngine {
+        k: Mutex<usize>,
+        calls: Mutex<Vec<usize>>,
+    }
+
+    impl Engine for KEngine {
+        fn open(_: &std::path::Path, _: &crate::engines::BenchConfig) -> anyhow::Result<Self> {
+            Ok(KEngine::default())
+        }
+        fn put(&self, _: &[u8], _: &[u8]) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn get(&self, _: &[u8]) -> anyhow::Result<Option<usize>> {
+            Ok(None)
+        }
+        fn delete(&self, _: &[u8]) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn scan(&self, _: &[u8], _: usize) -> anyhow::Result<usize> {
+            Ok(0)
+        }
+        fn flush(&self) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn counters(&self) -> crate::engines::EngineCounters {
+            Default::default()
+        }
+        fn level_ks(&self) -> Option<Vec<usize>> {
+            let k = (*self.k.lock()).max(1);
+            Some(vec![k, k])
+        }
+        fn set_run_limits(&self, k: usize) -> anyhow::Result<bool> {
+            *self.k.lock() = k;
+            self.calls.lock().push(k);
+            Ok(true)
+        }
+        fn close(self: Box<Self>) -> anyhow::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_k_change_happens_once_at_its_missions_end() {
+        let e = KEngine::default();
+        let m = Missions::new(3, Some(&e), Instant::now())
+            .with_k_change(Some(KChange { mission: 2, k: 7 }));
+        for _ in 0..12 {
+            m.record(0, true, 10);
+        }
+        let rows = m.finish();
+        assert_eq!(*e.calls.lock(), vec![7], "exactly one change");
+        let ks: Vec<usize> = rows.iter().map(|r| r.ks.as_ref().unwrap()[0]).collect();
+        // K is read before the change: mission 2 (index 1) still ends with K = 1.
+        assert_eq!(ks, vec![1, 1, 7, 7]);
+        let set: Vec<Option<usize>> = rows.iter().map(|r| r.k_set).collect();
+        assert_eq!(set, vec![None, Some(7), None, None]);
     }
 }

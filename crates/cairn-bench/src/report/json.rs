@@ -87,6 +87,9 @@ pub struct MissionRow {
     /// Sorted runs per level at the mission's end, level 1 first.
     #[serde(default)]
     pub runs: Option<Vec<usize>>,
+    /// K set at every level at this mission's end (`--set-k-at`), after `ks` was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k_set: Option<usize>,
 }
 
 /// The read cache's components over the measured phase (engines that report them).
@@ -441,6 +444,7 @@ mod tests {
                 write_mean_ns: None,
                 ks: Some(vec![1, 2, 3]),
                 runs: Some(vec![1, 4, 2]),
+                k_set: (i == 1).then_some(10),
             })
             .collect();
         let s = r.to_json().unwrap();

@@ -447,6 +447,10 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
         s.push_str("\n## Phases\n\n");
         s.push_str(&phase_table(results));
     }
+    if let Some(t) = super::transition::section(results) {
+        s.push_str("\n## K change (RusKey's Fig. 10)\n\n");
+        s.push_str(&t);
+    }
     s.push_str("\n## Storage reads, CPU and read cache\n\n");
     s.push_str(&read_cache_table(results));
     s.push_str(

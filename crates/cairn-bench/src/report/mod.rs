@@ -3,3 +3,4 @@
 pub mod json;
 pub mod markdown;
 pub mod plots;
+pub mod transition;

@@ -9,10 +9,10 @@ use plotters::style::FontStyle;
 use std::path::Path;
 use std::sync::Once;
 
-const SIZE: (u32, u32) = (1000, 600);
-const FONT: &str = "sans-serif";
+pub(super) const SIZE: (u32, u32) = (1000, 600);
+pub(super) const FONT: &str = "sans-serif";
 
-fn register_font() {
+pub(super) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // Registration only fails on an unparsable font, and this one is fixed at build time.
@@ -20,7 +20,7 @@ fn register_font() {
     });
 }
 
-fn color(i: usize) -> RGBColor {
+pub(super) fn color(i: usize) -> RGBColor {
     const PALETTE: [RGBColor; 6] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
@@ -32,7 +32,7 @@ fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+pub(super) fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("plotting: {e:?}")
 }
 
@@ -644,7 +644,8 @@ pub fn missions(results: &[RunResult], primary: Option<&str>, path: &Path) -> Re
 
 /// Writes the plots into `dir`; returns their file names. `cache_sizes.png` only when an
 /// engine reports its read cache's components; `invalidation_timeline.png` for Leaper
-/// workloads; `ruskey_missions.png` when runs have a per-mission series.
+/// workloads; `ruskey_missions.png` when runs have a per-mission series; `transition.png`
+/// when runs changed K (`--set-k-at`).
 pub fn all(
     results: &[RunResult],
     timelines: &[(String, Vec<TimelineRow>)],
@@ -665,6 +666,9 @@ pub fn all(
         let primary = crate::ruskey::primary(&engines, None);
         missions(results, primary, &dir.join("ruskey_missions.png"))?;
         names.push("ruskey_missions.png");
+    }
+    if super::transition::plot(results, &dir.join("transition.png"))? {
+        names.push("transition.png");
     }
     Ok(names.iter().map(|s| s.to_string()).collect())
 }

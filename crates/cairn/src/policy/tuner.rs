@@ -35,7 +35,9 @@ pub struct TunerOptions {
     pub policy: TunerPolicy,
     /// Operations (point reads, written entries, iterators) per mission (RusKey 7: 50,000).
     pub mission_ops: u64,
-    /// How a change of K takes effect (RusKey 4.2: flexible).
+    /// How a change of K takes effect (RusKey 4.2: flexible): the tuner's changes, and
+    /// those a tool makes on the user's behalf with this database's options (e.g.
+    /// cairn-bench's `--set-k-at`, RusKey's Fig. 10).
     pub transition: Transition,
     /// Keep the tuner's learned state in the database directory (file `TUNER`) every
     /// `checkpoint_every` missions and at close, and resume from it at open.
