@@ -531,7 +531,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
 
-    let missions = tracker.map(Missions::finish).unwrap_or_default();
+    let missions = tracker
+        .map(Missions::finish)
+        .transpose()?
+        .unwrap_or_default();
     let user_bytes = tally.user_bytes.load(Ordering::Relaxed);
     let disk_bytes = dir_size(&dir);
     engine.close()?;

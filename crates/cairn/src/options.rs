@@ -589,10 +589,11 @@ pub struct ReadOptions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transition {
     /// Merge the level into the next one now; the new K applies to the emptied level (on
-    /// the last level, which has no next one, at once).
+    /// the last level, or the deepest one holding data, which has nothing below, at once).
     Greedy,
-    /// The new K takes effect when the level next empties (on the last level, which never
-    /// empties, at once).
+    /// The new K takes effect when the level next empties (on the last level, or the
+    /// deepest one holding data, which never empties, at once). A leveled level (K = 1)
+    /// above data merges down a file at a time and may never empty.
     Lazy,
     /// FLSM: sealed runs stay; the active run's capacity becomes C_i / K' at once (sealed
     /// now if already larger).

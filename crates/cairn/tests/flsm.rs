@@ -949,6 +949,85 @@ fn runtime_transitions_on_disk() {
     check_data(&db, &model, "reopen");
 }
 
+/// The deepest level holding data has nothing below it: a greedy change there applies at
+/// once instead of moving every entry one level down, and a lazy one applies at once
+/// instead of waiting for a level that never empties. With data below, both wait.
+#[test]
+fn transitions_at_the_bottom_of_the_data_apply_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 16 << 10,
+        block_size: 1024,
+        size_ratio: 4,
+        level1_bytes: 64 << 10,
+        num_levels: 5,
+        l0_compaction_trigger: 2,
+        target_file_size: 8 << 10,
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let cf = db.default_cf();
+    let wo = WriteOptions::default();
+    let mut model = BTreeMap::new();
+    let mut next = 0u32;
+    let mut write = |db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, n: u32| {
+        for _ in 0..n {
+            let k = dkey(next % 2000);
+            next += 1;
+            db.put(&wo, &k, &[b'v'; 100]).unwrap();
+            model.insert(k, vec![b'v'; 100]);
+        }
+        db.flush().unwrap();
+        db.run_background_work().unwrap();
+    };
+    let info = |db: &Db| db.level_info(&db.default_cf()).unwrap();
+    // Data in level 1 only (about 40 KiB, capacity 64 KiB).
+    write(&db, &mut model, 300);
+    let l = info(&db);
+    assert!(!l[1].runs.is_empty(), "{l:?}");
+    assert!(l[2..].iter().all(|x| x.runs.is_empty()), "{l:?}");
+    db.set_policy(&cf, 1, 4, Transition::Greedy).unwrap();
+    let l1 = &info(&db)[1];
+    assert!(
+        !l1.draining && l1.k == 4,
+        "nothing below to drain into: {l1:?}"
+    );
+    db.run_background_work().unwrap();
+    assert!(!info(&db)[1].runs.is_empty(), "level 1 was not moved down");
+    assert!(info(&db)[2].runs.is_empty());
+    db.set_policy(&cf, 1, 2, Transition::Lazy).unwrap();
+    let l1 = &info(&db)[1];
+    assert_eq!((l1.k, l1.pending_k), (2, None), "{l1:?}");
+    check_data(&db, &model, "bottom level 1");
+
+    // Grow until level 2 holds data and level 1 is not empty: then both wait.
+    for _ in 0..200 {
+        let l = info(&db);
+        if !l[2].runs.is_empty() && !l[1].runs.is_empty() {
+            break;
+        }
+        write(&db, &mut model, 100);
+    }
+    let l = info(&db);
+    assert!(!l[2].runs.is_empty() && !l[1].runs.is_empty(), "{l:?}");
+    db.set_policy(&cf, 1, 3, Transition::Lazy).unwrap();
+    let l1 = &info(&db)[1];
+    assert_eq!((l1.k, l1.pending_k), (2, Some(3)), "{l1:?}");
+    db.set_policy(&cf, 1, 3, Transition::Greedy).unwrap();
+    let l1 = &info(&db)[1];
+    assert!(l1.draining && l1.k == 3, "{l1:?}");
+    db.run_background_work().unwrap();
+    let l = info(&db);
+    assert!(l[1].runs.is_empty() && !l[1].draining, "{l:?}");
+    // Level 2 is now the bottom of the data: a greedy change there applies at once.
+    assert!(l[3..].iter().all(|x| x.runs.is_empty()), "{l:?}");
+    db.set_policy(&cf, 2, 4, Transition::Greedy).unwrap();
+    let l2 = &info(&db)[2];
+    assert!(!l2.draining && l2.k == 4, "{l2:?}");
+    check_data(&db, &model, "after the drains");
+}
+
 /// Regression: a merge rewrites the destination files whole, so whether it may drop
 /// tombstones depends on what lies below the union of the unit's and the destination files'
 /// key ranges, not on the unit's range alone (deleted keys came back when a level-0 merge

@@ -360,7 +360,7 @@ impl Engine for CairnEngine {
         self.levels(|l| l.runs.len())
     }
 
-    fn set_run_limits(&self, k: usize) -> Result<bool> {
+    fn set_run_limits(&self, k: usize) -> Result<Option<usize>> {
         let cf = self.db.default_cf();
         let o = self.db.options();
         let k = k.clamp(1, o.size_ratio);
@@ -369,7 +369,7 @@ impl Engine for CairnEngine {
                 .set_policy(&cf, level, k, o.tuner.transition)
                 .with_context(|| format!("setting K_{level} = {k}"))?;
         }
-        Ok(true)
+        Ok(Some(k))
     }
 
     fn jobs(&self) -> Vec<JobSpan> {

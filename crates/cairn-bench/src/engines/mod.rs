@@ -417,9 +417,10 @@ pub trait Engine: Send + Sync {
         None
     }
     /// Sets the run limit of every level below 0 to `k` (clamped to the size ratio) by
-    /// the engine's configured transition; false for engines without per-level run limits.
-    fn set_run_limits(&self, _k: usize) -> Result<bool> {
-        Ok(false)
+    /// the engine's configured transition; returns the K set, None for engines without
+    /// per-level run limits.
+    fn set_run_limits(&self, _k: usize) -> Result<Option<usize>> {
+        Ok(None)
     }
     /// Installs a Leaper model bundle.
     fn load_leaper_model(&self, _path: &Path) -> Result<()> {

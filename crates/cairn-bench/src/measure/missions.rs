@@ -23,6 +23,8 @@ struct State {
     start: Instant,
     rows: Vec<MissionRow>,
     change: Option<KChange>,
+    /// Why the K change failed (the run then fails).
+    change_error: Option<String>,
 }
 
 /// Shared by the workers of one run. A mission closes after `size` ops or when an op of a
@@ -52,6 +54,7 @@ impl<'a> Missions<'a> {
                 start,
                 rows: Vec::new(),
                 change: None,
+                change_error: None,
             }),
         }
     }
@@ -87,14 +90,28 @@ impl<'a> Missions<'a> {
         }
     }
 
-    /// The series, with the last (partial) mission closed.
-    pub fn finish(self) -> Vec<MissionRow> {
+    /// The series, with the last (partial) mission closed; an error when the K change
+    /// failed, or the run ended before the mission it was due after.
+    pub fn finish(self) -> anyhow::Result<Vec<MissionRow>> {
         let engine = self.engine;
         let mut st = self.state.into_inner();
         if st.acc.ops > 0 {
             st.close(engine);
         }
-        st.rows
+        if let Some(e) = st.change_error {
+            anyhow::bail!(e);
+        }
+        if let Some(c) = st.change {
+            if st.rows.len() < c.mission as usize {
+                anyhow::bail!(
+                    "--set-k-at {}:{}: the measured phase ended after {} missions",
+                    c.mission,
+                    c.k,
+                    st.rows.len()
+                );
+            }
+        }
+        Ok(st.rows)
     }
 }
 
@@ -121,13 +138,15 @@ impl State {
         if let (Some(c), Some(e)) = (self.change, engine) {
             if self.rows.len() as u64 == c.mission {
                 match e.set_run_limits(c.k) {
-                    Ok(true) => {
+                    Ok(set) => {
                         if let Some(r) = self.rows.last_mut() {
-                            r.k_set = Some(c.k);
+                            r.k_set = set;
                         }
                     }
-                    Ok(false) => {}
-                    Err(err) => eprintln!("warning: --set-k-at {}:{}: {err:#}", c.mission, c.k),
+                    Err(err) => {
+                        self.change_error =
+                            Some(format!("--set-k-at {}:{}: {err:#}", c.mission, c.k))
+                    }
                 }
             }
         }
@@ -150,7 +169,7 @@ mod tests {
             m.record(1, true, 500);
         }
         m.record(3, false, 7);
-        let rows = m.finish();
+        let rows = m.finish().unwrap();
         let shape: Vec<(usize, usize, u64)> =
             rows.iter().map(|r| (r.index, r.phase, r.ops)).collect();
         assert_eq!(
@@ -206,10 +225,14 @@ mod tests {
             let k = (*self.k.lock()).max(1);
             Some(vec![k, k])
         }
-        fn set_run_limits(&self, k: usize) -> anyhow::Result<bool> {
+        fn set_run_limits(&self, k: usize) -> anyhow::Result<Option<usize>> {
+            if k > 9 {
+                anyhow::bail!("K {k} too large");
+            }
+            let k = k.min(8); // as cairn clamps to T
             *self.k.lock() = k;
             self.calls.lock().push(k);
-            Ok(true)
+            Ok(Some(k))
         }
         fn close(self: Box<Self>) -> anyhow::Result<()> {
             Ok(())
@@ -224,12 +247,35 @@ mod tests {
         for _ in 0..12 {
             m.record(0, true, 10);
         }
-        let rows = m.finish();
+        let rows = m.finish().unwrap();
         assert_eq!(*e.calls.lock(), vec![7], "exactly one change");
         let ks: Vec<usize> = rows.iter().map(|r| r.ks.as_ref().unwrap()[0]).collect();
         // K is read before the change: mission 2 (index 1) still ends with K = 1.
         assert_eq!(ks, vec![1, 1, 7, 7]);
         let set: Vec<Option<usize>> = rows.iter().map(|r| r.k_set).collect();
         assert_eq!(set, vec![None, Some(7), None, None]);
+
+        // The K the engine set is recorded (clamped: 9 -> 8).
+        let e = KEngine::default();
+        let m = Missions::new(3, Some(&e), Instant::now())
+            .with_k_change(Some(KChange { mission: 1, k: 9 }));
+        for _ in 0..6 {
+            m.record(0, true, 10);
+        }
+        assert_eq!(m.finish().unwrap()[0].k_set, Some(8));
+
+        // A failed change fails the run, and so does a change the run never reached.
+        for (c, ops, want) in [
+            (KChange { mission: 1, k: 10 }, 6, "too large"),
+            (KChange { mission: 5, k: 2 }, 6, "ended after 2 missions"),
+        ] {
+            let e = KEngine::default();
+            let m = Missions::new(3, Some(&e), Instant::now()).with_k_change(Some(c));
+            for _ in 0..ops {
+                m.record(0, true, 10);
+            }
+            let err = m.finish().unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        }
     }
 }

@@ -20,13 +20,17 @@ pub struct Around {
     /// Index of the mission at whose end K was set.
     pub at: usize,
     pub k: usize,
+    /// K per level (level 1 first) at the end of the mission K was set after.
+    pub from_ks: Option<Vec<usize>>,
     pub missions: usize,
     /// Mean write / read latency (us) before, in the WINDOW missions after, and later.
     pub write_us: [Option<f64>; 3],
     pub read_us: [Option<f64>; 3],
-    /// The worst mission's mean write latency (us) before and after the change.
-    pub worst_write_us: [Option<f64>; 2],
-    /// Missions after the change until every level reported K = k (0: the next one).
+    /// The worst mission before the change and in the WINDOW after it: its number (from
+    /// 1) and mean write latency (us).
+    pub worst_write: [Option<(usize, f64)>; 2],
+    /// Missions after the change until every level from 1 to the deepest holding data
+    /// reported K = k (0: the next one).
     pub in_force_after: Option<usize>,
     pub seconds: f64,
     pub compaction_mib: f64,
@@ -44,11 +48,10 @@ fn weighted(rows: &[MissionRow], f: impl Fn(&MissionRow) -> (u64, Option<f64>)) 
     (n > 0).then(|| sum / n as f64 / 1e3)
 }
 
-fn worst(rows: &[MissionRow]) -> Option<f64> {
+fn worst(rows: &[MissionRow]) -> Option<(usize, f64)> {
     rows.iter()
-        .filter_map(|r| r.write_mean_ns)
-        .max_by(f64::total_cmp)
-        .map(|ns| ns / 1e3)
+        .filter_map(|r| Some((r.index + 1, r.write_mean_ns? / 1e3)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// The figures of a run whose K was changed; None when it was not.
@@ -70,10 +73,11 @@ pub fn around(r: &RunResult) -> Option<Around> {
         engine: r.engine.clone(),
         at,
         k,
+        from_ks: m[at].ks.clone(),
         missions: m.len(),
         write_us: [w(parts[0]), w(parts[1]), w(parts[2])],
         read_us: [rd(parts[0]), rd(parts[1]), rd(parts[2])],
-        worst_write_us: [worst(parts[0]), worst(&m[at + 1..])],
+        worst_write: [worst(parts[0]), worst(parts[1])],
         in_force_after,
         seconds: r.seconds,
         compaction_mib: r.compaction_bytes_written as f64 / (1 << 20) as f64,
@@ -85,6 +89,19 @@ fn us(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.2}"))
 }
 
+fn worst_str(x: Option<(usize, f64)>) -> String {
+    x.map_or("-".into(), |(m, v)| format!("{v:.2} (m{m})"))
+}
+
+/// K per level before the change: one number when every level had it.
+fn from_str(ks: &Option<Vec<usize>>) -> String {
+    match ks.as_deref() {
+        Some([first, rest @ ..]) if rest.iter().all(|k| k == first) => first.to_string(),
+        Some(ks) => format!("{ks:?}"),
+        None => "?".into(),
+    }
+}
+
 /// The report's section, or None when no run changed K.
 pub fn section(results: &[RunResult]) -> Option<String> {
     let rows: Vec<Around> = results.iter().filter_map(around).collect();
@@ -92,16 +109,17 @@ pub fn section(results: &[RunResult]) -> Option<String> {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "K set to {} at every level at the end of mission {} (of {}), by each engine's \
-         transition. Latency in us per op, weighted by ops: before the change, in the \
-         {WINDOW} missions after it, and after those.\n",
+        "K set from {} to {} at every level at the end of mission {} (of {}), by each \
+         engine's transition. Latency in us per op, weighted by ops: before the change, in \
+         the {WINDOW} missions after it, and after those.\n",
+        from_str(&first.from_ks),
         first.k,
         first.at + 1,
         first.missions
     );
     s.push_str(
         "| engine | measured s | write before | write +1..10 | write later | read before | \
-         read +1..10 | read later | worst write mission before / after | K in force everywhere | \
+         read +1..10 | read later | worst write mission before / +1..10 | K in force everywhere | \
          compaction MiB | stall s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for a in &rows {
@@ -116,8 +134,8 @@ pub fn section(results: &[RunResult]) -> Option<String> {
             us(a.read_us[0]),
             us(a.read_us[1]),
             us(a.read_us[2]),
-            us(a.worst_write_us[0]),
-            us(a.worst_write_us[1]),
+            worst_str(a.worst_write[0]),
+            worst_str(a.worst_write[1]),
             a.in_force_after
                 .map_or("never".into(), |n| format!("+{} missions", n + 1)),
             a.compaction_mib,
@@ -125,10 +143,11 @@ pub fn section(results: &[RunResult]) -> Option<String> {
         );
     }
     s.push_str(
-        "\nK in force everywhere: the first mission after the change at whose end every level \
-         holding data reported the new K (a lazy transition waits for each level to empty; \
-         a greedy one sets K at once and merges the level down). Compaction MiB: bytes \
-         compactions wrote over the measured phase.\n",
+        "\nWorst write mission: the mission (mN) with the highest mean write latency. K in \
+         force everywhere: the first mission after the change at whose end every level from \
+         1 to the deepest holding data reported the new K (a lazy transition waits for each \
+         level to empty; a greedy one sets K at once and merges the level down meanwhile). \
+         Compaction MiB: bytes compactions wrote over the measured phase.\n",
     );
     Some(s)
 }
@@ -169,7 +188,12 @@ pub fn plot(results: &[RunResult], path: &Path) -> Result<bool> {
         let y_max = y_max.max(1e-3);
         let mut chart = ChartBuilder::on(area)
             .caption(
-                format!("{title}; K 1 -> {} after mission {}", first.k, first.at + 1),
+                format!(
+                    "{title}; K {} -> {} after mission {}",
+                    from_str(&first.from_ks),
+                    first.k,
+                    first.at + 1
+                ),
                 (FONT, 20),
             )
             .margin(12)
@@ -239,7 +263,8 @@ mod tests {
                 .map(|(i, (&w, &k))| MissionRow {
                     index: i,
                     ops: 100,
-                    write_ops: 50,
+                    // Writes vary per mission, so only a weighted mean gives the figures.
+                    write_ops: 20 + 10 * (i as u64 % 3),
                     write_mean_ns: Some(w),
                     read_ops: 50,
                     read_mean_ns: Some(1000.0),
@@ -255,20 +280,42 @@ mod tests {
     #[test]
     fn figures_around_the_change() {
         // 20 missions, K set after mission 3 (index 2); level 1 takes K at once, level 2
-        // from index 14 (12 missions after the change).
+        // from index 14 (12 missions after the change). Writes per mission: 20, 30, 40, ...
         let mut ks = vec![1; 3];
         ks.extend(vec![10; 17]);
         let mut w = vec![2000.0; 3];
         w.extend(vec![8000.0; 10]);
         w.extend(vec![4000.0; 7]);
         w[1] = 3000.0;
+        w[2] = 1000.0;
+        w[5] = 9000.0;
+        w[15] = 20000.0; // after the window: not the transition's worst
         let a = around(&run("cairn:transition-lazy", &ks, &w, Some(2))).unwrap();
         assert_eq!((a.at, a.k, a.missions), (2, 10, 20));
-        assert!((a.write_us[0].unwrap() - 7.0 / 3.0).abs() < 1e-9);
-        assert_eq!(a.write_us[1], Some(8.0));
-        assert_eq!(a.write_us[2], Some(4.0));
+        assert_eq!(a.from_ks, Some(vec![1, 1]));
+        // Weighted by each mission's writes, 20 + 10 (i mod 3).
+        let wmean = |r: std::ops::Range<usize>| {
+            let n: f64 = r.clone().map(|i| (20 + 10 * (i % 3)) as f64).sum();
+            r.map(|i| w[i] * (20 + 10 * (i % 3)) as f64).sum::<f64>() / n / 1e3
+        };
+        // Before: (20 x 2000 + 30 x 3000 + 40 x 1000) / 90 ns.
+        assert!(
+            (a.write_us[0].unwrap() - 170.0 / 90.0).abs() < 1e-9,
+            "{a:?}"
+        );
+        assert!((a.write_us[0].unwrap() - wmean(0..3)).abs() < 1e-9, "{a:?}");
+        assert!(
+            (a.write_us[1].unwrap() - wmean(3..13)).abs() < 1e-9,
+            "{a:?}"
+        );
+        assert!(
+            (a.write_us[2].unwrap() - wmean(13..20)).abs() < 1e-9,
+            "{a:?}"
+        );
+        // An unweighted mean would differ.
+        assert!((a.write_us[1].unwrap() - 8.1).abs() > 1e-3, "{a:?}");
         assert_eq!(a.read_us, [Some(1.0); 3]);
-        assert_eq!(a.worst_write_us, [Some(3.0), Some(8.0)]);
+        assert_eq!(a.worst_write, [Some((2, 3.0)), Some((6, 9.0))]);
         assert_eq!(
             a.in_force_after,
             Some(11),
@@ -277,7 +324,9 @@ mod tests {
         assert_eq!(a.compaction_mib, 3.0);
         assert!(around(&run("cairn", &ks, &w, None)).is_none());
         let s = section(&[run("cairn:x", &ks, &w, Some(2))]).unwrap();
-        assert!(s.contains("| cairn:x | 2.0 | 2.33 | 8.00 | 4.00 |"), "{s}");
+        assert!(s.contains("K set from 1 to 10"), "{s}");
+        assert!(s.contains("| cairn:x | 2.0 | 1.89 |"), "{s}");
+        assert!(s.contains("3.00 (m2) / 9.00 (m6)"), "{s}");
         assert!(s.contains("+12 missions"), "{s}");
         assert!(section(&[run("cairn", &ks, &w, None)]).is_none());
     }

@@ -1025,6 +1025,11 @@ impl DbInner {
             .version(cf)
             .ok_or_else(|| Error::UnknownColumnFamily(format!("id {cf}")))?;
         let l = &v.levels[level];
+        // The last level, or the deepest one holding data (every level below is empty).
+        let bottom = level == self.shape.last()
+            || v.levels
+                .get(level + 1..)
+                .is_none_or(|d| d.iter().all(|l| l.is_empty()));
         let mut p = l.policy;
         let mut edit = crate::version::VersionEdit::default();
         let k = k as u32;
@@ -1039,9 +1044,10 @@ impl DbInner {
                 }
             }
             Transition::Lazy => {
-                // The last level never empties, so a lazy change there would never take
-                // effect: it applies at once, as the picker merges runs beyond K anyway.
-                if l.is_empty() || level == self.shape.last() {
+                // The bottom level holding data never empties, so a lazy change there
+                // would never take effect: it applies at once, as the picker merges runs
+                // beyond K anyway.
+                if l.is_empty() || bottom {
                     p.k = k;
                     p.pending_k = None;
                 } else {
@@ -1051,9 +1057,10 @@ impl DbInner {
             Transition::Greedy => {
                 p.k = k;
                 p.pending_k = None;
-                // The last level has no next level to drain into (the picker never ends
-                // its drain): there the new K applies at once, like a flexible change.
-                p.draining = level > 0 && level < self.shape.last() && !l.is_empty();
+                // The bottom level holding data has nothing below to merge with: draining
+                // it would only move every entry one level down. The new K applies at
+                // once there, like a flexible change.
+                p.draining = level > 0 && !bottom && !l.is_empty();
             }
         }
         edit.policies.push((cf, level as u32, p));
