@@ -4,13 +4,15 @@
 use super::json::RunResult;
 use crate::measure::timeline::TimelineRow;
 use anyhow::{anyhow, Result};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 use std::path::Path;
 use std::sync::Once;
 
 pub(super) const SIZE: (u32, u32) = (1000, 600);
-pub(super) const FONT: &str = "sans-serif";
+const FONT: &str = "sans-serif";
 
 pub(super) fn register_font() {
     static ONCE: Once = Once::new();
@@ -20,7 +22,7 @@ pub(super) fn register_font() {
     });
 }
 
-pub(super) fn color(i: usize) -> RGBColor {
+fn color(i: usize) -> RGBColor {
     const PALETTE: [RGBColor; 6] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
@@ -34,6 +36,84 @@ pub(super) fn color(i: usize) -> RGBColor {
 
 pub(super) fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("plotting: {e:?}")
+}
+
+/// A chart over missions: x from 0 to `x_max`, y from 0 to `y_max`.
+pub(super) type MissionChart<'a, 'b> =
+    ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart over missions on `area`, its mesh drawn (y labels with `y_digits` decimals).
+pub(super) fn mission_chart<'a, 'b>(
+    area: &'a DrawingArea<BitMapBackend<'b>, Shift>,
+    caption: &str,
+    x_max: f64,
+    y_max: f64,
+    y_desc: &str,
+    y_digits: usize,
+) -> Result<MissionChart<'a, 'b>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FONT, 22))
+        .margin(12)
+        .x_label_area_size(35)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("mission")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_desc(y_desc)
+        .y_label_formatter(&|y| format!("{y:.y_digits$}"))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 14))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
+/// Dashed vertical lines from 0 to `y_max` at each of `xs` (session starts, a K change).
+pub(super) fn dashed_verticals(chart: &mut MissionChart, xs: &[f64], y_max: f64) -> Result<()> {
+    for &x in xs {
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(x, 0.0), (x, y_max)],
+                6,
+                4,
+                BLACK.mix(0.6).stroke_width(1),
+            ))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A line of colour `i` and `width`, labelled in the legend.
+pub(super) fn labelled_line(
+    chart: &mut MissionChart,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    i: usize,
+    width: u32,
+    label: String,
+) -> Result<()> {
+    let c = color(i);
+    chart
+        .draw_series(LineSeries::new(points, c.stroke_width(width)))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    Ok(())
+}
+
+/// The legend in the upper right corner.
+pub(super) fn legend_upper_right<'a, 'b: 'a>(chart: &mut MissionChart<'a, 'b>) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 14))
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(err)?;
+    Ok(())
 }
 
 /// Throughput bar per engine.
@@ -523,54 +603,27 @@ pub fn missions(results: &[RunResult], primary: Option<&str>, path: &Path) -> Re
         .copied()
         .unwrap_or(1.0);
     let y_max = (p98 * 1.3).max(1e-3);
-    let mut chart = ChartBuilder::on(&areas[0])
-        .caption("Mean latency per op per mission", (FONT, 22))
-        .margin(12)
-        .x_label_area_size(35)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("mission")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_desc("us / op")
-        .y_label_formatter(&|y| format!("{y:.1}"))
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 14))
-        .draw()
-        .map_err(err)?;
-    for &x in &starts {
-        chart
-            .draw_series(DashedLineSeries::new(
-                [(x, 0.0), (x, y_max)],
-                6,
-                4,
-                BLACK.mix(0.6).stroke_width(1),
-            ))
-            .map_err(err)?;
-    }
+    let mut chart = mission_chart(
+        &areas[0],
+        "Mean latency per op per mission",
+        x_max,
+        y_max,
+        "us / op",
+        1,
+    )?;
+    dashed_verticals(&mut chart, &starts, y_max)?;
     for (i, r) in with.iter().enumerate() {
-        let c = color(i);
-        chart
-            .draw_series(LineSeries::new(
-                r.missions
-                    .iter()
-                    .map(|m| (m.index as f64, (m.mean_ns / 1e3).min(y_max))),
-                c.stroke_width(1),
-            ))
-            .map_err(err)?
-            .label(r.engine.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        labelled_line(
+            &mut chart,
+            r.missions
+                .iter()
+                .map(|m| (m.index as f64, (m.mean_ns / 1e3).min(y_max))),
+            i,
+            1,
+            r.engine.clone(),
+        )?;
     }
-    chart
-        .configure_series_labels()
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(err)?;
+    legend_upper_right(&mut chart)?;
     if let Some(r) = k_run {
         let levels = r
             .missions
@@ -584,59 +637,30 @@ pub fn missions(results: &[RunResult], primary: Option<&str>, path: &Path) -> Re
             .filter_map(|m| m.ks.as_ref()?.iter().max().copied())
             .max()
             .unwrap_or(1) as f64;
-        let mut chart = ChartBuilder::on(&areas[1])
-            .caption(format!("{}: run limit K_i per level", r.engine), (FONT, 22))
-            .margin(12)
-            .x_label_area_size(35)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..x_max, 0f64..k_max + 1.0)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("mission")
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_desc("K")
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 14))
-            .draw()
-            .map_err(err)?;
-        for &x in &starts {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(x, 0.0), (x, k_max + 1.0)],
-                    6,
-                    4,
-                    BLACK.mix(0.6).stroke_width(1),
-                ))
-                .map_err(err)?;
-        }
+        let mut chart = mission_chart(
+            &areas[1],
+            &format!("{}: run limit K_i per level", r.engine),
+            x_max,
+            k_max + 1.0,
+            "K",
+            0,
+        )?;
+        dashed_verticals(&mut chart, &starts, k_max + 1.0)?;
         for level in 0..levels {
-            let c = color(level);
             // Levels drawn slightly apart so equal K's stay visible.
             let off = level as f64 * 0.06;
-            chart
-                .draw_series(LineSeries::new(
-                    r.missions.iter().filter_map(|m| {
-                        let k = *m.ks.as_ref()?.get(level)?;
-                        Some((m.index as f64, k as f64 + off))
-                    }),
-                    c.stroke_width(2),
-                ))
-                .map_err(err)?
-                .label(format!("L{}", level + 1))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+            labelled_line(
+                &mut chart,
+                r.missions.iter().filter_map(|m| {
+                    let k = *m.ks.as_ref()?.get(level)?;
+                    Some((m.index as f64, k as f64 + off))
+                }),
+                level,
+                2,
+                format!("L{}", level + 1),
+            )?;
         }
-        chart
-            .configure_series_labels()
-            .label_font((FONT, 14))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(err)?;
+        legend_upper_right(&mut chart)?;
     }
     root.present().map_err(err)?;
     Ok(())

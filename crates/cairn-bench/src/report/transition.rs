@@ -4,7 +4,9 @@
 //! delay of a lazy transition); and what compactions wrote (the cost of a greedy one).
 
 use super::json::{MissionRow, RunResult};
-use super::plots::{color, err, register_font, FONT, SIZE};
+use super::plots::{
+    dashed_verticals, err, labelled_line, legend_upper_right, mission_chart, register_font, SIZE,
+};
 use anyhow::Result;
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -186,62 +188,26 @@ pub fn plot(results: &[RunResult], path: &Path) -> Result<bool> {
             / 1e3
             * 1.05;
         let y_max = y_max.max(1e-3);
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!(
-                    "{title}; K {} -> {} after mission {}",
-                    from_str(&first.from_ks),
-                    first.k,
-                    first.at + 1
-                ),
-                (FONT, 20),
-            )
-            .margin(12)
-            .x_label_area_size(35)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("mission")
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_desc("us / op")
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 14))
-            .draw()
-            .map_err(err)?;
-        chart
-            .draw_series(DashedLineSeries::new(
-                [(x_change, 0.0), (x_change, y_max)],
-                6,
-                4,
-                BLACK.mix(0.6).stroke_width(1),
-            ))
-            .map_err(err)?;
+        let caption = format!(
+            "{title}; K {} -> {} after mission {}",
+            from_str(&first.from_ks),
+            first.k,
+            first.at + 1
+        );
+        let mut chart = mission_chart(area, &caption, x_max, y_max, "us / op", 1)?;
+        dashed_verticals(&mut chart, &[x_change], y_max)?;
         for (i, (r, _)) in runs.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(
-                    r.missions
-                        .iter()
-                        .filter_map(|m| Some((m.index as f64 + 1.0, pick(m)? / 1e3))),
-                    c.stroke_width(1),
-                ))
-                .map_err(err)?
-                .label(r.engine.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+            labelled_line(
+                &mut chart,
+                r.missions
+                    .iter()
+                    .filter_map(|m| Some((m.index as f64 + 1.0, pick(m)? / 1e3))),
+                i,
+                1,
+                r.engine.clone(),
+            )?;
         }
-        chart
-            .configure_series_labels()
-            .label_font((FONT, 14))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(err)?;
+        legend_upper_right(&mut chart)?;
     }
     root.present().map_err(err)?;
     Ok(true)
