@@ -739,6 +739,8 @@ pub fn invalidation_summary(
         }),
         warmed_hits: p.map(|p| p.warmed_hits),
         misses_during_jobs: p.map(|p| p.invalidation_misses_during),
+        misses_after_flush: p.map(|p| p.invalidation_misses_flush),
+        misses_by_scans: p.map(|p| p.invalidation_misses_scan),
         misses_1s: p.map(|p| p.invalidation_misses_1s),
         misses_60s: p.map(|p| p.invalidation_misses_60s),
         outside_misses: Some(st.misses_out),

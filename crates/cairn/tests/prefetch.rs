@@ -330,3 +330,137 @@ fn leaper_drops_cold_input_blocks_only_when_it_needs_the_room() {
         db.close().unwrap();
     }
 }
+
+#[test]
+fn scans_count_invalidation_misses_and_warmed_hits_as_gets_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let wo = WriteOptions::default();
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    for i in 0..KEYS {
+        db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    let scan = |db: &Db, lo: u64, hi: u64| {
+        let mut n = 0u64;
+        for kv in db.scan(key(lo)..key(hi)).unwrap() {
+            kv.unwrap();
+            n += 1;
+        }
+        n
+    };
+    // A new session: the load's jobs are not recent events.
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    assert_eq!(scan(&db, 1000, 2000), 1000);
+    let p = db.stats().prefetch;
+    assert_eq!(
+        p.invalidation_misses, 0,
+        "cold reads are no invalidation: {p:?}"
+    );
+    // The compaction rewrites the scanned blocks; scanning them again misses on its
+    // outputs, and each miss counts, as a scan's.
+    for i in (0..KEYS).step_by(10) {
+        db.put(&wo, &key(i), &[b'b'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let misses = db.stats().block_cache_misses;
+    assert_eq!(scan(&db, 1000, 2000), 1000);
+    let p = db.stats().prefetch;
+    let block_misses = db.stats().block_cache_misses - misses;
+    assert!(p.invalidation_misses > 0, "{p:?}");
+    assert_eq!(p.invalidation_misses_scan, p.invalidation_misses, "{p:?}");
+    assert_eq!(p.invalidation_misses_flush, 0, "{p:?}");
+    assert!(
+        p.invalidation_misses <= block_misses,
+        "{p:?} vs {block_misses}"
+    );
+    // Outside the scanned range nothing was cached, so nothing was invalidated there.
+    let before = p.invalidation_misses;
+    assert_eq!(scan(&db, 3000, 3500), 500);
+    assert_eq!(db.stats().prefetch.invalidation_misses, before);
+    // A flush moves keys out of the memtable; a scan's miss on its table counts for it.
+    for i in 1000..1010 {
+        db.put(&wo, &key(i), &[b'c'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(scan(&db, 1000, 1010), 10);
+    let p = db.stats().prefetch;
+    assert!(p.invalidation_misses_flush > 0, "{p:?}");
+    assert_eq!(p.invalidation_misses_scan, p.invalidation_misses, "{p:?}");
+    db.close().unwrap();
+
+    // Warmed blocks a scan reads count as warmed hits (the precision).
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(PrefetchPolicy::WarmAll)).unwrap();
+    for i in 0..KEYS {
+        db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let misses = db.stats().block_cache_misses;
+    let scan = |db: &Db, lo: u64, hi: u64| db.scan(key(lo)..key(hi)).unwrap().count() as u64;
+    assert_eq!(scan(&db, 0, KEYS), KEYS);
+    let s = db.stats();
+    assert_eq!(s.block_cache_misses, misses, "every block was warmed");
+    assert!(s.prefetch.warmed_hits > 0, "{:?}", s.prefetch);
+    assert!(s.prefetch.warmed_hits <= s.prefetch.warmed_blocks);
+    db.close().unwrap();
+}
+
+/// Knows that keys 1000..1100 are read, but only from the second slot on (after a job
+/// that outlasts Leaper's one-slot T1 estimate would have dropped their blocks).
+struct LateOracle {
+    horizon: usize,
+}
+
+impl HotRangeSource for LateOracle {
+    fn hot_intervals(&self, steps: std::ops::Range<usize>) -> Option<Vec<(u64, u64)>> {
+        Some(if steps.end > 1 {
+            vec![(HOT.start, HOT.end - 1)]
+        } else {
+            Vec::new()
+        })
+    }
+    fn slot_ms(&self) -> u64 {
+        1000
+    }
+    fn steps(&self) -> usize {
+        self.horizon
+    }
+}
+
+#[test]
+fn the_oracle_keeps_every_block_read_within_its_horizon() {
+    // (horizon, hot input blocks kept): with a horizon of one slot the oracle knows no
+    // read of the hot keys and drops every cached input block; with two it keeps theirs.
+    for (horizon, keeps_hot) in [(1usize, false), (2, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            block_cache_bytes: 48 << 10,
+            ..options(PrefetchPolicy::Oracle(Arc::new(LateOracle { horizon })))
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        let wo = WriteOptions::default();
+        for i in 0..KEYS {
+            db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        // Fill the cache (the job then needs room), the hot keys' blocks last.
+        for i in (0..KEYS).chain(HOT) {
+            assert!(db.get(&key(i)).unwrap().is_some());
+        }
+        for i in (0..KEYS).step_by(10) {
+            db.put(&wo, &key(i), &[b'b'; 100]).unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        let p = db.stats().prefetch;
+        let kept = p.invalidated_blocks - p.evicted_blocks;
+        assert!(p.invalidated_blocks > 20, "{p:?}");
+        if keeps_hot {
+            // About 13 blocks of 1 KiB hold the 100 hot keys.
+            assert!((10..=20).contains(&kept), "{p:?}");
+        } else {
+            assert_eq!(kept, 0, "{p:?}");
+        }
+        db.close().unwrap();
+    }
+}

@@ -390,6 +390,8 @@ impl Engine for CairnEngine {
             invalidated_blocks: p.invalidated_blocks,
             invalidation_misses: p.invalidation_misses,
             invalidation_misses_during: p.invalidation_misses_during,
+            invalidation_misses_flush: p.invalidation_misses_flush,
+            invalidation_misses_scan: p.invalidation_misses_scan,
             invalidation_misses_1s: p.invalidation_misses_1s,
             invalidation_misses_60s: p.invalidation_misses_60s,
             model_errors: p.model_errors,

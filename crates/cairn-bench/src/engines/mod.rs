@@ -269,6 +269,11 @@ pub struct PrefetchCounters {
     pub invalidated_blocks: u64,
     pub invalidation_misses: u64,
     pub invalidation_misses_during: u64,
+    /// Of `invalidation_misses`, after flushes (the rest after compactions) and by scans.
+    #[serde(default)]
+    pub invalidation_misses_flush: u64,
+    #[serde(default)]
+    pub invalidation_misses_scan: u64,
     pub invalidation_misses_1s: u64,
     pub invalidation_misses_60s: u64,
     pub model_errors: u64,
@@ -292,6 +297,11 @@ impl PrefetchCounters {
                 self.invalidation_misses_during,
                 e.invalidation_misses_during,
             ),
+            invalidation_misses_flush: d(
+                self.invalidation_misses_flush,
+                e.invalidation_misses_flush,
+            ),
+            invalidation_misses_scan: d(self.invalidation_misses_scan, e.invalidation_misses_scan),
             invalidation_misses_1s: d(self.invalidation_misses_1s, e.invalidation_misses_1s),
             invalidation_misses_60s: d(self.invalidation_misses_60s, e.invalidation_misses_60s),
             model_errors: d(self.model_errors, e.model_errors),

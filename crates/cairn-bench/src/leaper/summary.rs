@@ -89,8 +89,8 @@ pub fn summary(
     let mut s = format!("### {title}: cache invalidation\n\n");
     let _ = writeln!(
         s,
-        "| {x} | engine | ops/s | hit % | hit % in / out windows | QPS in / out windows | QPS in vs LRU | inv. misses (T) | vs LRU | vs warmup | misses in T1+T2 | vs LRU | p95 spike s | warmed | precision | T s | jobs F/C | write amp | model |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        "| {x} | engine | ops/s | hit % | hit % in / out windows | QPS in / out windows | QPS in vs LRU | inv. misses (T) | vs LRU | vs warmup | flush / compaction / scans | misses in T1+T2 | vs LRU | p95 spike s | warmed | precision | T s | jobs F/C | write amp | model |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     for (label, rs) in points {
         let lru = find(rs, "cairn:lru");
@@ -105,7 +105,7 @@ pub fn summary(
             };
             let _ = writeln!(
                 s,
-                "| {label} | {} | {:.0} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} | {}/{} | {} | {model} |",
+                "| {label} | {} | {:.0} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {:.1} | {} | {} | {:.1} | {}/{} | {} | {model} |",
                 r.engine,
                 r.ops_per_sec,
                 pct(r.cache.hit_ratio),
@@ -117,6 +117,9 @@ pub fn summary(
                 int(v.misses),
                 change(misses(r), lru.and_then(misses)),
                 change(misses(r), iw.and_then(misses)),
+                int(v.misses_after_flush),
+                int(v.misses.zip(v.misses_after_flush).map(|(m, f)| m.saturating_sub(f))),
+                int(v.misses_by_scans),
                 int(v.window_misses),
                 change(
                     v.window_misses.map(|m| m as f64),
@@ -134,7 +137,8 @@ pub fn summary(
     }
     s.push_str(
         "\nhit %: block cache, measured phase. Windows: each flush or compaction, start to end \
-         + T (T1 + T2). inv. misses: the engine's invalidation misses within T. misses in \
+         + T (T1 + T2). inv. misses: the engine's invalidation misses within T (gets and scans), split by \
+         the job that invalidated the block (flush / compaction) and with the scans' share. misses in \
          T1+T2: all block-cache misses in timeline intervals inside windows. p95 spike s: \
          seconds with p95 above twice the run's median p95. Changes are against cairn:lru \
          (LRU) and cairn:warmup (Incremental Warmup) at the same point.\n",

@@ -247,6 +247,12 @@ pub struct InvalidationSummary {
     pub warmed_hits: Option<u64>,
     /// Of `misses`, those while the job ran (T1).
     pub misses_during_jobs: Option<u64>,
+    /// Of `misses`, after flushes (the rest after compactions), and by range scans (the
+    /// rest by point reads).
+    #[serde(default)]
+    pub misses_after_flush: Option<u64>,
+    #[serde(default)]
+    pub misses_by_scans: Option<u64>,
     /// Invalidation misses with T = 1 s and T = 60 s.
     pub misses_1s: Option<u64>,
     pub misses_60s: Option<u64>,

@@ -312,19 +312,22 @@ pub fn invalidation_table(results: &[RunResult]) -> String {
     let bi = base.invalidation.clone().unwrap_or_default();
     let f = |x: Option<u64>| x.map(|v| v as f64);
     let mut s = format!(
-        "| engine | T s | inv. misses (T) | vs {b} | T=1 s | T=60 s | misses in T1+T2 | vs {b} | hit % in / out | QPS in / out | QPS out vs {b} | p95 spike s | {b} spike s | warmed blocks | precision | jobs F/C | model jobs |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| engine | T s | inv. misses (T) | vs {b} | after flush / compaction | by scans | T=1 s | T=60 s | misses in T1+T2 | vs {b} | hit % in / out | QPS in / out | QPS out vs {b} | p95 spike s | {b} spike s | warmed blocks | precision | jobs F/C | model jobs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         b = base.engine
     );
     for r in results {
         let Some(v) = &r.invalidation else { continue };
         let _ = writeln!(
             s,
-            "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {:.1} | {:.1} | {} | {} | {}/{} | {} |",
+            "| {} | {:.1} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {:.1} | {:.1} | {} | {} | {}/{} | {} |",
             r.engine,
             v.window_ms as f64 / 1000.0,
             int(v.misses),
             change(f(v.misses), f(bi.misses)),
+            int(v.misses_after_flush),
+            int(v.misses.zip(v.misses_after_flush).map(|(m, fl)| m.saturating_sub(fl))),
+            int(v.misses_by_scans),
             int(v.misses_1s),
             int(v.misses_60s),
             int(v.window_misses),
@@ -347,7 +350,7 @@ pub fn invalidation_table(results: &[RunResult]) -> String {
         s,
         "\nT = {} ms ({}). Windows: each flush or compaction from start to end + T ({:.0}% of {}'s \
          measured time). Inv. misses: foreground data-block misses on keys a job invalidated, \
-         within T (also T = 1 s and 60 s), as the engine counts them. Misses in T1+T2: every \
+         within T (also T = 1 s and 60 s), as the engine counts them, point reads and scans alike, split by the kind of job that invalidated the block. Misses in T1+T2: every \
          block-cache miss in timeline intervals inside windows. p95 spike s: seconds whose p95 \
          exceeds twice the run's median p95. Precision: warmed blocks later hit / warmed blocks, from the warm-up's start.",
         bi.window_ms,

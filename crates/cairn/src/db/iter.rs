@@ -11,6 +11,7 @@ use super::SuperVersion;
 use crate::access::{Access, RangeCollector};
 use crate::iter::InternalIterator;
 use crate::merging::MergingIterator;
+use crate::policy::prefetch::Prefetcher;
 use crate::stats::{OpKind, StatsInner};
 use crate::table::TableIterator;
 use crate::types::{make_internal_key, make_lookup_key, parse_internal_key, SeqNo, ValueKind};
@@ -23,6 +24,11 @@ pub(crate) struct RunIterator {
     level: usize,
     tables: Arc<TableCache>,
     stats: Arc<StatsInner>,
+    /// Told of the data-block misses and warmed hits of each step (a scan's reads count
+    /// in Leaper's invalidation metric and precision as a get's do).
+    prefetch: Arc<Prefetcher>,
+    /// (data misses, warmed hits) of `cur`'s trace already told to `prefetch`.
+    seen: (u32, u32),
     index: usize,
     cur: Option<TableIterator>,
     err: Option<Error>,
@@ -34,23 +40,54 @@ impl RunIterator {
         level: usize,
         tables: Arc<TableCache>,
         stats: Arc<StatsInner>,
+        prefetch: Arc<Prefetcher>,
     ) -> Self {
         RunIterator {
             files: run.files.clone(),
             level,
             tables,
             stats,
+            prefetch,
+            seen: (0, 0),
             index: 0,
             cur: None,
             err: None,
         }
     }
 
+    /// Tells the prefetcher of the current table's block misses and warmed hits since
+    /// the last call, on the key the iterator stands at (the block it loaded holds it);
+    /// past the table's end, on its largest key (the last block held that).
+    fn observe(&mut self) {
+        let Some(c) = &self.cur else { return };
+        let t = c.trace();
+        let (misses, warmed) = (
+            t.data_misses.saturating_sub(self.seen.0),
+            t.warmed_hits.saturating_sub(self.seen.1),
+        );
+        if misses == 0 && warmed == 0 {
+            return;
+        }
+        self.seen = (t.data_misses, t.warmed_hits);
+        let Some(f) = self.files.get(self.index) else {
+            return;
+        };
+        let key = if c.valid() {
+            crate::types::user_key(c.key())
+        } else {
+            f.largest_user()
+        };
+        self.prefetch
+            .note_read(key, f.file_no(), misses, warmed, true);
+    }
+
     /// Adds the block reads of the table iterator being left to the level's counters.
     fn retire(&mut self) {
+        self.observe();
         if let Some(c) = self.cur.take() {
             self.stats.level(self.level).record_scan(c.trace());
         }
+        self.seen = (0, 0);
     }
 
     fn open(&mut self, i: usize) -> bool {
@@ -89,7 +126,7 @@ impl RunIterator {
     fn skip_backward(&mut self) {
         while self.err.is_none() && self.cur.as_ref().is_some_and(|c| !c.valid()) {
             if self.cur.as_ref().is_some_and(|c| c.status().is_err()) || self.index == 0 {
-                self.cur = None;
+                self.retire();
                 return;
             }
             let prev = self.index - 1;
@@ -118,12 +155,14 @@ impl InternalIterator for RunIterator {
             self.cur.as_mut().expect("opened").seek_to_first();
         }
         self.skip_forward();
+        self.observe();
     }
     fn seek_to_last(&mut self) {
         if !self.files.is_empty() && self.open(self.files.len() - 1) {
             self.cur.as_mut().expect("opened").seek_to_last();
         }
         self.skip_backward();
+        self.observe();
     }
     fn seek(&mut self, ikey: &[u8]) {
         let uk = crate::types::user_key(ikey);
@@ -132,30 +171,34 @@ impl InternalIterator for RunIterator {
             self.cur.as_mut().expect("opened").seek(ikey);
         }
         self.skip_forward();
+        self.observe();
     }
     fn seek_for_prev(&mut self, ikey: &[u8]) {
         let uk = crate::types::user_key(ikey);
         let i = self.files.partition_point(|f| f.smallest_user() <= uk);
         if i == 0 {
-            self.cur = None;
+            self.retire();
             return;
         }
         if self.open(i - 1) {
             self.cur.as_mut().expect("opened").seek_for_prev(ikey);
         }
         self.skip_backward();
+        self.observe();
     }
     fn next(&mut self) {
         if let Some(c) = self.cur.as_mut() {
             c.next();
         }
         self.skip_forward();
+        self.observe();
     }
     fn prev(&mut self) {
         if let Some(c) = self.cur.as_mut() {
             c.prev();
         }
         self.skip_backward();
+        self.observe();
     }
     fn key(&self) -> &[u8] {
         self.cur.as_ref().expect("valid iterator").key()
@@ -179,6 +222,7 @@ pub(crate) fn merged_iter(
     sv: &SuperVersion,
     tables: &Arc<TableCache>,
     stats: &Arc<StatsInner>,
+    prefetch: &Arc<Prefetcher>,
 ) -> MergingIterator {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     children.push(Box::new(sv.mem.iter()));
@@ -192,6 +236,7 @@ pub(crate) fn merged_iter(
                 level,
                 tables.clone(),
                 stats.clone(),
+                prefetch.clone(),
             )));
         }
     }
@@ -237,9 +282,10 @@ impl DbIterator {
         upper: Option<Vec<u8>>,
         stats: Arc<StatsInner>,
         snapshot: Option<super::Snapshot>,
+        prefetch: Arc<Prefetcher>,
     ) -> Self {
         DbIterator {
-            inner: merged_iter(&sv, tables, &stats),
+            inner: merged_iter(&sv, tables, &stats, &prefetch),
             seq,
             lower,
             upper,

@@ -146,7 +146,7 @@ pub(crate) struct DbInner {
     /// Value-log files chosen for GC: compactions move the values they read from them.
     pub(crate) gc_targets: Mutex<std::collections::HashSet<u64>>,
     /// The cache around flush and compaction (Leaper and its baselines).
-    pub(crate) prefetch: Prefetcher,
+    pub(crate) prefetch: Arc<Prefetcher>,
     /// The compaction-policy tuner (RusKey), when one is configured.
     pub(crate) tuner: Option<tuner::TunerRuntime>,
     /// SA-LSM: loaded cold-key sets, the age rule's clock samples.
@@ -893,8 +893,13 @@ impl DbInner {
                 let counters = self.stats.level(level);
                 counters.record(&trace);
                 if trace.data_misses > 0 || trace.warmed_hits > 0 {
-                    self.prefetch
-                        .note_read(key, f.file_no(), trace.data_misses, trace.warmed_hits);
+                    self.prefetch.note_read(
+                        key,
+                        f.file_no(),
+                        trace.data_misses,
+                        trace.warmed_hits,
+                        false,
+                    );
                 }
                 if let Some((ikey, value)) = r? {
                     let p = parse_internal_key(&ikey)
@@ -976,6 +981,7 @@ impl DbInner {
             ro.upper_bound.clone(),
             self.stats.clone(),
             ro.snapshot.clone(),
+            self.prefetch.clone(),
         )
         .with_vlog(self.vlog.clone()))
     }

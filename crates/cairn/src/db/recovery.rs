@@ -324,13 +324,13 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         next_mem_id: AtomicU64::new(1),
         vlog,
         gc_targets: Mutex::new(Default::default()),
-        prefetch: crate::policy::prefetch::Prefetcher::new(
+        prefetch: Arc::new(crate::policy::prefetch::Prefetcher::new(
             opts_prefetch,
             block_cache_for_prefetch,
             opts_block_size,
             opts_window,
             metric,
-        ),
+        )),
         tuner,
         placement,
         _lock: lock,

@@ -17,7 +17,8 @@
 //!   overlap by Algorithm 3. At a flush, output blocks inside the hot ranges of the next
 //!   T2 go in. No model: nothing is warmed or evicted early (as `EagerEvict`).
 //! - `Oracle`: Leaper's mechanism with hot ranges from a [`HotRangeSource`] that knows the
-//!   future (the bench's own op stream): an upper bound.
+//!   future (the bench's own op stream): an upper bound. Its first phase keeps every
+//!   cached input block read within the source's whole horizon, not only within T1.
 //!
 //! Warming is capped per job, reads no storage (blocks come from the writer), and is never
 //! counted as a foreground read. Every policy only moves blocks in and out of the cache:
@@ -153,6 +154,10 @@ pub struct PrefetchStats {
     pub invalidation_misses: u64,
     /// Of those, while the job ran (T1).
     pub invalidation_misses_during: u64,
+    /// Of those, after a flush (the rest: after a compaction).
+    pub invalidation_misses_flush: u64,
+    /// Of those, by range scans (iterators; the rest: point reads).
+    pub invalidation_misses_scan: u64,
     /// Invalidation misses with T = 1 s.
     pub invalidation_misses_1s: u64,
     /// Invalidation misses with T = 60 s.
@@ -175,6 +180,8 @@ struct Counters {
     invalidated_blocks: AtomicU64,
     misses: AtomicU64,
     misses_during: AtomicU64,
+    misses_flush: AtomicU64,
+    misses_scan: AtomicU64,
     misses_1s: AtomicU64,
     misses_60s: AtomicU64,
     model_errors: AtomicU64,
@@ -616,8 +623,16 @@ impl Prefetcher {
         let room_blocks =
             (self.cache.capacity().saturating_sub(self.cache.usage()) as u64) / self.block_size;
         let needs_room = room_blocks < input_blocks.min(self.warm_cap() as u64);
+        // The oracle knows every read of its horizon, so it keeps every block any of them
+        // reads: a job that outlasts the T1 estimate then never reads a block it dropped
+        // (Leaper can only keep what its k1 steps predict).
+        let keep_steps = if matches!(self.policy, PrefetchPolicy::Oracle(_)) {
+            k
+        } else {
+            k1
+        };
         let hot_t1 = if needs_room {
-            src.hot_intervals(0..k1)
+            src.hot_intervals(0..keep_steps)
         } else {
             None
         };
@@ -677,8 +692,16 @@ impl Prefetcher {
     }
 
     /// A foreground read of `key` in table `file_no` finished: `misses` data blocks came
-    /// from storage and `warmed_hits` warmed blocks were found.
-    pub(crate) fn note_read(&self, key: &[u8], file_no: u64, misses: u32, warmed_hits: u32) {
+    /// from storage and `warmed_hits` warmed blocks were found. `scan`: an iterator's step
+    /// (its position's key stands for the block it loaded), else a point read.
+    pub(crate) fn note_read(
+        &self,
+        key: &[u8],
+        file_no: u64,
+        misses: u32,
+        warmed_hits: u32,
+        scan: bool,
+    ) {
         if warmed_hits > 0 {
             self.counters
                 .warmed_hits
@@ -710,6 +733,14 @@ impl Prefetcher {
         if since_end.is_none() {
             c.misses_during.fetch_add(1, Relaxed);
         }
+        if within(self.window) {
+            if !e.keys.is_empty() {
+                c.misses_flush.fetch_add(1, Relaxed);
+            }
+            if scan {
+                c.misses_scan.fetch_add(1, Relaxed);
+            }
+        }
     }
 
     pub(crate) fn stats(&self) -> PrefetchStats {
@@ -722,6 +753,8 @@ impl Prefetcher {
             invalidated_blocks: c.invalidated_blocks.load(Relaxed),
             invalidation_misses: c.misses.load(Relaxed),
             invalidation_misses_during: c.misses_during.load(Relaxed),
+            invalidation_misses_flush: c.misses_flush.load(Relaxed),
+            invalidation_misses_scan: c.misses_scan.load(Relaxed),
             invalidation_misses_1s: c.misses_1s.load(Relaxed),
             invalidation_misses_60s: c.misses_60s.load(Relaxed),
             model_errors: c.model_errors.load(Relaxed),
