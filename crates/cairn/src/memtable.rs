@@ -1,29 +1,26 @@
-//! The memtable: recent writes in a lock-free skip list keyed by internal key.
+//! The memtable: recent writes in a skip list keyed by internal key, laid out in an arena
+//! (`skiplist.rs`).
 //!
-//! One writer at a time inserts (the DB serialises writers); any number of readers get and
-//! iterate concurrently without locks. Entries are never removed: a memtable is dropped
-//! whole after it has been flushed.
+//! One writer at a time inserts (the DB serialises writers, and the list's own mutex
+//! makes sure); any number of readers get and iterate concurrently without locks. Entries
+//! are never removed: a memtable is dropped whole after it has been flushed.
 
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crossbeam_skiplist::SkipMap;
-
 use crate::iter::InternalIterator;
-use crate::types::{
-    make_lookup_key, parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQ, TRAILER_LEN,
-};
+use crate::types::{make_lookup_key, pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQ};
 use crate::Result;
 
-/// Estimated bytes per entry beyond its key and value: the skip-list node and tower, the
-/// key and value headers, and allocator slack.
-pub const ENTRY_OVERHEAD: usize = 80;
+mod skiplist;
+
+use skiplist::{Node, SkipList};
 
 /// An in-memory sorted table of recent writes.
 pub struct Memtable {
     id: u64,
-    map: SkipMap<InternalKey, Box<[u8]>>,
+    list: SkipList,
+    /// Bytes the entries' nodes take in the arena (key, value, links, header, padding).
     memory: AtomicUsize,
     entries: AtomicUsize,
     /// `u64::MAX` while empty.
@@ -36,7 +33,7 @@ impl Memtable {
     pub fn new(id: u64) -> Self {
         Memtable {
             id,
-            map: SkipMap::new(),
+            list: SkipList::new(id.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
             memory: AtomicUsize::new(0),
             entries: AtomicUsize::new(0),
             min_seq: AtomicU64::new(u64::MAX),
@@ -53,9 +50,8 @@ impl Memtable {
     /// `(user_key, seq)` must be new (sequence numbers are unique per write).
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         debug_assert!(seq <= MAX_SEQ);
-        let size = user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD;
-        self.map
-            .insert(InternalKey::new(user_key, seq, kind), value.into());
+        let trailer = pack_trailer(seq, kind as u8).to_le_bytes();
+        let size = self.list.insert(&[user_key, &trailer], value);
         self.min_seq.fetch_min(seq, Ordering::Relaxed);
         self.max_seq.fetch_max(seq, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
@@ -65,16 +61,16 @@ impl Memtable {
     /// The newest version of `user_key` with a sequence number <= `snapshot_seq`, as its
     /// kind and value (a `Deletion` is returned as such, for the caller to interpret).
     pub fn get(&self, user_key: &[u8], snapshot_seq: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
-        let lookup = InternalKey(make_lookup_key(user_key, snapshot_seq.min(MAX_SEQ)));
-        let entry = self.map.lower_bound(Bound::Included(&lookup))?;
-        let parsed = parse_internal_key(&entry.key().0)?;
+        let lookup = make_lookup_key(user_key, snapshot_seq.min(MAX_SEQ));
+        let node = self.list.seek(&lookup)?;
+        let parsed = parse_internal_key(self.list.key(node))?;
         if parsed.user_key != user_key {
             return None;
         }
-        Some((parsed.value_kind()?, entry.value().to_vec()))
+        Some((parsed.value_kind()?, self.list.value(node).to_vec()))
     }
 
-    /// Estimated memory held by the entries, in bytes.
+    /// Memory held by the entries, in bytes (their nodes in the arena).
     pub fn approximate_memory_usage(&self) -> usize {
         self.memory.load(Ordering::Relaxed)
     }
@@ -107,48 +103,22 @@ impl Memtable {
         MemtableIterator {
             cur: None,
             mem: Arc::clone(self),
-            target: InternalKey(Vec::new()),
         }
     }
 }
 
-type MapEntry<'a> = crossbeam_skiplist::map::Entry<'a, InternalKey, Box<[u8]>>;
-
-/// A cursor over a memtable. It holds the current skip-list entry, reference-counted, so
-/// a move is one step along the list (not a new search from the head) and the key and
-/// value are read in place.
+/// A cursor over a memtable: the node it stands on, so a move forward is one step along
+/// the list and the key and value are read in place; a move back searches from the head.
 pub struct MemtableIterator {
-    // Declared first so it is dropped first: it borrows `mem`'s map.
-    cur: Option<MapEntry<'static>>,
+    cur: Option<Node>,
+    /// Keeps the list, and so every node, alive.
     mem: Arc<Memtable>,
-    /// The seek target (kept to reuse its allocation).
-    target: InternalKey,
 }
 
-impl MemtableIterator {
-    /// Extends an entry's borrow of `self.mem.map` to the iterator's own lifetime.
-    fn hold(&self, e: Option<MapEntry<'_>>) -> Option<MapEntry<'static>> {
-        // SAFETY: the entry borrows the skip list inside `self.mem`, an `Arc` this
-        // iterator owns and never replaces, and `cur` is dropped before `mem` (field
-        // order), so the list outlives every entry held. Entries are reference-counted
-        // nodes, valid until released, and the memtable never removes entries.
-        e.map(|e| unsafe { std::mem::transmute::<MapEntry<'_>, MapEntry<'static>>(e) })
-    }
-
-    fn seek_target(&mut self, ikey: &[u8], forward: bool) {
-        self.target.0.clear();
-        self.target.0.extend_from_slice(ikey);
-        let map = &self.mem.map;
-        let e = if forward {
-            map.lower_bound(Bound::Included(&self.target))
-        } else {
-            map.upper_bound(Bound::Included(&self.target))
-        };
-        // Release the old entry before taking the new one.
-        self.cur = None;
-        self.cur = self.hold(e);
-    }
-}
+// SAFETY: a node is an address inside the memtable this iterator holds an `Arc` to; the
+// list is `Sync` and its nodes are immutable once reachable.
+unsafe impl Send for MemtableIterator {}
+unsafe impl Sync for MemtableIterator {}
 
 impl InternalIterator for MemtableIterator {
     fn valid(&self) -> bool {
@@ -156,41 +126,39 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn seek_to_first(&mut self) {
-        self.cur = None;
-        self.cur = self.hold(self.mem.map.front());
+        self.cur = self.mem.list.first();
     }
 
     fn seek_to_last(&mut self) {
-        self.cur = None;
-        self.cur = self.hold(self.mem.map.back());
+        self.cur = self.mem.list.last();
     }
 
     fn seek(&mut self, ikey: &[u8]) {
-        self.seek_target(ikey, true);
+        self.cur = self.mem.list.seek(ikey);
     }
 
     fn seek_for_prev(&mut self, ikey: &[u8]) {
-        self.seek_target(ikey, false);
+        self.cur = self.mem.list.seek_for_prev(ikey);
     }
 
     fn next(&mut self) {
-        if let Some(e) = self.cur.take() {
-            self.cur = e.next();
+        if let Some(n) = self.cur {
+            self.cur = self.mem.list.next(n, 0);
         }
     }
 
     fn prev(&mut self) {
-        if let Some(e) = self.cur.take() {
-            self.cur = e.prev();
+        if let Some(n) = self.cur {
+            self.cur = self.mem.list.before(self.mem.list.key(n));
         }
     }
 
     fn key(&self) -> &[u8] {
-        self.cur.as_ref().map_or(&[], |e| &e.key().0)
+        self.cur.map_or(&[], |n| self.mem.list.key(n))
     }
 
     fn value(&self) -> &[u8] {
-        self.cur.as_ref().map_or(&[], |e| e.value())
+        self.cur.map_or(&[], |n| self.mem.list.value(n))
     }
 
     fn status(&self) -> Result<()> {

@@ -202,7 +202,13 @@ fn gc_reclaims_the_space_of_overwritten_values() {
     db.run_background_work().unwrap();
     let s = db.stats();
     assert!(s.vlog.gc_rewrites > 0, "{:?}", s.vlog);
-    assert!(s.vlog.gc_records_relocated >= 200, "{:?}", s.vlog);
+    // Only live records of the first flush's files move (200 at most); how many depends
+    // on how the flush split them into files and how many files it takes to reach 1.05.
+    assert!(
+        (1..=200).contains(&s.vlog.gc_records_relocated),
+        "{:?}",
+        s.vlog
+    );
     assert!(s.vlog.space_amp <= 1.05, "{:?}", s.vlog);
     assert_eq!(s.vlog.reads, 0, "GC's reads are not counted as reads");
     assert!(s.vlog.files_deleted >= 1);

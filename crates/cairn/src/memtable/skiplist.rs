@@ -1,0 +1,299 @@
+//! The memtable's skip list, laid out in an arena as LevelDB's and RocksDB's are: one
+//! writer at a time (a mutex makes that so), any number of readers without locks.
+//!
+//! A node is `[key length | height << 24: u32][value length: u32][next: height
+//! pointers][key][value]`, padded to 8 bytes, inside an arena chunk. It costs its key and
+//! value plus 8 bytes, a pointer per level (1.33 on average) and the padding: about 22
+//! bytes, where a node of a general-purpose concurrent map with a key and a value of their
+//! own cost about 95.
+//!
+//! A writer fills a node completely, then links it bottom up with release stores; a reader
+//! loads links with acquire, so every node it reaches is whole. Nodes are never changed
+//! (but for their links), moved or freed before the list is dropped.
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::cmp::Ordering;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::AtomicPtr;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+use parking_lot::Mutex;
+
+use crate::types::cmp_internal;
+
+/// Most levels a node has.
+pub(super) const MAX_HEIGHT: usize = 12;
+/// One node in this many rises a level.
+const BRANCHING: u64 = 4;
+/// Bytes of one arena chunk; a node larger than a quarter of it gets a chunk of its own.
+const CHUNK: usize = 64 << 10;
+const HEADER: usize = 8;
+const LINK: usize = std::mem::size_of::<AtomicPtr<u8>>();
+/// Node lengths are kept in 24 bits (with the height in the top 8).
+const MAX_KEY_LEN: usize = (1 << 24) - 1;
+
+/// A node of one list (only the list that made it hands it out).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Node(NonNull<u8>);
+
+/// The writer's side: the arena and the height generator.
+struct Writer {
+    chunks: Vec<(NonNull<u8>, Layout)>,
+    cur: *mut u8,
+    left: usize,
+    rng: u64,
+}
+
+impl Writer {
+    /// `size` bytes, 8-aligned, that nothing else uses.
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        let size = size.next_multiple_of(8);
+        if size > self.left {
+            if size > CHUNK / 4 {
+                // The current chunk keeps its room for the nodes after this one.
+                return self.chunk(size);
+            }
+            self.cur = self.chunk(CHUNK);
+            self.left = CHUNK;
+        }
+        let p = self.cur;
+        // SAFETY: `size <= left`, so `p + size` stays inside the current chunk.
+        self.cur = unsafe { p.add(size) };
+        self.left -= size;
+        p
+    }
+
+    fn chunk(&mut self, size: usize) -> *mut u8 {
+        let layout = Layout::from_size_align(size, 8).expect("chunk size below isize::MAX");
+        // SAFETY: the layout's size is not zero (every node has a header).
+        let p = unsafe { alloc(layout) };
+        let Some(p) = NonNull::new(p) else {
+            handle_alloc_error(layout)
+        };
+        self.chunks.push((p, layout));
+        p.as_ptr()
+    }
+
+    /// 1 + the number of times in a row a draw falls in one of `BRANCHING`.
+    fn random_height(&mut self) -> usize {
+        let mut h = 1;
+        while h < MAX_HEIGHT {
+            // xorshift64*
+            self.rng ^= self.rng >> 12;
+            self.rng ^= self.rng << 25;
+            self.rng ^= self.rng >> 27;
+            if (self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) % BRANCHING != 0 {
+                break;
+            }
+            h += 1;
+        }
+        h
+    }
+
+    /// A node of `height` levels holding `key_parts` (concatenated) and `value`, its links
+    /// empty; and its size in bytes.
+    fn node(&mut self, height: usize, key_parts: &[&[u8]], value: &[u8]) -> (Node, usize) {
+        let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
+        assert!(key_len <= MAX_KEY_LEN, "memtable key of {key_len} bytes");
+        let value_len = u32::try_from(value.len()).expect("memtable value below 4 GiB");
+        let size = (HEADER + height * LINK + key_len + value.len()).next_multiple_of(8);
+        let p = self.alloc(size);
+        // SAFETY: `p` holds `size` writable bytes no one else sees, 8-aligned; everything
+        // written stays inside them.
+        unsafe {
+            p.cast::<u32>()
+                .write(key_len as u32 | ((height as u32) << 24));
+            p.add(4).cast::<u32>().write(value_len);
+            for l in 0..height {
+                p.add(HEADER + l * LINK)
+                    .cast::<AtomicPtr<u8>>()
+                    .write(AtomicPtr::new(ptr::null_mut()));
+            }
+            let mut at = p.add(HEADER + height * LINK);
+            for part in key_parts {
+                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
+            ptr::copy_nonoverlapping(value.as_ptr(), at, value.len());
+            (Node(NonNull::new_unchecked(p)), size)
+        }
+    }
+}
+
+/// A sorted list of (internal key, value) pairs, ordered by [`cmp_internal`].
+pub(super) struct SkipList {
+    head: Node,
+    height: AtomicUsize,
+    writer: Mutex<Writer>,
+}
+
+// SAFETY: the raw pointers are into chunks the list owns and frees only when dropped.
+// Shared access reads links through atomics and reads only nodes already linked, which no
+// one writes again; new nodes are written under the writer mutex before they are linked.
+unsafe impl Send for SkipList {}
+unsafe impl Sync for SkipList {}
+
+impl SkipList {
+    pub(super) fn new(seed: u64) -> SkipList {
+        let mut w = Writer {
+            chunks: Vec::new(),
+            cur: ptr::null_mut(),
+            left: 0,
+            rng: seed | 1,
+        };
+        let (head, _) = w.node(MAX_HEIGHT, &[], &[]);
+        SkipList {
+            head,
+            height: AtomicUsize::new(1),
+            writer: Mutex::new(w),
+        }
+    }
+
+    fn link(&self, n: Node, level: usize) -> &AtomicPtr<u8> {
+        debug_assert!(level < self.height_of(n));
+        // SAFETY: `n` is a node of this list (alive as long as `self`) with more than
+        // `level` links, each an initialised `AtomicPtr` at this 8-aligned offset.
+        unsafe {
+            &*n.0
+                .as_ptr()
+                .add(HEADER + level * LINK)
+                .cast::<AtomicPtr<u8>>()
+        }
+    }
+
+    fn height_of(&self, n: Node) -> usize {
+        // SAFETY: `n` is a whole node of this list; its header is never written again.
+        (unsafe { n.0.as_ptr().cast::<u32>().read() } >> 24) as usize
+    }
+
+    /// The next node at `level`.
+    pub(super) fn next(&self, n: Node, level: usize) -> Option<Node> {
+        NonNull::new(self.link(n, level).load(Acquire)).map(Node)
+    }
+
+    /// Where a node's key starts, its length and its value's length.
+    fn layout(&self, n: Node) -> (*const u8, usize, usize) {
+        let p = n.0.as_ptr();
+        // SAFETY: `n` is a whole node of this list: its header (never written again)
+        // gives the lengths, and the key follows the links.
+        unsafe {
+            let len = (p.cast::<u32>().read() & MAX_KEY_LEN as u32) as usize;
+            let vlen = p.add(4).cast::<u32>().read() as usize;
+            (p.add(HEADER + self.height_of(n) * LINK), len, vlen)
+        }
+    }
+
+    /// A node's internal key.
+    pub(super) fn key(&self, n: Node) -> &[u8] {
+        let (k, len, _) = self.layout(n);
+        // SAFETY: the key's bytes are inside the node, never written again while `self`
+        // lives.
+        unsafe { std::slice::from_raw_parts(k, len) }
+    }
+
+    /// A node's value.
+    pub(super) fn value(&self, n: Node) -> &[u8] {
+        let (k, len, vlen) = self.layout(n);
+        // SAFETY: as in `key`; the value follows the key (a pointer derived from the
+        // node's, not from the key's slice).
+        unsafe { std::slice::from_raw_parts(k.add(len), vlen) }
+    }
+
+    /// Inserts a pair (the key given in parts, concatenated); returns the bytes it took.
+    pub(super) fn insert(&self, key_parts: &[&[u8]], value: &[u8]) -> usize {
+        let mut w = self.writer.lock();
+        let height = w.random_height();
+        let (node, size) = w.node(height, key_parts, value);
+        let key = self.key(node);
+        // The last node before `key` at every level (the head where none is).
+        let mut prev = [self.head; MAX_HEIGHT];
+        let top = self.height.load(Relaxed);
+        let mut x = self.head;
+        for level in (0..top).rev() {
+            while let Some(n) = self.next(x, level) {
+                if cmp_internal(self.key(n), key) != Ordering::Less {
+                    break;
+                }
+                x = n;
+            }
+            prev[level] = x;
+        }
+        if height > top {
+            // Readers that see the new height before the links find empty head links
+            // there and go down: correct either way.
+            self.height.store(height, Relaxed);
+        }
+        for (level, p) in prev.iter().enumerate().take(height) {
+            let succ = self.link(*p, level).load(Relaxed);
+            self.link(node, level).store(succ, Relaxed);
+            // Publishes the node, whole, at this level.
+            self.link(*p, level).store(node.0.as_ptr(), Release);
+        }
+        size
+    }
+
+    /// The first node.
+    pub(super) fn first(&self) -> Option<Node> {
+        self.next(self.head, 0)
+    }
+
+    /// The first node whose key is `>= key`.
+    pub(super) fn seek(&self, key: &[u8]) -> Option<Node> {
+        self.find(key).1
+    }
+
+    /// The last node whose key is `< key` (or the head) and the node after it, as one
+    /// search saw them. Loading the link again could give a node inserted since, whose
+    /// key may be below `key`.
+    fn find(&self, key: &[u8]) -> (Node, Option<Node>) {
+        let mut x = self.head;
+        let mut after = None;
+        for level in (0..self.height.load(Relaxed)).rev() {
+            after = None;
+            while let Some(n) = self.next(x, level) {
+                if cmp_internal(self.key(n), key) != Ordering::Less {
+                    after = Some(n);
+                    break;
+                }
+                x = n;
+            }
+        }
+        (x, after)
+    }
+
+    /// The last node whose key is `< key`.
+    pub(super) fn before(&self, key: &[u8]) -> Option<Node> {
+        let (x, _) = self.find(key);
+        (x != self.head).then_some(x)
+    }
+
+    /// The last node whose key is `<= key`.
+    pub(super) fn seek_for_prev(&self, key: &[u8]) -> Option<Node> {
+        match self.find(key) {
+            (_, Some(n)) if cmp_internal(self.key(n), key) == Ordering::Equal => Some(n),
+            (x, _) => (x != self.head).then_some(x),
+        }
+    }
+
+    /// The last node.
+    pub(super) fn last(&self) -> Option<Node> {
+        let mut x = self.head;
+        for level in (0..self.height.load(Relaxed)).rev() {
+            while let Some(n) = self.next(x, level) {
+                x = n;
+            }
+        }
+        (x != self.head).then_some(x)
+    }
+}
+
+impl Drop for SkipList {
+    fn drop(&mut self) {
+        for (p, layout) in self.writer.get_mut().chunks.drain(..) {
+            // SAFETY: allocated in `Writer::chunk` with this layout, freed once; no node
+            // outlives the list (iterators hold the memtable that owns it).
+            unsafe { dealloc(p.as_ptr(), layout) };
+        }
+    }
+}
