@@ -273,10 +273,6 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             .collect()
     };
     let mut warmup_ops = 0;
-    // Prefetch counters from the warm-up's start: the precision's span (blocks warmed in
-    // the warm-up may be hit in the measured part; the load is left out, when only some
-    // engines warm and nothing reads).
-    let p_warm = engine.prefetch();
     let leaper = if plan.warmup > 0 {
         if let Some(o) = &oracle {
             o.mark();
@@ -521,9 +517,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         window_source,
         period.as_secs_f64(),
     );
-    // Precision from the warm-up's start: a block warmed before the measured phase may
-    // be hit in it, so the phase's own counts can put it above 1.
-    if let Some(p) = p1.map(|p1| p1.since(&p_warm.unwrap_or_default())) {
+    // Precision since the engine opened: a block counts as hit once, so hits never exceed
+    // the blocks warmed. Counted from a later point, blocks warmed before it (during the
+    // load, by warm-all and the oracle) and hit after it put the ratio above 1.
+    if let Some(p) = p1 {
         invalidation.precision =
             (p.warmed_blocks > 0).then(|| p.warmed_hits as f64 / p.warmed_blocks as f64);
     }

@@ -240,9 +240,9 @@ pub struct InvalidationSummary {
     pub window_misses: Option<u64>,
     /// Blocks put in the cache by warming (prefetching) in the measured phase.
     pub warmed_blocks: Option<u64>,
-    /// Warmed blocks hit afterwards / warmed blocks, from the warm-up's start (a block
-    /// warmed before the measured phase may be hit in it; `warmed_blocks` and
-    /// `warmed_hits` are the measured phase's own).
+    /// Warmed blocks hit afterwards / warmed blocks, since the engine opened (each warmed
+    /// block counts as hit once, so at most 1; `warmed_blocks` and `warmed_hits` are the
+    /// measured phase's own).
     pub precision: Option<f64>,
     pub warmed_hits: Option<u64>,
     /// Of `misses`, those while the job ran (T1).

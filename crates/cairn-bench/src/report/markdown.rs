@@ -352,7 +352,7 @@ pub fn invalidation_table(results: &[RunResult]) -> String {
          measured time). Inv. misses: foreground data-block misses on keys a job invalidated, \
          within T (also T = 1 s and 60 s), as the engine counts them, point reads and scans alike, split by the kind of job that invalidated the block. Misses in T1+T2: every \
          block-cache miss in timeline intervals inside windows. p95 spike s: seconds whose p95 \
-         exceeds twice the run's median p95. Precision: warmed blocks later hit / warmed blocks, from the warm-up's start.",
+         exceeds twice the run's median p95. Precision: warmed blocks later hit / warmed blocks, since the engine opened.",
         bi.window_ms,
         bi.window_source,
         100.0 * bi.window_seconds / (bi.window_seconds + bi.outside_seconds).max(1e-9),
