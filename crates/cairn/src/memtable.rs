@@ -21,6 +21,9 @@ pub struct Memtable {
     id: u64,
     list: SkipList,
     /// Bytes the entries' nodes take in the arena (key, value, links, header, padding).
+    /// The chunks' unused tails are left out (a few hundred bytes per 64 KiB chunk with
+    /// small entries): counting whole chunks would call a small write buffer full after
+    /// its first entry.
     memory: AtomicUsize,
     entries: AtomicUsize,
     /// `u64::MAX` while empty.
@@ -46,8 +49,13 @@ impl Memtable {
         self.id
     }
 
-    /// Inserts an entry. Callers must not insert concurrently with each other, and each
-    /// `(user_key, seq)` must be new (sequence numbers are unique per write).
+    /// Inserts an entry. Inserts are serialised (concurrent callers wait for each other),
+    /// and each `(user_key, seq)` must be new (sequence numbers are unique per write).
+    ///
+    /// # Panics
+    ///
+    /// On a key of 16 MiB or more, or a value of 4 GiB or more (the database refuses
+    /// keys over `MAX_KEY_SIZE` and values over `MAX_VALUE_SIZE` long before).
     pub fn add(&self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         debug_assert!(seq <= MAX_SEQ);
         let trailer = pack_trailer(seq, kind as u8).to_le_bytes();

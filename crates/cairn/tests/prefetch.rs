@@ -464,3 +464,38 @@ fn the_oracle_keeps_every_block_read_within_its_horizon() {
         db.close().unwrap();
     }
 }
+
+#[test]
+fn a_scan_that_runs_off_a_table_counts_on_that_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let wo = WriteOptions::default();
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    // One table of 300 keys.
+    for i in 0..300 {
+        db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    // Cache its first block; the next compaction rewrites it.
+    assert!(db.get(&key(0)).unwrap().is_some());
+    db.put(&wo, &key(1), &[b'b'; 100]).unwrap();
+    db.compact_range(None, None).unwrap();
+    let before = db.stats().prefetch;
+    // Backward from an upper bound equal to the table's first key: the run iterator reads
+    // the first block (a miss on a block the compaction invalidated), steps back off the
+    // table's start and leaves it. The miss counts, on that table's first key.
+    let ro = cairn::ReadOptions {
+        upper_bound: Some(key(0).to_vec()),
+        ..Default::default()
+    };
+    let mut it = db.iter(&ro, &db.default_cf()).unwrap();
+    it.seek_to_last();
+    assert!(!it.valid());
+    drop(it);
+    let p = db.stats().prefetch;
+    assert_eq!(
+        p.invalidation_misses_scan - before.invalidation_misses_scan,
+        1,
+        "{p:?}"
+    );
+    db.close().unwrap();
+}

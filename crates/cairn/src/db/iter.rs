@@ -29,6 +29,8 @@ pub(crate) struct RunIterator {
     prefetch: Arc<Prefetcher>,
     /// (data misses, warmed hits) of `cur`'s trace already told to `prefetch`.
     seen: (u32, u32),
+    /// The last move went backward (a table left invalid was left at its start).
+    backward: bool,
     index: usize,
     cur: Option<TableIterator>,
     err: Option<Error>,
@@ -49,17 +51,22 @@ impl RunIterator {
             stats,
             prefetch,
             seen: (0, 0),
+            backward: false,
             index: 0,
             cur: None,
             err: None,
         }
     }
 
-    /// Tells the prefetcher of the current table's block misses and warmed hits since
-    /// the last call, on the key the iterator stands at (the block it loaded holds it);
-    /// past the table's end, on its largest key (the last block held that).
+    /// Tells the prefetcher of the current table's (`files[index]`'s) block misses and
+    /// warmed hits since the last call, on the key the iterator stands at (the block it
+    /// loaded holds it); run off the table, on the key of the end it left by (its last or
+    /// first block held that).
     fn observe(&mut self) {
         let Some(c) = &self.cur else { return };
+        let Some(f) = self.files.get(self.index) else {
+            return;
+        };
         let t = c.trace();
         let (misses, warmed) = (
             t.data_misses.saturating_sub(self.seen.0),
@@ -69,11 +76,10 @@ impl RunIterator {
             return;
         }
         self.seen = (t.data_misses, t.warmed_hits);
-        let Some(f) = self.files.get(self.index) else {
-            return;
-        };
         let key = if c.valid() {
             crate::types::user_key(c.key())
+        } else if self.backward {
+            f.smallest_user()
         } else {
             f.largest_user()
         };
@@ -91,8 +97,9 @@ impl RunIterator {
     }
 
     fn open(&mut self, i: usize) -> bool {
-        self.index = i;
+        // Retire first: its last reads are told against the table it read.
         self.retire();
+        self.index = i;
         if i >= self.files.len() {
             return false;
         }
@@ -151,6 +158,7 @@ impl InternalIterator for RunIterator {
         self.err.is_none() && self.cur.as_ref().is_some_and(|c| c.valid())
     }
     fn seek_to_first(&mut self) {
+        self.backward = false;
         if self.open(0) {
             self.cur.as_mut().expect("opened").seek_to_first();
         }
@@ -158,6 +166,7 @@ impl InternalIterator for RunIterator {
         self.observe();
     }
     fn seek_to_last(&mut self) {
+        self.backward = true;
         if !self.files.is_empty() && self.open(self.files.len() - 1) {
             self.cur.as_mut().expect("opened").seek_to_last();
         }
@@ -165,6 +174,7 @@ impl InternalIterator for RunIterator {
         self.observe();
     }
     fn seek(&mut self, ikey: &[u8]) {
+        self.backward = false;
         let uk = crate::types::user_key(ikey);
         let i = self.files.partition_point(|f| f.largest_user() < uk);
         if self.open(i) {
@@ -174,6 +184,7 @@ impl InternalIterator for RunIterator {
         self.observe();
     }
     fn seek_for_prev(&mut self, ikey: &[u8]) {
+        self.backward = true;
         let uk = crate::types::user_key(ikey);
         let i = self.files.partition_point(|f| f.smallest_user() <= uk);
         if i == 0 {
@@ -187,6 +198,7 @@ impl InternalIterator for RunIterator {
         self.observe();
     }
     fn next(&mut self) {
+        self.backward = false;
         if let Some(c) = self.cur.as_mut() {
             c.next();
         }
@@ -194,6 +206,7 @@ impl InternalIterator for RunIterator {
         self.observe();
     }
     fn prev(&mut self) {
+        self.backward = true;
         if let Some(c) = self.cur.as_mut() {
             c.prev();
         }
