@@ -287,6 +287,7 @@ pub struct DbIterator {
 }
 
 impl DbIterator {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         sv: Arc<SuperVersion>,
         tables: &Arc<TableCache>,

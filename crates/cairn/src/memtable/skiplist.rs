@@ -83,7 +83,7 @@ impl Writer {
             self.rng ^= self.rng >> 12;
             self.rng ^= self.rng << 25;
             self.rng ^= self.rng >> 27;
-            if (self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) % BRANCHING != 0 {
+            if !(self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32).is_multiple_of(BRANCHING) {
                 break;
             }
             h += 1;
