@@ -378,6 +378,10 @@ pub struct BudgetArgs {
     /// (cairn's max_write_buffers, RocksDB's max_write_buffer_number).
     #[arg(long, default_value_t = crate::engines::default_memtables() as u64, value_parser = clap::value_parser!(u64).range(2..=64))]
     pub memtables: u64,
+    /// Threads one level-0 compaction may use, for both engines (cairn's
+    /// max_subcompactions, RocksDB's max_subcompactions).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub subcompactions: u64,
     /// Keep RocksDB's statistics on while it is timed (they cost it time; by default
     /// `compare` reads its counters from a separate untimed pass instead).
     #[arg(long)]
@@ -419,6 +423,7 @@ impl BudgetArgs {
             mission_ops: self.mission_ops,
             set_k_at: self.set_k_at,
             memtables: self.memtables as usize,
+            subcompactions: self.subcompactions as usize,
             rocksdb_statistics: self.rocksdb_statistics,
             ..BenchConfig::default()
         }

@@ -450,10 +450,11 @@ fn print_stats(s: &StatsOut) {
         n("iterators")
     );
     println!(
-        "  flushes {}, compactions {} (trivial moves {}), stalls {} us",
+        "  flushes {}, compactions {} (trivial moves {}, read-triggered {}), stalls {} us",
         n("flushes"),
         n("compactions"),
         n("trivial_moves"),
+        n("read_triggered_compactions"),
         n("stall_micros")
     );
     println!(

@@ -52,6 +52,14 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
         "list[int]: initial run limit K_i of levels 1.. (1 = leveling, T = tiering)",
     ),
     ("target_file_size", "int: target size of table files"),
+    (
+        "read_triggered_compaction",
+        "bool: seeks that merge level 0 with other runs ask for its compaction",
+    ),
+    (
+        "max_subcompactions",
+        "int: threads one level-0 compaction may use (1..=64)",
+    ),
     ("use_direct_reads", "bool: read tables with O_DIRECT"),
     (
         "latency_scale",
@@ -134,6 +142,8 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "l0_stop_trigger" => o.l0_stop_trigger = v.extract()?,
         "level_runs" => o.level_runs = v.extract()?,
         "target_file_size" => o.target_file_size = v.extract()?,
+        "read_triggered_compaction" => o.read_triggered_compaction = v.extract()?,
+        "max_subcompactions" => o.max_subcompactions = v.extract()?,
         "use_direct_reads" => o.use_direct_reads = v.extract()?,
         "latency_scale" => o.latency_scale = v.extract()?,
         "wal_recovery" => {
@@ -187,6 +197,8 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
     d.set_item("l0_stop_trigger", o.l0_stop_trigger)?;
     d.set_item("level_runs", PyList::new(py, &o.level_runs)?)?;
     d.set_item("target_file_size", o.target_file_size)?;
+    d.set_item("read_triggered_compaction", o.read_triggered_compaction)?;
+    d.set_item("max_subcompactions", o.max_subcompactions)?;
     d.set_item("use_direct_reads", o.use_direct_reads)?;
     d.set_item("latency_scale", o.latency_scale)?;
     d.set_item(

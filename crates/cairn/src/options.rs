@@ -242,6 +242,20 @@ pub struct Options {
     pub level_runs: Vec<usize>,
     /// Target size of table files written by flushes and compactions.
     pub target_file_size: u64,
+    /// Read-triggered compaction (LevelDB's seek compaction): a seek that must position
+    /// in a level-0 table and in another run is charged to the newest such table, and once
+    /// the charges outnumber the merge's cost (one seek per 16 KiB of level 0 and the
+    /// level-1 files it overlaps, at least 100 seeks), level 0 merges into level 1 below
+    /// its run trigger, when no other compaction is due. Scans then merge fewer runs. On
+    /// by default.
+    pub read_triggered_compaction: bool,
+    /// Threads one level-0 compaction may use (RocksDB's `max_subcompactions`): its key
+    /// range is cut at data-block boundaries into up to this many ranges of about equal
+    /// bytes (none below `target_file_size` or 1 MiB, whichever is smaller), merged in
+    /// parallel and installed as one edit. 1 (the default, as in RocksDB) merges on the
+    /// compaction thread alone. Merges that rewrite values into the value log are not
+    /// split.
+    pub max_subcompactions: usize,
     /// Read tables with `O_DIRECT` where the filesystem allows it.
     pub use_direct_reads: bool,
     /// Storage tiers; empty means one tier, the database directory, with no added latency.
@@ -329,6 +343,8 @@ impl Default for Options {
             l0_stop_trigger: 36,
             level_runs: Vec::new(),
             target_file_size: 64 << 20,
+            read_triggered_compaction: true,
+            max_subcompactions: 1,
             use_direct_reads: false,
             tiers: Vec::new(),
             latency_scale: 1.0,
@@ -364,6 +380,8 @@ impl std::fmt::Debug for Options {
             .field("num_levels", &self.num_levels)
             .field("level_runs", &self.level_runs)
             .field("target_file_size", &self.target_file_size)
+            .field("read_triggered_compaction", &self.read_triggered_compaction)
+            .field("max_subcompactions", &self.max_subcompactions)
             .field("use_direct_reads", &self.use_direct_reads)
             .field("tiers", &self.tiers)
             .field("index", &self.index)
@@ -451,6 +469,12 @@ impl Options {
         }
         if self.target_file_size < 4096 {
             return invalid("target_file_size must be at least 4096".into());
+        }
+        if !(1..=64).contains(&self.max_subcompactions) {
+            return invalid(format!(
+                "max_subcompactions {} outside 1..=64",
+                self.max_subcompactions
+            ));
         }
         if let Err(e) = self.tuner.validate() {
             return invalid(e);

@@ -159,6 +159,8 @@ pub(crate) struct StatsInner {
     pub flushes: AtomicU64,
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
+    pub read_triggered_compactions: AtomicU64,
+    pub subcompactions: AtomicU64,
     pub flushes_running: AtomicU64,
     pub compactions_running: AtomicU64,
     pub stall_micros: AtomicU64,
@@ -209,6 +211,8 @@ impl Default for StatsInner {
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             trivial_moves: AtomicU64::new(0),
+            read_triggered_compactions: AtomicU64::new(0),
+            subcompactions: AtomicU64::new(0),
             flushes_running: AtomicU64::new(0),
             compactions_running: AtomicU64::new(0),
             stall_micros: AtomicU64::new(0),
@@ -372,6 +376,11 @@ pub struct DbStats {
     pub compactions: u64,
     /// Files moved down without rewriting.
     pub trivial_moves: u64,
+    /// Level-0 compactions (merges and moves) that seeks asked for, below the run trigger.
+    pub read_triggered_compactions: u64,
+    /// Key ranges merged by compactions that were split into more than one
+    /// (`Options::max_subcompactions`).
+    pub subcompactions: u64,
     /// Flushes running now.
     pub flushes_running: u64,
     /// Compactions running now.
@@ -513,6 +522,8 @@ impl DbStats {
             flushes: s.flushes.load(Relaxed),
             compactions: s.compactions.load(Relaxed),
             trivial_moves: s.trivial_moves.load(Relaxed),
+            read_triggered_compactions: s.read_triggered_compactions.load(Relaxed),
+            subcompactions: s.subcompactions.load(Relaxed),
             flushes_running: s.flushes_running.load(Relaxed),
             compactions_running: s.compactions_running.load(Relaxed),
             stall_micros: s.stall_micros.load(Relaxed),

@@ -37,6 +37,8 @@ fn key(i: u32) -> Vec<u8> {
 }
 
 fn options(rng: &mut SmallRng, background: bool) -> Options {
+    // Drawn from a copy, so that each seed's stream of operations stays what it was.
+    let subcompactions = rng.clone().random_range(1..=3);
     Options {
         write_buffer_size: [16 << 10, 32 << 10, 64 << 10][rng.random_range(0..3)],
         max_write_buffers: rng.random_range(2..=3),
@@ -50,6 +52,7 @@ fn options(rng: &mut SmallRng, background: bool) -> Options {
         l0_compaction_trigger: rng.random_range(1..=4),
         level_runs: vec![rng.random_range(1..=SIZE_RATIO), 1],
         target_file_size: 16 << 10,
+        max_subcompactions: subcompactions,
         background_work: background,
         ..Options::default()
     }

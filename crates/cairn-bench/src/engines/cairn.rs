@@ -132,7 +132,9 @@ impl CairnEngine {
             opts.invalidation_metric = true;
         }
         if cfg.flush_only {
-            // Level 0 never reaches a trigger, so nothing compacts.
+            // Level 0 never reaches a trigger and seeks do not ask for its compaction,
+            // so nothing compacts.
+            opts.read_triggered_compaction = false;
             opts.l0_compaction_trigger = 1 << 20;
             opts.l0_slowdown_trigger = 1 << 20;
             opts.l0_stop_trigger = 1 << 20;
@@ -159,6 +161,7 @@ impl CairnEngine {
         opts.listeners.push(jobs.clone());
         opts.write_buffer_size = cfg.write_buffer_size;
         opts.max_write_buffers = cfg.memtables.max(2);
+        opts.max_subcompactions = cfg.subcompactions.clamp(1, 64);
         opts.block_cache_bytes = cfg.cache_bytes;
         opts.bloom_bits_per_key = cfg.bloom_bits;
         opts.use_direct_reads = cfg.direct_io;
@@ -454,6 +457,11 @@ impl Engine for CairnEngine {
             ("learned_entries", s.learned_entries as f64),
             ("learned_pct_segments", pct_seg),
             ("learn_cpu_ms", s.learn_cpu_nanos as f64 / 1e6),
+            (
+                "read_triggered_compactions",
+                s.read_triggered_compactions as f64,
+            ),
+            ("subcompactions", s.subcompactions as f64),
             ("learned_lookups", s.learned_lookups as f64),
             ("learned_fallbacks", s.learned_fallbacks as f64),
             ("learned_seeks", s.learned_seeks as f64),

@@ -63,10 +63,17 @@ pub struct BenchConfig {
     /// `max_write_buffers`, RocksDB's `max_write_buffer_number`).
     #[serde(default = "default_memtables")]
     pub memtables: usize,
+    /// Threads one level-0 compaction may use (`max_subcompactions` in both engines).
+    #[serde(default = "one")]
+    pub subcompactions: usize,
     /// RocksDB keeps statistics (tickers and timers) while it runs. Off for timed runs:
     /// `compare` then takes RocksDB's counters from a separate, untimed pass.
     #[serde(default)]
     pub rocksdb_statistics: bool,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// RocksDB's default `max_write_buffer_number`, given to both engines.
@@ -161,6 +168,7 @@ impl Default for BenchConfig {
             mission_ops: None,
             set_k_at: None,
             memtables: default_memtables(),
+            subcompactions: 1,
             rocksdb_statistics: false,
         }
     }

@@ -33,6 +33,7 @@ impl Engine for RocksEngine {
         opts.create_if_missing(true);
         opts.set_write_buffer_size(cfg.write_buffer_size);
         opts.set_max_write_buffer_number(cfg.memtables.max(2) as i32);
+        opts.set_max_subcompactions(cfg.subcompactions.max(1) as u32);
         if let Some(b) = cfg.level1_bytes {
             opts.set_max_bytes_for_level_base(b);
         }

@@ -19,6 +19,9 @@
 //!   within the level into its active run.
 //! - Bookkeeping comes first: sealing an active run past C_i / K_i, entering or leaving the
 //!   draining state, applying a lazily requested K when the level is empty.
+//! - Read-triggered compaction comes last, when nothing else is due: level 0 merges into
+//!   level 1 below its trigger once seeks that had to merge it with other runs are worth
+//!   more than the merge costs (LevelDB's seek compaction).
 
 use std::sync::Arc;
 
@@ -145,9 +148,11 @@ pub fn pick(
             best = Some((score, l));
         }
     }
-    let (_, l) = best?;
+    let Some((_, l)) = best else {
+        return read_triggered(v, shape, same_tier);
+    };
     if l == 0 {
-        return Some(level0_task(v, shape, same_tier));
+        return Some(level0_task(v, shape, same_tier, "level0-runs"));
     }
     if l == last {
         return Some(unit_task(v, l, l, None, same_tier, "last-level-runs"));
@@ -181,7 +186,7 @@ pub fn manual(
         .find(|r| r.files.iter().any(|f| overlaps(f)))?;
     let seed = seed_run.files.iter().find(|f| overlaps(f))?.clone();
     if level == 0 {
-        return Some(level0_task(v, shape, same_tier));
+        return Some(level0_task(v, shape, same_tier, "manual"));
     }
     if level == shape.last() {
         let runs = l
@@ -311,10 +316,47 @@ pub(crate) fn is_bottommost(
     })
 }
 
+/// Bytes of compaction one seek is worth (LevelDB's seek compaction: a seek costs about
+/// what compacting 40 KB does, 16 KiB taken to be conservative).
+const SEEK_WORTH_BYTES: u64 = 16 << 10;
+/// Seeks charged before any read-triggered compaction (LevelDB's floor per file).
+const MIN_READ_CHARGES: u64 = 100;
+
+/// Level 0 merged into level 1 below its trigger, because the seeks that had to position
+/// in a level-0 table and another run (the iterator charges them to the newest level-0
+/// table) are worth more than the merge costs: one seek per 16 KiB it would read, level 0
+/// and the level-1 files it overlaps, and at least 100. LevelDB allows each file one seek
+/// per 16 KiB of itself; here the merge takes all of level 0 and rewrites what it overlaps
+/// in level 1, so that is what the seeks must pay for. Only when the tree is otherwise in
+/// shape.
+fn read_triggered(
+    v: &CfVersion,
+    shape: &LevelShape,
+    same_tier: &dyn Fn(usize, usize) -> bool,
+) -> Option<Task> {
+    let l0: Vec<Arc<FileMeta>> = v
+        .levels
+        .first()?
+        .runs
+        .iter()
+        .flat_map(|r| r.files.iter().cloned())
+        .collect();
+    let charged: u64 = l0.iter().map(|f| f.read_charges()).sum();
+    if charged < MIN_READ_CHARGES {
+        return None;
+    }
+    let (lo, hi) = key_range(&l0);
+    let (_, dest) = dest_overlap(v, 1, &lo, &hi);
+    let bytes: u64 = l0.iter().chain(&dest).map(|f| f.size()).sum();
+    (charged >= (bytes / SEEK_WORTH_BYTES).max(MIN_READ_CHARGES))
+        .then(|| level0_task(v, shape, same_tier, "read-triggered"))
+}
+
 fn level0_task(
     v: &CfVersion,
     _shape: &LevelShape,
     same_tier: &dyn Fn(usize, usize) -> bool,
+    reason: &'static str,
 ) -> Task {
     let inputs: Vec<Arc<FileMeta>> = v.levels[0]
         .runs
@@ -330,7 +372,7 @@ fn level0_task(
             file: inputs[0].clone(),
             dest_run,
             pointer: Vec::new(),
-            reason: "level0-runs",
+            reason,
         };
     }
     let (lo, hi) = merged_range(&inputs, &dest_inputs);
@@ -343,7 +385,7 @@ fn level0_task(
         dest_run,
         bottommost,
         pointer: Vec::new(),
-        reason: "level0-runs",
+        reason,
     }
 }
 

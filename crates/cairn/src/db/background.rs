@@ -10,13 +10,15 @@ use super::table_cache::table_path;
 use super::write::wal_path;
 use super::{CfState, DbInner, SuperVersion};
 use crate::compaction::merge::{merge, MergeOutput, MergeParams};
+use crate::compaction::split::{self, Bounded};
 use crate::compaction::{picker, Task};
 use crate::events::{CompactionInfo, FlushInfo, InputFile, OutputFile};
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::merging::MergingIterator;
 use crate::policy::prefetch::{CompactionJob, Prefetcher, Warmer};
-use crate::table::{BlockSink, TableBuildOptions};
+use crate::table::{BlockSink, TableBuildOptions, TableIndex};
+use crate::types::user_key;
 use crate::version::{FileDesc, VersionEdit};
 use crate::vlog::VlogMerge;
 use crate::{Error, Result};
@@ -457,6 +459,26 @@ impl DbInner {
     }
 
     fn execute(&self, cf: &CfState, task: Task) -> Result<()> {
+        let read_triggered = matches!(
+            task,
+            Task::Merge {
+                reason: "read-triggered",
+                ..
+            } | Task::Move {
+                reason: "read-triggered",
+                ..
+            }
+        );
+        self.execute_task(cf, task)?;
+        if read_triggered {
+            self.stats
+                .read_triggered_compactions
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn execute_task(&self, cf: &CfState, task: Task) -> Result<()> {
         let id = cf.id;
         let mut edit = VersionEdit::default();
         match task {
@@ -602,26 +624,22 @@ impl DbInner {
             Some(self.prefetch.compaction_begin(id, &job_inputs)),
         );
         let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut tables = Vec::new();
         let mut bytes_in = 0u64;
         for (level, f) in inputs
             .iter()
             .map(|f| (from, f))
             .chain(dest_inputs.iter().map(|f| (to, f)))
         {
-            let t = self.tables.open_uncached(f, level)?;
+            tables.push(self.tables.open_uncached(f, level)?);
             bytes_in += f.size();
-            children.push(Box::new(t.iter()));
         }
-        let mut it = MergingIterator::new(children);
         let tier = self.env.tier_for_level(to);
         let deepest = cf.sv.load().version.deepest_nonempty().max(to);
         let snapshots = self.snapshots.all();
-        let mut new_file = || {
-            let no = self.versions.lock().new_file_no();
-            (no, table_path(&self.env, tier, no))
-        };
-        let stop = || self.stopping();
+        // A failed range stops its siblings: their work would be thrown away.
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let stop = || self.stopping() || failed.load(Ordering::Relaxed);
         // AC-Key: the compaction's writers offer their blocks to replace cached ones.
         let gone: Vec<u64> = inputs
             .iter()
@@ -645,6 +663,39 @@ impl DbInner {
                 }
             })
         };
+        let has_sink = replacer.is_some() || warmer.is_some();
+        // Merges the inputs' entries in one user-key range into tables of their own.
+        let merge_range = |lo: Option<Vec<u8>>,
+                           hi: Option<Vec<u8>>,
+                           values: Option<&mut dyn crate::compaction::merge::ValueRewriter>|
+         -> Result<Vec<MergeOutput>> {
+            let children: Vec<Box<dyn InternalIterator>> = tables
+                .iter()
+                .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
+                .collect();
+            let mut it = Bounded::new(MergingIterator::new(children), lo, hi);
+            // Shortens the rewriter's lifetime to this call's.
+            let values = values.map(|v| v as &mut dyn crate::compaction::merge::ValueRewriter);
+            let mut new_file = || {
+                let no = self.versions.lock().new_file_no();
+                (no, table_path(&self.env, tier, no))
+            };
+            let mut params = MergeParams {
+                env: &self.env,
+                tier,
+                level: to,
+                column_family: (id, &cf.name),
+                build: self.table_options(to, deepest),
+                target_file_size: self.opts.target_file_size,
+                snapshots: &snapshots,
+                bottommost,
+                new_file: &mut new_file,
+                should_stop: &stop,
+                block_sink: has_sink.then_some(&sink as &dyn Fn(u64) -> BlockSink),
+                values,
+            };
+            merge(&mut it, &mut params).map(|(outputs, _)| outputs)
+        };
         let gc = self.gc_targets.lock().clone();
         let mut new_vlog = || self.new_vlog_file();
         let mut vlog = VlogMerge::new(
@@ -655,27 +706,88 @@ impl DbInner {
             &mut new_vlog,
         );
         let rewrite_values = !vlog.is_noop();
-        let mut params = MergeParams {
-            env: &self.env,
-            tier,
-            level: to,
-            column_family: (id, &cf.name),
-            build: self.table_options(to, deepest),
-            target_file_size: self.opts.target_file_size,
-            snapshots: &snapshots,
-            bottommost,
-            new_file: &mut new_file,
-            should_stop: &stop,
-            block_sink: (replacer.is_some() || warmer.is_some())
-                .then_some(&sink as &dyn Fn(u64) -> BlockSink),
-            values: if rewrite_values {
-                Some(&mut vlog)
+        // Level-0 merges are split, as RocksDB splits them: they are what writes wait on.
+        let cuts = if from == 0 && to > 0 && !rewrite_values && self.opts.max_subcompactions > 1 {
+            let ends: Vec<split::BlockEnds<'_>> = tables
+                .iter()
+                .map(|t| {
+                    let index = t.fence_index();
+                    (0..index.num_blocks())
+                        .map(|i| {
+                            let b = index.block(i);
+                            (user_key(&b.last_key), b.handle.offset + b.handle.size)
+                        })
+                        .collect()
+                })
+                .collect();
+            // A range writes at least one table: none smaller than a target file or 1 MiB,
+            // whichever is smaller.
+            let min = self.opts.target_file_size.min(1 << 20);
+            split::boundaries(&ends, self.opts.max_subcompactions, min)
+        } else {
+            Vec::new()
+        };
+        let merged = if cuts.is_empty() {
+            let values = if rewrite_values {
+                Some(&mut vlog as &mut dyn crate::compaction::merge::ValueRewriter)
             } else {
                 None
-            },
+            };
+            merge_range(None, None, values)
+        } else {
+            let ranges = split::ranges(&cuts);
+            let count = ranges.len() as u64;
+            let run_range = |lo, hi| {
+                let r = merge_range(lo, hi, None);
+                if r.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                r
+            };
+            let results: Vec<Result<Vec<MergeOutput>>> = std::thread::scope(|s| {
+                let run_range = &run_range;
+                let mut ranges = ranges.into_iter();
+                let (lo0, hi0) = ranges.next().expect("at least one range");
+                let handles: Vec<_> = ranges
+                    .map(|(lo, hi)| s.spawn(move || run_range(lo, hi)))
+                    .collect();
+                let mut results = vec![run_range(lo0, hi0)];
+                for h in handles {
+                    // A panic there is a bug: it goes on here.
+                    results.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+                }
+                results
+            });
+            // Outputs in key order; on any failure, every range's tables go, and the error
+            // reported is the one that stopped the others.
+            let mut outputs = Vec::new();
+            let mut errors = Vec::new();
+            for r in results {
+                match r {
+                    Ok(o) => outputs.extend(o),
+                    Err(e) => errors.push(e),
+                }
+            }
+            if errors.is_empty() {
+                self.stats
+                    .subcompactions
+                    .fetch_add(count, Ordering::Relaxed);
+                Ok(outputs)
+            } else {
+                for o in &outputs {
+                    let _ = self
+                        .env
+                        .remove(&table_path(&self.env, tier, o.desc.file_no));
+                }
+                let i = errors
+                    .iter()
+                    .position(|e| !matches!(e, Error::Closed(_)))
+                    .unwrap_or(0);
+                Err(errors.swap_remove(i))
+            }
         };
-        let (outputs, _) = match merge(&mut it, &mut params) {
-            Ok(r) => r,
+        let outputs = match merged {
+            Ok(o) => o,
             Err(e) => {
                 vlog.abandon();
                 return Err(e);

@@ -282,7 +282,9 @@ pub struct DbIterator {
     /// Leaper's collector and the last range counted: a range query counts one read on
     /// every range it touches.
     access: Option<(Arc<RangeCollector>, u64)>,
-    _sv: Arc<SuperVersion>,
+    /// Charge seeks to level-0 files (read-triggered compaction).
+    charge_reads: bool,
+    sv: Arc<SuperVersion>,
     _snapshot: Option<super::Snapshot>,
 }
 
@@ -312,7 +314,8 @@ impl DbIterator {
             err: None,
             keys_only: false,
             access: None,
-            _sv: sv,
+            charge_reads: false,
+            sv,
             _snapshot: snapshot,
         }
     }
@@ -327,6 +330,35 @@ impl DbIterator {
     pub(crate) fn with_access(mut self, collector: Option<Arc<RangeCollector>>) -> Self {
         self.access = collector.map(|c| (c, u64::MAX));
         self
+    }
+
+    /// Charges seeks to level-0 files (read-triggered compaction).
+    pub(crate) fn with_read_charges(mut self, on: bool) -> Self {
+        self.charge_reads = on;
+        self
+    }
+
+    /// Charges a seek to `target` to the newest level-0 file holding it, when another run
+    /// (in level 0 or below) holds it too: the seek had to position in both. The picker
+    /// weighs the charges against the cost of merging level 0 down; the compaction thread
+    /// sees them when it next wakes (at least every 500 ms).
+    fn charge_read(&self, target: &[u8]) {
+        if !self.charge_reads {
+            return;
+        }
+        let levels = &self.sv.version.levels;
+        let Some(l0) = levels.first() else { return };
+        let mut covering = l0.runs.iter().filter_map(|r| r.file_for(target));
+        let Some(newest) = covering.next() else {
+            return;
+        };
+        let another = covering.next().is_some()
+            || levels[1..]
+                .iter()
+                .any(|l| l.runs.iter().any(|r| r.file_for(target).is_some()));
+        if another {
+            newest.charge_read();
+        }
     }
 
     /// Counts a read of the current key's range, once per range in a row.
@@ -404,7 +436,10 @@ impl DbIterator {
     pub fn seek_to_first(&mut self) {
         let t = Instant::now();
         match self.lower.clone() {
-            Some(l) => self.inner.seek(&make_lookup_key(&l, self.seq)),
+            Some(l) => {
+                self.charge_read(&l);
+                self.inner.seek(&make_lookup_key(&l, self.seq))
+            }
             None => self.inner.seek_to_first(),
         }
         self.direction = Direction::Forward;
@@ -418,6 +453,7 @@ impl DbIterator {
         match self.upper.clone() {
             // The last entry < (upper, newest): every version of keys below `upper`.
             Some(u) => {
+                self.charge_read(&u);
                 self.inner
                     .seek_for_prev(&make_lookup_key(&u, crate::types::MAX_SEQ));
                 if self.inner.valid() && crate::types::user_key(self.inner.key()) >= u.as_slice() {
@@ -438,6 +474,7 @@ impl DbIterator {
             Some(l) if target < l.as_slice() => l.clone(),
             _ => target.to_vec(),
         };
+        self.charge_read(&target);
         self.inner.seek(&make_lookup_key(&target, self.seq));
         self.direction = Direction::Forward;
         self.find_next_user_entry(false);
@@ -451,6 +488,7 @@ impl DbIterator {
             self.seek_to_last();
             return;
         }
+        self.charge_read(target);
         self.inner
             .seek_for_prev(&make_internal_key(target, 0, ValueKind::Deletion));
         self.direction = Direction::Reverse;

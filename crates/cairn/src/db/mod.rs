@@ -983,6 +983,7 @@ impl DbInner {
             ro.snapshot.clone(),
             self.prefetch.clone(),
         )
+        .with_read_charges(self.opts.read_triggered_compaction)
         .with_vlog(self.vlog.clone()))
     }
 

@@ -14,6 +14,7 @@ pub use edit::{FileDesc, PolicyState, VersionEdit};
 pub use set::{ObsoleteFiles, VersionSet};
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::types::user_key;
@@ -28,6 +29,9 @@ pub struct FileMeta {
     obsolete: Option<Arc<ObsoleteFiles>>,
     /// Holds on the value-log files the table references (dropped with the table).
     _vlogs: Vec<Arc<crate::vlog::VlogRef>>,
+    /// Seeks charged to this file (read-triggered compaction, level 0 only): each one had
+    /// to position in this file and in at least one other run.
+    read_charge: AtomicU64,
 }
 
 impl FileMeta {
@@ -37,6 +41,7 @@ impl FileMeta {
             desc,
             obsolete,
             _vlogs: Vec::new(),
+            read_charge: AtomicU64::new(0),
         }
     }
     /// Takes a hold, in `registry`, on every value-log file the table references.
@@ -64,6 +69,14 @@ impl FileMeta {
     /// Largest user key.
     pub fn largest_user(&self) -> &[u8] {
         user_key(&self.desc.largest)
+    }
+    /// Charges one seek to the file (read-triggered compaction).
+    pub fn charge_read(&self) {
+        self.read_charge.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Seeks charged to the file so far.
+    pub fn read_charges(&self) -> u64 {
+        self.read_charge.load(Ordering::Relaxed)
     }
     /// True if the file's user-key range intersects [lo, hi] (inclusive).
     pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
