@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use super::file::{RandomAccessFile, WritableFile};
+use super::file::{RandomAccessFile, WritableFile, SECTOR_ALIGN};
 use super::{DeviceProfile, FaultInjector, FileKind, IoStats};
 use crate::{Error, Result};
 
@@ -223,7 +223,7 @@ impl StorageEnv {
             .metadata()
             .map_err(|e| Error::io(path.display().to_string(), e))?
             .len();
-        let f = RandomAccessFile::new(
+        let mut f = RandomAccessFile::new(
             file,
             path.to_path_buf(),
             kind,
@@ -234,10 +234,17 @@ impl StorageEnv {
             self.inner.clone(),
         );
         if used_direct && size > 0 {
-            // Some filesystems accept the flag but refuse the read; probe once.
-            if f.read_direct(0, 1).is_err() {
-                self.inner.stats.record_direct_fallback();
-                return self.open_read(path, kind, tier, level, false);
+            // Sector-aligned offsets where the device takes them (a read at an offset that
+            // is not page-aligned tells), else page-aligned ones. Some filesystems accept
+            // the flag but refuse every read: then buffered reads.
+            f.set_direct_align(SECTOR_ALIGN);
+            let at = if size > SECTOR_ALIGN { SECTOR_ALIGN } else { 0 };
+            if f.read_direct(at, 1).is_err() {
+                f.set_direct_align(4096);
+                if f.read_direct(0, 1).is_err() {
+                    self.inner.stats.record_direct_fallback();
+                    return self.open_read(path, kind, tier, level, false);
+                }
             }
         }
         Ok(f)
@@ -334,6 +341,25 @@ mod tests {
         assert!(e.is_no_space(), "{e}");
         env.set_space_quota(None);
         w.sync().unwrap();
+    }
+
+    #[test]
+    fn direct_reads_at_any_offset_return_the_bytes_buffered_reads_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = StorageEnv::new(dir.path(), &[], 1.0).unwrap();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let mut w = env.create(&p, FileKind::Table, 0, Some(1)).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        let direct = env.open_read(&p, FileKind::Table, 0, None, true).unwrap();
+        for (at, len) in [(0, 1), (1, 4101), (511, 2), (4095, 4097), (12_345, 7_655)] {
+            let got = direct.read_at(at, len).unwrap();
+            assert!(
+                got == data[at as usize..at as usize + len],
+                "{len} bytes at {at}"
+            );
+        }
     }
 
     #[test]
