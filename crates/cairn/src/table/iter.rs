@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::block::Block;
+use super::readahead::Readahead;
 use super::reader::{ReadTrace, Table};
 use crate::iter::InternalIterator;
 use crate::types::cmp_internal;
@@ -20,6 +21,8 @@ pub struct TableIterator {
     key: Vec<u8>,
     err: Option<Error>,
     trace: ReadTrace,
+    /// Reads ahead once blocks come from storage in sequence.
+    readahead: Readahead,
 }
 
 impl TableIterator {
@@ -31,6 +34,7 @@ impl TableIterator {
             key: Vec::new(),
             err: None,
             trace: ReadTrace::default(),
+            readahead: Readahead::default(),
         }
     }
 
@@ -46,7 +50,10 @@ impl TableIterator {
         if self.err.is_some() || i >= self.table.index().num_blocks() {
             return;
         }
-        match self.table.read_block(i, &mut self.trace) {
+        match self
+            .table
+            .read_block_with(i, &mut self.trace, Some(&mut self.readahead))
+        {
             Ok(b) => {
                 self.pos = pos.min(b.entry_count() - 1);
                 self.block = Some((i, b));

@@ -42,6 +42,7 @@ mod iter;
 pub mod learned_index;
 pub mod model_file;
 pub mod properties;
+pub mod readahead;
 mod reader;
 pub mod usage;
 

@@ -11,6 +11,7 @@ use super::index::{FenceIndex, TableIndex};
 use super::iter::TableIterator;
 use super::learned_index::{LearnedIndex, LearnedLookup, Position};
 use super::properties::TableProperties;
+use super::readahead::Readahead;
 use super::usage::TableUsage;
 use crate::cache::{BlockCache, BlockKey, BlockKind};
 use crate::learned::{KeySpace, PlrBuilder};
@@ -247,8 +248,10 @@ impl Table {
         let mut trace = ReadTrace::default();
         let (mut n, mut prev) = (0u64, 0u64);
         let mut key = Vec::new();
+        let mut readahead = Readahead::default();
         for i in 0..self.index.num_blocks() {
-            let block = self.load_block(i, &mut trace)?;
+            readahead.visit(i);
+            let block = self.load_block(i, &mut trace, Some(&mut readahead))?;
             for j in 0..block.entry_count() {
                 block.key_into(j, &mut key);
                 let x = space.number(user_key(&key)).ok_or_else(|| {
@@ -402,38 +405,66 @@ impl Table {
     /// Data block `i` (`i < index().num_blocks()`), from the cache or storage. A block read
     /// from storage is checksummed, decoded and put in the cache.
     pub fn read_block(&self, i: usize, trace: &mut ReadTrace) -> Result<Arc<Block>> {
+        self.read_block_with(i, trace, None)
+    }
+
+    /// As [`read_block`](Self::read_block), for an iterator walking the table: misses go
+    /// through its readahead.
+    pub(crate) fn read_block_with(
+        &self,
+        i: usize,
+        trace: &mut ReadTrace,
+        mut readahead: Option<&mut Readahead>,
+    ) -> Result<Arc<Block>> {
         let handle = self.index.block(i).handle;
         let key = BlockKey {
             file_no: self.file_no,
             offset: handle.offset,
         };
+        if let Some(ra) = readahead.as_deref_mut() {
+            ra.visit(i);
+        }
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.lookup(&key) {
                 trace.data_hits += 1;
                 if b.take_warmed() {
                     trace.warmed_hits += 1;
                 }
+                if let Some(ra) = readahead {
+                    ra.hit();
+                }
                 return Ok(b);
             }
         }
-        let block = Arc::new(self.load_block(i, trace)?);
+        let block = Arc::new(self.load_block(i, trace, readahead)?);
         if let Some(cache) = &self.cache {
             cache.insert(key, BlockKind::Data, block.clone(), block.charge());
         }
         Ok(block)
     }
 
-    /// Reads, checksums and decodes data block `i` from storage.
-    fn load_block(&self, i: usize, trace: &mut ReadTrace) -> Result<Block> {
+    /// Reads, checksums and decodes data block `i` from storage (or from `readahead`).
+    fn load_block(
+        &self,
+        i: usize,
+        trace: &mut ReadTrace,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<Block> {
         let handle = self.index.block(i).handle;
         let len = usize::try_from(handle.size)
             .ok()
             .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
             .ok_or_else(|| Error::corruption(&self.name, "block size overflows"))?;
-        let mut raw = self.file.read_at(handle.offset, len)?;
+        let mut raw = match readahead {
+            Some(ra) => ra.read(&self.file, handle.offset, len, self.data_end(), trace)?,
+            None => {
+                let raw = self.file.read_at(handle.offset, len)?;
+                trace.storage_reads += 1;
+                trace.storage_bytes += len as u64;
+                raw
+            }
+        };
         trace.data_misses += 1;
-        trace.storage_reads += 1;
-        trace.storage_bytes += len as u64;
         let n = verify_block(&raw, BlockType::Data, &self.name, handle.offset)?;
         raw.truncate(n);
         let block = Block::decode(raw, &self.name)?;
@@ -448,6 +479,17 @@ impl Table {
             ));
         }
         Ok(block)
+    }
+
+    /// Where the data blocks end (readahead stops there).
+    fn data_end(&self) -> u64 {
+        match self.index.num_blocks() {
+            0 => 0,
+            n => {
+                let h = self.index.block(n - 1).handle;
+                h.offset + h.size + BLOCK_TRAILER_LEN as u64
+            }
+        }
     }
 
     /// A cursor over the table's entries.

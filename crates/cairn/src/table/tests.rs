@@ -809,3 +809,70 @@ fn forge_checksums(rng: &mut SmallRng, fx: &Fixture, path: &Path) {
         it.seek_for_prev(&make_lookup_key(b"key033", MAX_SEQ));
     }
 }
+
+/// Entries of `n` keys with 100-byte values, in order.
+fn plain_entries(n: u32) -> Vec<Entry> {
+    (0..n)
+        .map(|i| {
+            (
+                make_internal_key(format!("key{i:08}").as_bytes(), 1, ValueKind::Value),
+                vec![(i % 251) as u8; 100],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn sequential_scans_read_ahead_and_return_the_same_entries() {
+    let fx = fixture();
+    let model = plain_entries(8000); // about 220 blocks of 4 KiB
+    let (path, _) = fx.build("ra.sst", &model, TableBuildOptions::default());
+    let t = fx.open(&path, None).unwrap();
+    let blocks = t.index().num_blocks() as u32;
+    assert!(blocks > 200, "{blocks} blocks");
+    let mut it = t.iter();
+    assert!(collect_forward(&mut it) == model);
+    let tr = it.trace();
+    assert_eq!(tr.data_misses, blocks, "every block is still a cache miss");
+    // Two single reads, then 8, 16, ..., 256 KiB: a dozen reads for the whole table.
+    assert!(
+        tr.storage_reads <= 14,
+        "{} storage reads for {blocks} blocks",
+        tr.storage_reads
+    );
+    let reads_ahead = fx.env.stats().snapshot().kind(FileKind::Table).read_ops;
+    // Backward, and after every seek, the sequence starts over: one read per block.
+    let mut it = t.iter();
+    assert!(collect_backward(&mut it).len() == model.len());
+    assert_eq!(it.trace().storage_reads, blocks);
+    let mut it = t.iter();
+    let mut reads = 0;
+    for i in (0..8000).step_by(400) {
+        it.seek(&model[i].0);
+        assert_eq!(it.key(), model[i].0.as_slice());
+        it.next();
+        reads = it.trace().storage_reads;
+    }
+    assert_eq!(reads, 20, "one read per seek");
+    assert!(reads_ahead > 0);
+}
+
+#[test]
+fn cached_blocks_break_the_sequence() {
+    let fx = fixture();
+    let model = plain_entries(2000);
+    let (path, _) = fx.build("rc.sst", &model, TableBuildOptions::default());
+    let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(64 << 20, 1));
+    let t = fx.open(&path, Some(cache)).unwrap();
+    let blocks = t.index().num_blocks();
+    // Every third block cached by point reads.
+    for b in (0..blocks).step_by(3) {
+        t.read_block(b, &mut ReadTrace::default()).unwrap();
+    }
+    let mut it = t.iter();
+    assert!(collect_forward(&mut it) == model);
+    // Never two misses in a row before a hit: no readahead, one read per missing block.
+    let missing = (blocks - blocks.div_ceil(3)) as u32;
+    assert_eq!(it.trace().storage_reads, missing);
+    assert_eq!(it.trace().data_misses, missing);
+}

@@ -1,0 +1,89 @@
+//! Readahead for iterators that walk a table in order (RocksDB's automatic readahead):
+//! once two data blocks in a row came from storage, the next miss reads 8 KiB ahead in
+//! one request, and each later one twice as much, up to 256 KiB. A seek or a step
+//! backward starts over. The blocks read ahead are kept here, not in the block cache,
+//! until the iterator reaches them (each is still checksummed and cached when read).
+
+use super::reader::ReadTrace;
+use crate::storage::RandomAccessFile;
+use crate::Result;
+
+/// The first readahead, in bytes.
+pub const INITIAL_READAHEAD: u64 = 8 << 10;
+/// The largest readahead, in bytes.
+pub const MAX_READAHEAD: u64 = 256 << 10;
+/// Blocks read from storage in a row before reading ahead.
+const SEQUENTIAL_READS: u32 = 2;
+
+/// One iterator's readahead state.
+#[derive(Default)]
+pub struct Readahead {
+    /// The last block the iterator asked for.
+    last: Option<usize>,
+    /// Blocks in a row, ending at `last`, that came from storage.
+    misses_in_row: u32,
+    /// The next readahead, in bytes (0: not started).
+    size: u64,
+    /// Bytes read ahead and the file offset they start at.
+    buf: Option<(u64, Vec<u8>)>,
+}
+
+impl Readahead {
+    /// Notes that the iterator asks for block `i`; a jump resets the sequence.
+    pub fn visit(&mut self, i: usize) {
+        if self.last.is_none_or(|l| l + 1 != i) {
+            self.misses_in_row = 0;
+            self.size = 0;
+            self.buf = None;
+        }
+        self.last = Some(i);
+    }
+
+    /// Notes that block `last` was found in the cache: the run of storage reads ends
+    /// (RocksDB counts only reads that reach the file).
+    pub fn hit(&mut self) {
+        self.misses_in_row = 0;
+    }
+
+    /// The `len` bytes at `offset` (a block the cache did not hold): from the readahead
+    /// buffer, or from storage, reading ahead up to `data_end` once the reads run in
+    /// sequence.
+    pub fn read(
+        &mut self,
+        file: &RandomAccessFile,
+        offset: u64,
+        len: usize,
+        data_end: u64,
+        trace: &mut ReadTrace,
+    ) -> Result<Vec<u8>> {
+        let end = offset + len as u64;
+        if let Some((at, buf)) = &self.buf {
+            if offset >= *at && end <= at + buf.len() as u64 {
+                let from = (offset - at) as usize;
+                return Ok(buf[from..from + len].to_vec());
+            }
+        }
+        self.misses_in_row += 1;
+        let span = if self.misses_in_row > SEQUENTIAL_READS {
+            self.size = if self.size == 0 {
+                INITIAL_READAHEAD
+            } else {
+                (self.size * 2).min(MAX_READAHEAD)
+            };
+            self.size
+                .min(data_end.saturating_sub(offset))
+                .max(len as u64) as usize
+        } else {
+            len
+        };
+        let bytes = file.read_at(offset, span)?;
+        trace.storage_reads += 1;
+        trace.storage_bytes += span as u64;
+        if span == len {
+            return Ok(bytes);
+        }
+        let out = bytes[..len].to_vec();
+        self.buf = Some((offset, bytes));
+        Ok(out)
+    }
+}
