@@ -13,10 +13,33 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// Alignment of the memory `O_DIRECT` reads into, and of file offsets where the device
 /// refuses sector-aligned ones.
 const DIRECT_ALIGN: usize = 4096;
-/// File-offset alignment tried first for `O_DIRECT`: the 512-byte logical sector most
-/// devices have. A 4 KiB block plus its trailer then costs 4.5 KiB, not 8 KiB, as in
-/// RocksDB, which aligns direct reads to the device's logical block size.
-pub(crate) const SECTOR_ALIGN: u64 = 512;
+
+/// The file-offset alignment the kernel asks of `O_DIRECT` reads of `file` (statx's
+/// `STATX_DIOALIGN`, Linux 6.1 and later), where it says and it is at most 4 KiB. Where
+/// it is 512, a 4 KiB block plus its trailer costs 4.5 KiB, not 8 KiB, as in RocksDB,
+/// which aligns direct reads to the device's logical block size. A probe read cannot tell
+/// this: some filesystems serve misaligned direct reads through the page cache.
+pub(crate) fn dio_offset_align(file: &File) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: statx writes only into `st`, a plain struct that zeroes are valid for; the
+    // empty path with AT_EMPTY_PATH names the open descriptor.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::statx(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut st,
+        )
+    };
+    let align = u64::from(st.stx_dio_offset_align);
+    (r == 0
+        && st.stx_mask & libc::STATX_DIOALIGN != 0
+        && align.is_power_of_two()
+        && align <= DIRECT_ALIGN as u64)
+        .then_some(align)
+}
 
 /// A file being written sequentially (WAL, table, manifest). Appends are buffered; each
 /// buffer that reaches the OS counts as one write operation.
@@ -180,6 +203,16 @@ impl RandomAccessFile {
         }
     }
 
+    /// The `O_DIRECT` offset alignment the kernel reports for this file, if it does.
+    pub(crate) fn file_dio_align(&self) -> Option<u64> {
+        dio_offset_align(&self.file)
+    }
+
+    /// File-offset alignment of direct reads.
+    pub fn direct_align(&self) -> u64 {
+        self.align
+    }
+
     /// Aligns direct reads' file offsets to `align` bytes (a power of two, at most 4 KiB).
     pub(crate) fn set_direct_align(&mut self, align: u64) {
         debug_assert!(align.is_power_of_two() && align <= DIRECT_ALIGN as u64);
@@ -240,8 +273,11 @@ impl RandomAccessFile {
         let end = (offset + len as u64).div_ceil(self.align) * self.align;
         let span = (end - start) as usize;
         let mut buf = AlignedBuf::new(span);
+        let skip = (offset - start) as usize;
         let mut got = 0usize;
-        while got < span {
+        // Near the end of the file the aligned span runs past it: stop once the bytes
+        // asked for are in.
+        while got < skip + len {
             let n = self
                 .file
                 .read_at(&mut buf.as_mut()[got..], start + got as u64)
@@ -251,7 +287,6 @@ impl RandomAccessFile {
             }
             got += n;
         }
-        let skip = (offset - start) as usize;
         if got < skip + len {
             return Err(Error::corruption(
                 self.path.display().to_string(),

@@ -48,6 +48,7 @@ impl TableIterator {
     fn load(&mut self, i: usize, pos: usize) {
         self.block = None;
         if self.err.is_some() || i >= self.table.index().num_blocks() {
+            self.readahead.release();
             return;
         }
         match self
@@ -96,13 +97,16 @@ impl InternalIterator for TableIterator {
         if self.err.is_some() {
             return;
         }
+        let reads = self.trace.storage_reads;
         match self.table.seek_position(ikey, &mut self.trace) {
             Ok(Some(p)) => {
+                self.readahead
+                    .seeked(p.block_no, self.trace.storage_reads > reads);
                 self.pos = p.pos;
                 self.block = Some((p.block_no, p.block));
                 self.fill_key();
             }
-            Ok(None) => {}
+            Ok(None) => self.readahead.release(),
             Err(e) => self.err = Some(e),
         }
     }

@@ -39,10 +39,27 @@ impl Readahead {
         self.last = Some(i);
     }
 
-    /// Notes that block `last` was found in the cache: the run of storage reads ends
-    /// (RocksDB counts only reads that reach the file).
+    /// Notes that block `last` was found in the cache: the run of storage reads ends and
+    /// the next readahead starts again from 8 KiB (as RocksDB's buffer for direct reads
+    /// counts only reads that reach the file).
     pub fn hit(&mut self) {
         self.misses_in_row = 0;
+        self.size = 0;
+    }
+
+    /// Notes a seek that landed in block `i`, read from storage or not: the sequence starts
+    /// over there.
+    pub fn seeked(&mut self, i: usize, from_storage: bool) {
+        self.buf = None;
+        self.size = 0;
+        self.last = Some(i);
+        self.misses_in_row = u32::from(from_storage);
+    }
+
+    /// Frees the bytes read ahead (the iterator ran off the table).
+    pub fn release(&mut self) {
+        self.buf = None;
+        self.last = None;
     }
 
     /// The `len` bytes at `offset` (a block the cache did not hold): from the readahead
@@ -60,7 +77,11 @@ impl Readahead {
         if let Some((at, buf)) = &self.buf {
             if offset >= *at && end <= at + buf.len() as u64 {
                 let from = (offset - at) as usize;
-                return Ok(buf[from..from + len].to_vec());
+                let out = buf[from..from + len].to_vec();
+                if end == at + buf.len() as u64 {
+                    self.buf = None; // used up: no memory held until the next read
+                }
+                return Ok(out);
             }
         }
         self.misses_in_row += 1;

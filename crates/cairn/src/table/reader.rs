@@ -238,8 +238,8 @@ impl Table {
         &self.usage
     }
 
-    /// Reads every data block in turn (not through the cache, one block in memory at a
-    /// time) and trains a learned index on the user keys in table order, numbered in the
+    /// Reads every data block in turn (not through the cache, reading ahead up to 256 KiB
+    /// at a time) and trains a learned index on the user keys in table order, numbered in the
     /// key space between the table's smallest and largest keys. Keys out of order or out of
     /// that range (a forged table with valid checksums) are a corruption error.
     fn train(&self, delta: u32) -> Result<LearnedIndex> {

@@ -840,21 +840,60 @@ fn sequential_scans_read_ahead_and_return_the_same_entries() {
         "{} storage reads for {blocks} blocks",
         tr.storage_reads
     );
-    let reads_ahead = fx.env.stats().snapshot().kind(FileKind::Table).read_ops;
-    // Backward, and after every seek, the sequence starts over: one read per block.
+    // Backward the sequence never starts: one read per block.
     let mut it = t.iter();
     assert!(collect_backward(&mut it).len() == model.len());
     assert_eq!(it.trace().storage_reads, blocks);
+    // The environment counts what the trace does.
+    let env_before = fx.env.stats().snapshot().kind(FileKind::Table);
     let mut it = t.iter();
-    let mut reads = 0;
-    for i in (0..8000).step_by(400) {
-        it.seek(&model[i].0);
-        assert_eq!(it.key(), model[i].0.as_slice());
+    assert!(collect_forward(&mut it) == model);
+    let env_after = fx.env.stats().snapshot().kind(FileKind::Table);
+    assert_eq!(
+        env_after.read_ops - env_before.read_ops,
+        u64::from(it.trace().storage_reads)
+    );
+    assert_eq!(
+        env_after.read_bytes - env_before.read_bytes,
+        it.trace().storage_bytes
+    );
+    // A seek starts over: after a long forward run, a jump reads two blocks singly before
+    // reading ahead again.
+    let per_block = (model.len() as u32).div_ceil(blocks) as usize;
+    let mut it = t.iter();
+    it.seek_to_first();
+    for _ in 0..per_block * 40 {
         it.next();
-        reads = it.trace().storage_reads;
     }
-    assert_eq!(reads, 20, "one read per seek");
-    assert!(reads_ahead > 0);
+    let before = it.trace().clone();
+    it.seek(&model[6000].0);
+    assert_eq!(it.key(), model[6000].0.as_slice());
+    let one = |t: &ReadTrace, b: &ReadTrace| {
+        (
+            t.storage_reads - b.storage_reads,
+            t.storage_bytes - b.storage_bytes,
+        )
+    };
+    let (reads, bytes) = one(it.trace(), &before);
+    assert_eq!(reads, 1);
+    assert!(bytes < 8 << 10, "the seek read one block: {bytes} bytes");
+    let mut block_reads = vec![];
+    let mut prev = it.trace().clone();
+    for (k, _) in &model[6001..6000 + per_block * 4] {
+        it.next();
+        assert_eq!(it.key(), k.as_slice());
+        let (r, b) = one(it.trace(), &prev);
+        if r > 0 {
+            block_reads.push(b);
+        }
+        prev = it.trace().clone();
+    }
+    assert!(block_reads.len() >= 2, "{block_reads:?}");
+    assert!(block_reads[0] < 8 << 10, "{block_reads:?}");
+    assert!(
+        block_reads[1] >= 8 << 10,
+        "the third block read ahead: {block_reads:?}"
+    );
 }
 
 #[test]
