@@ -19,6 +19,10 @@ pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     current: Option<usize>,
     direction: Direction,
+    /// A child reported an error: the merge stops (an errored child is invalid, and
+    /// merging on without it would skip its entries). Checked after each move of the
+    /// children moved, so `valid` need not ask every child on every step.
+    failed: bool,
 }
 
 impl MergingIterator {
@@ -29,6 +33,19 @@ impl MergingIterator {
             children,
             current: None,
             direction: Direction::Forward,
+            failed: false,
+        }
+    }
+
+    /// Notes an error of any child (after moves of them all).
+    fn check_all(&mut self) {
+        self.failed = self.children.iter().any(|c| c.status().is_err());
+    }
+
+    /// Notes an error of child `i` (after a move of it alone).
+    fn check(&mut self, i: usize) {
+        if !self.children[i].valid() && self.children[i].status().is_err() {
+            self.failed = true;
         }
     }
 
@@ -62,26 +79,30 @@ impl MergingIterator {
 
 impl InternalIterator for MergingIterator {
     fn valid(&self) -> bool {
-        self.current.is_some() && self.status().is_ok()
+        self.current.is_some() && !self.failed
     }
     fn seek_to_first(&mut self) {
         self.children.iter_mut().for_each(|c| c.seek_to_first());
         self.direction = Direction::Forward;
+        self.check_all();
         self.find_smallest();
     }
     fn seek_to_last(&mut self) {
         self.children.iter_mut().for_each(|c| c.seek_to_last());
         self.direction = Direction::Reverse;
+        self.check_all();
         self.find_largest();
     }
     fn seek(&mut self, ikey: &[u8]) {
         self.children.iter_mut().for_each(|c| c.seek(ikey));
         self.direction = Direction::Forward;
+        self.check_all();
         self.find_smallest();
     }
     fn seek_for_prev(&mut self, ikey: &[u8]) {
         self.children.iter_mut().for_each(|c| c.seek_for_prev(ikey));
         self.direction = Direction::Reverse;
+        self.check_all();
         self.find_largest();
     }
     fn next(&mut self) {
@@ -98,8 +119,10 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.direction = Direction::Forward;
+            self.check_all();
         }
         self.children[cur].next();
+        self.check(cur);
         self.find_smallest();
     }
     fn prev(&mut self) {
@@ -116,8 +139,10 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.direction = Direction::Reverse;
+            self.check_all();
         }
         self.children[cur].prev();
+        self.check(cur);
         self.find_largest();
     }
     fn key(&self) -> &[u8] {

@@ -245,8 +245,12 @@ impl StatsInner {
         &self.levels[l.min(MAX_TRACKED_LEVELS - 1)]
     }
     pub(crate) fn record_latency(&self, op: OpKind, nanos: u64) {
-        self.op_ns.fetch_add(nanos, Relaxed);
-        let _ = self.hist[op as usize].lock().record(nanos.max(1));
+        self.record_latency_n(op, nanos, 1);
+    }
+    /// Records one sampled latency that stands for `n` operations.
+    pub(crate) fn record_latency_n(&self, op: OpKind, nanos: u64, n: u64) {
+        self.op_ns.fetch_add(nanos.saturating_mul(n), Relaxed);
+        let _ = self.hist[op as usize].lock().record_n(nanos.max(1), n);
     }
     pub(crate) fn latency(&self, op: OpKind) -> Histogram<u64> {
         self.hist[op as usize].lock().clone()

@@ -230,6 +230,10 @@ impl InternalIterator for RunIterator {
     }
 }
 
+/// One `next` or `prev` in this many is timed, standing for all of them in the scan
+/// latency histogram and the time the tuner sees.
+const STEP_SAMPLE: u32 = 16;
+
 /// Builds the merged internal iterator over everything a super version holds.
 pub(crate) fn merged_iter(
     sv: &SuperVersion,
@@ -273,6 +277,8 @@ pub struct DbIterator {
     valid: bool,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// The user key whose older versions a forward step skips (a buffer kept for reuse).
+    skip: Vec<u8>,
     stats: Arc<StatsInner>,
     vlog: Option<Arc<crate::vlog::VlogStore>>,
     /// A failure to resolve a value pointer (the iterator stops, invalid).
@@ -284,6 +290,8 @@ pub struct DbIterator {
     access: Option<(Arc<RangeCollector>, u64)>,
     /// Charge seeks to level-0 files (read-triggered compaction).
     charge_reads: bool,
+    /// Steps (`next`, `prev`) taken, for sampling their latency.
+    steps: u32,
     sv: Arc<SuperVersion>,
     _snapshot: Option<super::Snapshot>,
 }
@@ -309,12 +317,14 @@ impl DbIterator {
             valid: false,
             key: Vec::new(),
             value: Vec::new(),
+            skip: Vec::new(),
             stats,
             vlog: None,
             err: None,
             keys_only: false,
             access: None,
             charge_reads: false,
+            steps: 0,
             sv,
             _snapshot: snapshot,
         }
@@ -501,7 +511,7 @@ impl DbIterator {
         if !self.valid {
             return;
         }
-        let t = Instant::now();
+        let t = self.step_timer();
         if self.direction == Direction::Reverse {
             self.direction = Direction::Forward;
             // The inner iterator is before every entry of the current key.
@@ -512,7 +522,7 @@ impl DbIterator {
             }
         }
         self.find_next_user_entry(true);
-        self.record(t);
+        self.record_step(t);
     }
 
     /// Moves to the previous key. Requires `valid()`.
@@ -520,7 +530,7 @@ impl DbIterator {
         if !self.valid {
             return;
         }
-        let t = Instant::now();
+        let t = self.step_timer();
         if self.direction == Direction::Forward {
             // Back up to before every entry of the current key.
             loop {
@@ -535,12 +545,12 @@ impl DbIterator {
             self.direction = Direction::Reverse;
             if !self.inner.valid() {
                 self.valid = false;
-                self.record(t);
+                self.record_step(t);
                 return;
             }
         }
         self.find_prev_user_entry();
-        self.record(t);
+        self.record_step(t);
     }
 
     fn record(&self, t: Instant) {
@@ -548,14 +558,33 @@ impl DbIterator {
             .record_latency(OpKind::Scan, t.elapsed().as_nanos() as u64);
     }
 
+    /// A clock for one step in [`STEP_SAMPLE`]: timing every step cost two clock reads and
+    /// a shared histogram lock per entry, more than a step in a cached block costs.
+    fn step_timer(&mut self) -> Option<Instant> {
+        self.steps = self.steps.wrapping_add(1);
+        self.steps.is_multiple_of(STEP_SAMPLE).then(Instant::now)
+    }
+
+    fn record_step(&self, t: Option<Instant>) {
+        if let Some(t) = t {
+            self.stats.record_latency_n(
+                OpKind::Scan,
+                t.elapsed().as_nanos() as u64,
+                u64::from(STEP_SAMPLE),
+            );
+        }
+    }
+
     /// Forward: skip to the newest visible, non-deleted entry whose user key is after the
     /// current one (when `skipping`).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
-        let mut skip: Vec<u8> = if skipping {
-            std::mem::take(&mut self.key)
+        // The key stepped past becomes the key to skip; the buffers trade places, so a
+        // step allocates nothing.
+        if skipping {
+            std::mem::swap(&mut self.skip, &mut self.key);
         } else {
-            Vec::new()
-        };
+            self.skip.clear();
+        }
         while self.inner.valid() {
             let Some(p) = parse_internal_key(self.inner.key()) else {
                 self.valid = false;
@@ -565,12 +594,12 @@ impl DbIterator {
                 if self.above_upper(p.user_key) {
                     break;
                 }
-                let hidden = skipping && p.user_key <= skip.as_slice();
+                let hidden = skipping && p.user_key <= self.skip.as_slice();
                 if !hidden {
                     match ValueKind::from_u8(p.kind) {
                         Some(ValueKind::Deletion) => {
-                            skip.clear();
-                            skip.extend_from_slice(p.user_key);
+                            self.skip.clear();
+                            self.skip.extend_from_slice(p.user_key);
                             skipping = true;
                         }
                         Some(kind) => {
