@@ -51,10 +51,8 @@ impl TableIterator {
             self.readahead.release();
             return;
         }
-        match self
-            .table
-            .read_block_with(i, &mut self.trace, Some(&mut self.readahead))
-        {
+        let readahead = self.table.reads_ahead().then_some(&mut self.readahead);
+        match self.table.read_block_with(i, &mut self.trace, readahead) {
             Ok(b) => {
                 self.pos = pos.min(b.entry_count() - 1);
                 self.block = Some((i, b));

@@ -86,6 +86,10 @@ pub struct Table {
     filter: Option<BloomFilter>,
     props: TableProperties,
     usage: TableUsage,
+    /// Iterators read ahead: where the OS cannot (direct reads) and for whole-table
+    /// readers (compaction inputs, opened without a cache). With buffered reads the page
+    /// cache reads ahead already, and a short scan would pay for blocks it never reaches.
+    readahead: bool,
 }
 
 impl std::fmt::Debug for Table {
@@ -186,6 +190,7 @@ impl Table {
         } else {
             None
         };
+        let readahead = file.is_direct() || cache.is_none();
         let table = Table {
             file,
             name,
@@ -196,6 +201,7 @@ impl Table {
             filter,
             props,
             usage: TableUsage::default(),
+            readahead,
         };
         if let IndexPolicy::Learned { delta, .. } = policy {
             table.learn(delta)?;
@@ -490,6 +496,17 @@ impl Table {
                 h.offset + h.size + BLOCK_TRAILER_LEN as u64
             }
         }
+    }
+
+    /// Whether its iterators read ahead (see the field).
+    pub fn reads_ahead(&self) -> bool {
+        self.readahead
+    }
+
+    /// Turns iterators' readahead on or off (tests of either behaviour).
+    #[cfg(test)]
+    pub(crate) fn set_readahead(&mut self, on: bool) {
+        self.readahead = on;
     }
 
     /// A cursor over the table's entries.

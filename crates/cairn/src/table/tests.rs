@@ -902,7 +902,17 @@ fn cached_blocks_break_the_sequence() {
     let model = plain_entries(2000);
     let (path, _) = fx.build("rc.sst", &model, TableBuildOptions::default());
     let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(64 << 20, 1));
-    let t = fx.open(&path, Some(cache)).unwrap();
+    let f = fx
+        .env
+        .open_read(&path, FileKind::Table, 0, Some(0), false)
+        .unwrap();
+    let mut t = Table::open(f, 1, Some(cache)).unwrap();
+    assert!(
+        !t.reads_ahead(),
+        "buffered reads through a cache: the OS reads ahead"
+    );
+    t.set_readahead(true); // as with direct reads
+    let t = Arc::new(t);
     let blocks = t.index().num_blocks();
     // Every third block cached by point reads.
     for b in (0..blocks).step_by(3) {
