@@ -20,6 +20,9 @@ pub const DEFAULT_BLOCK_SIZE: usize = 4096;
 /// inside a block cannot overflow (one entry is at most ~64 MiB) and the entry count fits
 /// the 30 bits a block gives it.
 const MAX_BLOCK_SIZE: usize = 1 << 30;
+/// What an entry adds to a block beyond its key and value, at most: its offset and two
+/// length varints.
+const ENTRY_OVERHEAD: usize = 8;
 
 /// How to build a table.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -142,6 +145,17 @@ impl TableBuilder {
                 bloom.add(parsed.user_key);
             }
         }
+        // RocksDB's rule (block_size_deviation 10%): a block at 90% of its size that this
+        // entry would push past the size is cut first, so blocks stay at or just under the
+        // size instead of always over it.
+        let size = self.opts.block_size.min(MAX_BLOCK_SIZE);
+        let now = self.block.estimated_size();
+        if !self.block.is_empty()
+            && now + ikey.len() + value.len() + ENTRY_OVERHEAD > size
+            && now >= size - size / 10
+        {
+            self.flush_block()?;
+        }
         if self.block.is_empty() {
             self.block_first.clear();
             self.block_first.extend_from_slice(parsed.user_key);
@@ -164,7 +178,7 @@ impl TableBuilder {
         self.last_key.clear();
         self.last_key.extend_from_slice(ikey);
 
-        if self.block.estimated_size() >= self.opts.block_size.min(MAX_BLOCK_SIZE) {
+        if self.block.estimated_size() >= size {
             self.flush_block()?;
         }
         Ok(())
