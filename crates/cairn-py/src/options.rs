@@ -31,6 +31,10 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
         "int: shards of the block cache (0: one per 512 KiB, up to 64)",
     ),
     (
+        "block_cache_hot_share",
+        "float: share of the block cache for blocks read again (0: plain LRU)",
+    ),
+    (
         "bloom_bits_per_key",
         "float: average bloom-filter bits per key (0 disables)",
     ),
@@ -142,6 +146,7 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "l0_stop_trigger" => o.l0_stop_trigger = v.extract()?,
         "level_runs" => o.level_runs = v.extract()?,
         "target_file_size" => o.target_file_size = v.extract()?,
+        "block_cache_hot_share" => o.block_cache_hot_share = v.extract()?,
         "read_triggered_compaction" => o.read_triggered_compaction = v.extract()?,
         "max_subcompactions" => o.max_subcompactions = v.extract()?,
         "use_direct_reads" => o.use_direct_reads = v.extract()?,
@@ -197,6 +202,7 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
     d.set_item("l0_stop_trigger", o.l0_stop_trigger)?;
     d.set_item("level_runs", PyList::new(py, &o.level_runs)?)?;
     d.set_item("target_file_size", o.target_file_size)?;
+    d.set_item("block_cache_hot_share", o.block_cache_hot_share)?;
     d.set_item("read_triggered_compaction", o.read_triggered_compaction)?;
     d.set_item("max_subcompactions", o.max_subcompactions)?;
     d.set_item("use_direct_reads", o.use_direct_reads)?;

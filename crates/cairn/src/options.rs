@@ -220,6 +220,10 @@ pub struct Options {
     /// capacity, a power of two from 1 to 64, as RocksDB's LRU cache picks them (small
     /// shards thrash when hot blocks hash unevenly).
     pub block_cache_shards: usize,
+    /// Share of the block cache's budget for blocks hit since they came in (RocksDB's
+    /// `high_pri_pool_ratio`, 0.5 by default there and here): new blocks enter below that
+    /// part (midpoint insertion) and are evicted first unless read again. 0 is plain LRU.
+    pub block_cache_hot_share: f64,
     /// A block cache to use instead of a new LRU cache (to share one, or to plug in a policy).
     pub block_cache: Option<Arc<dyn crate::cache::BlockCache>>,
     /// Average bloom-filter bits per key (0 disables filters).
@@ -332,6 +336,7 @@ impl Default for Options {
             block_size: 4096,
             block_cache_bytes: 32 << 20,
             block_cache_shards: 0,
+            block_cache_hot_share: crate::cache::DEFAULT_HOT_SHARE,
             block_cache: None,
             bloom_bits_per_key: 10.0,
             bloom_allocation: BloomAllocation::Uniform,
@@ -429,6 +434,14 @@ impl Options {
             return invalid(format!(
                 "block_size {} outside 256..=16 MiB",
                 self.block_size
+            ));
+        }
+        if !(self.block_cache_hot_share.is_finite()
+            && (0.0..=1.0).contains(&self.block_cache_hot_share))
+        {
+            return invalid(format!(
+                "block_cache_hot_share {} outside 0..=1",
+                self.block_cache_hot_share
             ));
         }
         if self.block_cache_shards > 1024 {

@@ -1,5 +1,12 @@
-//! The baseline block cache: LRU over a byte budget, split into shards by key hash so
-//! that concurrent readers rarely contend on one lock.
+//! The baseline block cache: LRU over a byte budget with RocksDB's midpoint insertion,
+//! split into shards by key hash so that concurrent readers rarely contend on one lock.
+//!
+//! Midpoint insertion (RocksDB's LRU cache with `high_pri_pool_ratio` 0.5, its default):
+//! a block comes in at the head of the cold part of the list, below the hot part, and moves
+//! to the hot part's head when it is hit. The hot part holds at most its share of the
+//! budget; what overflows it goes back to the cold part's head. Eviction takes the cold
+//! part's tail first, so blocks read once (a scan, a uniform miss) leave before blocks read
+//! again.
 
 use std::sync::Arc;
 
@@ -12,6 +19,10 @@ use crate::table::Block;
 /// Number of shards [`LruBlockCache::with_default_shards`] uses.
 pub const DEFAULT_SHARDS: usize = 16;
 
+/// Share of the budget for blocks hit since they came in (RocksDB's default
+/// `high_pri_pool_ratio`).
+pub const DEFAULT_HOT_SHARE: f64 = 0.5;
+
 struct Entry {
     block: Arc<Block>,
     kind: BlockKind,
@@ -19,21 +30,71 @@ struct Entry {
 }
 
 struct Shard {
-    lru: LruCache<BlockKey, Entry>,
+    /// Blocks hit since they came in, most recent first.
+    hot: LruCache<BlockKey, Entry>,
+    /// Blocks not hit since they came in (or pushed out of `hot`), most recent first.
+    cold: LruCache<BlockKey, Entry>,
+    hot_usage: usize,
     usage: usize,
     capacity: usize,
+    hot_capacity: usize,
     stats: CacheStats,
 }
 
 impl Shard {
     fn remove(&mut self, key: &BlockKey) {
-        if let Some(e) = self.lru.pop(key) {
+        if let Some(e) = self.hot.pop(key) {
+            self.hot_usage -= e.charge;
+            self.usage -= e.charge;
+        } else if let Some(e) = self.cold.pop(key) {
             self.usage -= e.charge;
         }
     }
+
+    fn len(&self) -> usize {
+        self.hot.len() + self.cold.len()
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (&BlockKey, &Entry)> {
+        self.hot.iter().chain(self.cold.iter())
+    }
+
+    /// A hit: the block moves to the hot part's head; the hot part's overflow goes to the
+    /// cold part's head.
+    fn hit(&mut self, key: &BlockKey) -> Option<&Entry> {
+        if self.hot.contains(key) {
+            return self.hot.get(key);
+        }
+        let e = self.cold.pop(key)?;
+        self.hot_usage += e.charge;
+        self.hot.push(*key, e);
+        while self.hot_usage > self.hot_capacity {
+            let Some((k, old)) = self.hot.pop_lru() else {
+                break;
+            };
+            self.hot_usage -= old.charge;
+            self.cold.push(k, old);
+        }
+        // The block may itself have overflowed (a hot share smaller than it).
+        self.hot.peek(key).or_else(|| self.cold.peek(key))
+    }
+
+    /// Takes the least valuable block out: the cold part's tail, else the hot part's.
+    fn evict_one(&mut self) -> Option<Entry> {
+        let e = match self.cold.pop_lru() {
+            Some((_, e)) => e,
+            None => {
+                let (_, e) = self.hot.pop_lru()?;
+                self.hot_usage -= e.charge;
+                e
+            }
+        };
+        self.usage -= e.charge;
+        Some(e)
+    }
 }
 
-/// A sharded LRU block cache with a byte budget.
+/// A sharded block cache with a byte budget, LRU with midpoint insertion (see the module).
 ///
 /// Each entry is charged the caller's `charge` plus [`LruBlockCache::ENTRY_OVERHEAD`]
 /// (the LRU node and hash slot). The budget is split evenly over the shards, so one shard
@@ -47,18 +108,33 @@ impl LruBlockCache {
     /// Bytes charged per entry on top of the block's own charge.
     pub const ENTRY_OVERHEAD: usize = 64;
 
-    /// A cache of `capacity_bytes` split into `shards` shards (at least 1). A capacity of 0
+    /// A cache of `capacity_bytes` split into `shards` shards (at least 1), with
+    /// [`DEFAULT_HOT_SHARE`] of it for blocks hit since they came in. A capacity of 0
     /// caches nothing.
     pub fn new(capacity_bytes: usize, shards: usize) -> Self {
+        Self::with_hot_share(capacity_bytes, shards, DEFAULT_HOT_SHARE)
+    }
+
+    /// As [`new`](Self::new) with `hot_share` (clamped to 0..=1) of the budget for blocks
+    /// hit since they came in: 0 is plain LRU.
+    pub fn with_hot_share(capacity_bytes: usize, shards: usize, hot_share: f64) -> Self {
         let n = shards.max(1);
+        let share = if hot_share.is_finite() {
+            hot_share.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
         let shards = (0..n)
             .map(|i| {
                 // Spread the remainder so that shard budgets sum to the capacity.
                 let cap = capacity_bytes / n + usize::from(i < capacity_bytes % n);
                 Mutex::new(Shard {
-                    lru: LruCache::unbounded(),
+                    hot: LruCache::unbounded(),
+                    cold: LruCache::unbounded(),
+                    hot_usage: 0,
                     usage: 0,
                     capacity: cap,
+                    hot_capacity: (cap as f64 * share) as usize,
                     stats: CacheStats::default(),
                 })
             })
@@ -89,7 +165,7 @@ impl LruBlockCache {
 
     /// Number of cached blocks.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().lru.len()).sum()
+        self.shards.iter().map(|s| s.lock().len()).sum()
     }
 
     /// True if nothing is cached.
@@ -105,7 +181,7 @@ impl LruBlockCache {
 impl BlockCache for LruBlockCache {
     fn lookup(&self, key: &BlockKey) -> Option<Arc<Block>> {
         let mut s = self.shard(key).lock();
-        match s.lru.get(key) {
+        match s.hit(key) {
             Some(e) => {
                 let (block, kind) = (e.block.clone(), e.kind);
                 s.stats.hits += 1;
@@ -128,14 +204,13 @@ impl BlockCache for LruBlockCache {
             return;
         }
         while s.usage + charge > s.capacity {
-            let Some((_, old)) = s.lru.pop_lru() else {
+            let Some(old) = s.evict_one() else {
                 break;
             };
-            s.usage -= old.charge;
             s.stats.evictions += 1;
             s.stats.by_kind[old.kind.index()].evictions += 1;
         }
-        s.lru.push(
+        s.cold.push(
             key,
             Entry {
                 block,
@@ -156,8 +231,7 @@ impl BlockCache for LruBlockCache {
         for shard in self.shards.iter() {
             let mut s = shard.lock();
             let keys: Vec<BlockKey> = s
-                .lru
-                .iter()
+                .entries()
                 .filter(|(k, _)| k.file_no == file_no)
                 .map(|(k, _)| *k)
                 .collect();
@@ -183,8 +257,7 @@ impl BlockCache for LruBlockCache {
         for shard in self.shards.iter() {
             let s = shard.lock();
             out.extend(
-                s.lru
-                    .iter()
+                s.entries()
                     .filter(|(k, e)| e.kind == BlockKind::Data && files.contains(&k.file_no))
                     .map(|(k, e)| (*k, e.block.clone())),
             );
@@ -251,6 +324,49 @@ mod tests {
         c.insert(key(2, 0), BlockKind::Data, b, 10_000);
         assert!(c.lookup(&key(2, 0)).is_none());
         assert_eq!(c.stats().rejected, 1);
+    }
+
+    #[test]
+    fn blocks_hit_again_outlive_a_scan_of_blocks_read_once() {
+        let run = |share: f64| {
+            let c = LruBlockCache::with_hot_share(10 * (100 + OV), 1, share);
+            let b = block_for_tests(1);
+            // Three hot blocks, each read twice.
+            for off in 0..3 {
+                c.insert(key(1, off), BlockKind::Data, b.clone(), 100);
+                assert!(c.lookup(&key(1, off)).is_some());
+            }
+            // A scan of 20 blocks read once.
+            for off in 100..120 {
+                c.insert(key(2, off), BlockKind::Data, b.clone(), 100);
+            }
+            assert!(c.usage() <= c.capacity());
+            (0..3)
+                .filter(|&off| c.lookup(&key(1, off)).is_some())
+                .count()
+        };
+        assert_eq!(run(DEFAULT_HOT_SHARE), 3, "midpoint insertion keeps them");
+        assert_eq!(run(0.0), 0, "plain LRU lets the scan push them out");
+    }
+
+    #[test]
+    fn the_hot_part_overflows_into_the_cold_part_not_out() {
+        let c = LruBlockCache::with_hot_share(4 * (100 + OV), 1, 0.5);
+        let b = block_for_tests(1);
+        for off in 0..4 {
+            c.insert(key(1, off), BlockKind::Data, b.clone(), 100);
+            assert!(c.lookup(&key(1, off)).is_some());
+        }
+        // Only two fit in the hot half; the other two went back to the cold part, and all
+        // four are still cached.
+        assert_eq!(c.len(), 4);
+        assert_eq!(c.stats().evictions, 0);
+        // A new block evicts the oldest overflow (offset 0), not a hot one.
+        c.insert(key(1, 9), BlockKind::Data, b.clone(), 100);
+        assert!(c.lookup(&key(1, 0)).is_none());
+        for off in 1..4 {
+            assert!(c.lookup(&key(1, off)).is_some(), "offset {off}");
+        }
     }
 
     #[test]

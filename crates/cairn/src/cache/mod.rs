@@ -12,7 +12,7 @@ pub mod replace;
 
 use std::sync::Arc;
 
-pub use lru_cache::{LruBlockCache, DEFAULT_SHARDS};
+pub use lru_cache::{LruBlockCache, DEFAULT_HOT_SHARE, DEFAULT_SHARDS};
 pub use read_cache::{KpPointer, PointLookup, ReadCache};
 pub use replace::BlockReplacer;
 

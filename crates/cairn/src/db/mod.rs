@@ -1089,12 +1089,13 @@ impl DbInner {
         }
         let bc: Arc<dyn BlockCache> = match &opts.block_cache {
             Some(c) => c.clone(),
-            None => Arc::new(LruBlockCache::new(
+            None => Arc::new(LruBlockCache::with_hot_share(
                 opts.block_cache_bytes,
                 match opts.block_cache_shards {
                     0 => crate::options::auto_cache_shards(opts.block_cache_bytes),
                     n => n,
                 },
+                opts.block_cache_hot_share,
             )),
         };
         (bc, None)
