@@ -25,8 +25,8 @@ fn desc(file_no: u64, lo: &str, hi: &str, size: u64) -> FileDesc {
     }
 }
 
-#[test]
-fn picker_merges_level0_once_seeks_outweigh_the_merge() {
+/// Three levels (K_0 = 4, leveled below) holding the files of `added`.
+fn three_levels(added: Vec<(u32, u32, u64, FileDesc)>) -> (LevelShape, CfVersion) {
     let shape = LevelShape {
         level1_bytes: 1 << 30,
         size_ratio: 10,
@@ -34,12 +34,7 @@ fn picker_merges_level0_once_seeks_outweigh_the_merge() {
         held: None,
     };
     let edit = VersionEdit {
-        added: vec![
-            (0, 1, 1, desc(1, "a", "f", 1 << 20)),
-            (0, 1, 1, desc(4, "x", "y", 8 << 20)), // beside level 0's range
-            (0, 0, 2, desc(2, "b", "m", 4 << 20)),
-            (0, 0, 3, desc(3, "c", "e", 2 << 20)),
-        ],
+        added,
         ..Default::default()
     };
     let k = |l: usize| if l == 0 { 4 } else { 1 };
@@ -48,6 +43,17 @@ fn picker_merges_level0_once_seeks_outweigh_the_merge() {
             Arc::new(FileMeta::new(d.clone(), None))
         })
         .unwrap();
+    (shape, v)
+}
+
+#[test]
+fn picker_merges_level0_once_seeks_outweigh_the_merge() {
+    let (shape, v) = three_levels(vec![
+        (0, 1, 1, desc(1, "a", "f", 1 << 20)),
+        (0, 1, 1, desc(4, "x", "y", 8 << 20)), // beside level 0's range
+        (0, 0, 2, desc(2, "b", "m", 4 << 20)),
+        (0, 0, 3, desc(3, "c", "e", 2 << 20)),
+    ]);
     let pick = || pick(&v, &shape, &|_, _| true);
     assert!(pick().is_none(), "two runs of four");
     let (newest, older) = (
@@ -83,25 +89,10 @@ fn picker_merges_level0_once_seeks_outweigh_the_merge() {
 
 #[test]
 fn small_merges_need_at_least_100_seeks() {
-    let shape = LevelShape {
-        level1_bytes: 1 << 30,
-        size_ratio: 10,
-        num_levels: 3,
-        held: None,
-    };
-    let edit = VersionEdit {
-        added: vec![
-            (0, 0, 1, desc(1, "a", "m", 4096)),
-            (0, 0, 2, desc(2, "b", "n", 4096)),
-        ],
-        ..Default::default()
-    };
-    let k = |l: usize| if l == 0 { 4 } else { 1 };
-    let v = CfVersion::empty(k, 3)
-        .apply(0, &edit, &|d: &FileDesc| {
-            Arc::new(FileMeta::new(d.clone(), None))
-        })
-        .unwrap();
+    let (shape, v) = three_levels(vec![
+        (0, 0, 1, desc(1, "a", "m", 4096)),
+        (0, 0, 2, desc(2, "b", "n", 4096)),
+    ]);
     let newest = v.levels[0].runs[0].files[0].clone();
     for _ in 0..99 {
         newest.charge_read();
