@@ -717,6 +717,21 @@ fn run_seed_with(
         // read again through their models.
         h.db().run_background_work().unwrap();
         h.check_all();
+    } else if matches!(
+        h.db().options().index,
+        cairn::IndexPolicy::Learned {
+            mode: cairn::LearnMode::Always,
+            ..
+        }
+    ) {
+        // The learner thread trains the compacted tables on its own time, which under
+        // load can come after the reads above: wait for it (bounded), then read again
+        // through the models.
+        let t = std::time::Instant::now();
+        while h.db().stats().learned_tables == 0 && t.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        h.check_all();
     }
     let stats = h.db().stats();
     h.reopen();
