@@ -334,22 +334,28 @@ fn read_triggered(
     shape: &LevelShape,
     same_tier: &dyn Fn(usize, usize) -> bool,
 ) -> Option<Task> {
-    let l0: Vec<Arc<FileMeta>> = v
+    let charged: u64 = v
         .levels
         .first()?
         .runs
         .iter()
-        .flat_map(|r| r.files.iter().cloned())
-        .collect();
-    let charged: u64 = l0.iter().map(|f| f.read_charges()).sum();
+        .flat_map(|r| &r.files)
+        .map(|f| f.read_charges())
+        .sum();
     if charged < MIN_READ_CHARGES {
         return None;
     }
-    let (lo, hi) = key_range(&l0);
-    let (_, dest) = dest_overlap(v, 1, &lo, &hi);
-    let bytes: u64 = l0.iter().chain(&dest).map(|f| f.size()).sum();
-    (charged >= (bytes / SEEK_WORTH_BYTES).max(MIN_READ_CHARGES))
-        .then(|| level0_task(v, shape, same_tier, "read-triggered"))
+    let task = level0_task(v, shape, same_tier, "read-triggered");
+    let bytes: u64 = match &task {
+        Task::Merge {
+            inputs,
+            dest_inputs,
+            ..
+        } => inputs.iter().chain(dest_inputs).map(|f| f.size()).sum(),
+        Task::Move { file, .. } => file.size(),
+        _ => 0,
+    };
+    (charged >= (bytes / SEEK_WORTH_BYTES).max(MIN_READ_CHARGES)).then_some(task)
 }
 
 fn level0_task(
