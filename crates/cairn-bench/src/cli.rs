@@ -382,6 +382,11 @@ pub struct BudgetArgs {
     /// max_subcompactions, RocksDB's max_subcompactions).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub subcompactions: u64,
+    /// Compaction jobs that may run at once, for both engines (cairn's
+    /// max_background_compactions; RocksDB's max_background_compactions, with
+    /// max_background_flushes 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub compaction_jobs: u64,
     /// Keep RocksDB's statistics on while it is timed (they cost it time; by default
     /// `compare` reads its counters from a separate untimed pass instead).
     #[arg(long)]
@@ -424,6 +429,7 @@ impl BudgetArgs {
             set_k_at: self.set_k_at,
             memtables: self.memtables as usize,
             subcompactions: self.subcompactions as usize,
+            compaction_jobs: self.compaction_jobs as usize,
             rocksdb_statistics: self.rocksdb_statistics,
             ..BenchConfig::default()
         }

@@ -64,6 +64,10 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
         "max_subcompactions",
         "int: threads one level-0 compaction may use (1..=64)",
     ),
+    (
+        "max_background_compactions",
+        "int: compaction jobs on disjoint levels that may run at once (1..=64)",
+    ),
     ("use_direct_reads", "bool: read tables with O_DIRECT"),
     (
         "latency_scale",
@@ -149,6 +153,7 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "block_cache_hot_share" => o.block_cache_hot_share = v.extract()?,
         "read_triggered_compaction" => o.read_triggered_compaction = v.extract()?,
         "max_subcompactions" => o.max_subcompactions = v.extract()?,
+        "max_background_compactions" => o.max_background_compactions = v.extract()?,
         "use_direct_reads" => o.use_direct_reads = v.extract()?,
         "latency_scale" => o.latency_scale = v.extract()?,
         "wal_recovery" => {
@@ -205,6 +210,7 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
     d.set_item("block_cache_hot_share", o.block_cache_hot_share)?;
     d.set_item("read_triggered_compaction", o.read_triggered_compaction)?;
     d.set_item("max_subcompactions", o.max_subcompactions)?;
+    d.set_item("max_background_compactions", o.max_background_compactions)?;
     d.set_item("use_direct_reads", o.use_direct_reads)?;
     d.set_item("latency_scale", o.latency_scale)?;
     d.set_item(

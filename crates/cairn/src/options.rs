@@ -260,6 +260,13 @@ pub struct Options {
     /// compaction thread alone. Merges that rewrite values into the value log are not
     /// split.
     pub max_subcompactions: usize,
+    /// Compaction jobs that may run at once (RocksDB's `max_background_compactions`), each
+    /// on a thread of its own. A job holds the levels from its source to its destination,
+    /// and a second job takes only work on other levels: level 0 into level 1 beside level
+    /// 2 into level 3, say. Manual and proactive compactions and value-log GC still run
+    /// alone. 1 (the default, as RocksDB's default of two background jobs gives) keeps one
+    /// compaction thread.
+    pub max_background_compactions: usize,
     /// Read tables with `O_DIRECT` where the filesystem allows it.
     pub use_direct_reads: bool,
     /// Storage tiers; empty means one tier, the database directory, with no added latency.
@@ -350,6 +357,7 @@ impl Default for Options {
             target_file_size: 64 << 20,
             read_triggered_compaction: true,
             max_subcompactions: 1,
+            max_background_compactions: 1,
             use_direct_reads: false,
             tiers: Vec::new(),
             latency_scale: 1.0,
@@ -387,6 +395,10 @@ impl std::fmt::Debug for Options {
             .field("target_file_size", &self.target_file_size)
             .field("read_triggered_compaction", &self.read_triggered_compaction)
             .field("max_subcompactions", &self.max_subcompactions)
+            .field(
+                "max_background_compactions",
+                &self.max_background_compactions,
+            )
             .field("use_direct_reads", &self.use_direct_reads)
             .field("tiers", &self.tiers)
             .field("index", &self.index)
@@ -487,6 +499,12 @@ impl Options {
             return invalid(format!(
                 "max_subcompactions {} outside 1..=64",
                 self.max_subcompactions
+            ));
+        }
+        if !(1..=64).contains(&self.max_background_compactions) {
+            return invalid(format!(
+                "max_background_compactions {} outside 1..=64",
+                self.max_background_compactions
             ));
         }
         if let Err(e) = self.tuner.validate() {

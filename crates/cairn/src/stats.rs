@@ -161,6 +161,7 @@ pub(crate) struct StatsInner {
     pub trivial_moves: AtomicU64,
     pub read_triggered_compactions: AtomicU64,
     pub subcompactions: AtomicU64,
+    pub compaction_jobs_peak: AtomicU64,
     pub flushes_running: AtomicU64,
     pub compactions_running: AtomicU64,
     pub stall_micros: AtomicU64,
@@ -213,6 +214,7 @@ impl Default for StatsInner {
             trivial_moves: AtomicU64::new(0),
             read_triggered_compactions: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
+            compaction_jobs_peak: AtomicU64::new(0),
             flushes_running: AtomicU64::new(0),
             compactions_running: AtomicU64::new(0),
             stall_micros: AtomicU64::new(0),
@@ -385,6 +387,9 @@ pub struct DbStats {
     /// Key ranges merged by compactions that were split into more than one
     /// (`Options::max_subcompactions`).
     pub subcompactions: u64,
+    /// Most compaction jobs picked by the compaction threads that ran at once
+    /// (`Options::max_background_compactions`).
+    pub compaction_jobs_peak: u64,
     /// Flushes running now.
     pub flushes_running: u64,
     /// Compactions running now.
@@ -528,6 +533,7 @@ impl DbStats {
             trivial_moves: s.trivial_moves.load(Relaxed),
             read_triggered_compactions: s.read_triggered_compactions.load(Relaxed),
             subcompactions: s.subcompactions.load(Relaxed),
+            compaction_jobs_peak: s.compaction_jobs_peak.load(Relaxed),
             flushes_running: s.flushes_running.load(Relaxed),
             compactions_running: s.compactions_running.load(Relaxed),
             stall_micros: s.stall_micros.load(Relaxed),

@@ -72,6 +72,8 @@ fn options() -> Options {
         l0_compaction_trigger: 2,
         level_runs: vec![2, 1],
         target_file_size: 16 << 10,
+        // Jobs on disjoint levels run at once (4 levels: level 0 into 1 beside 2 into 3).
+        max_background_compactions: 2,
         background_work: true,
         ..Options::default()
     }

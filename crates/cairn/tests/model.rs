@@ -38,7 +38,9 @@ fn key(i: u32) -> Vec<u8> {
 
 fn options(rng: &mut SmallRng, background: bool) -> Options {
     // Drawn from a copy, so that each seed's stream of operations stays what it was.
-    let subcompactions = rng.clone().random_range(1..=3);
+    let mut side = rng.clone();
+    let subcompactions = side.random_range(1..=3);
+    let compaction_jobs = side.random_range(1..=3);
     Options {
         write_buffer_size: [16 << 10, 32 << 10, 64 << 10][rng.random_range(0..3)],
         max_write_buffers: rng.random_range(2..=3),
@@ -53,6 +55,7 @@ fn options(rng: &mut SmallRng, background: bool) -> Options {
         level_runs: vec![rng.random_range(1..=SIZE_RATIO), 1],
         target_file_size: 16 << 10,
         max_subcompactions: subcompactions,
+        max_background_compactions: compaction_jobs,
         background_work: background,
         ..Options::default()
     }

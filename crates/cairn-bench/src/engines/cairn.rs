@@ -162,6 +162,7 @@ impl CairnEngine {
         opts.write_buffer_size = cfg.write_buffer_size;
         opts.max_write_buffers = cfg.memtables.max(2);
         opts.max_subcompactions = cfg.subcompactions.clamp(1, 64);
+        opts.max_background_compactions = cfg.compaction_jobs.clamp(1, 64);
         opts.block_cache_bytes = cfg.cache_bytes;
         opts.bloom_bits_per_key = cfg.bloom_bits;
         opts.use_direct_reads = cfg.direct_io;
@@ -468,6 +469,7 @@ impl Engine for CairnEngine {
                 s.read_triggered_compactions as f64,
             ),
             ("subcompactions", s.subcompactions as f64),
+            ("compaction_jobs_peak", s.compaction_jobs_peak as f64),
             ("learned_lookups", s.learned_lookups as f64),
             ("learned_fallbacks", s.learned_fallbacks as f64),
             ("learned_seeks", s.learned_seeks as f64),

@@ -66,6 +66,10 @@ pub struct BenchConfig {
     /// Threads one level-0 compaction may use (`max_subcompactions` in both engines).
     #[serde(default = "one")]
     pub subcompactions: usize,
+    /// Compaction jobs at once (cairn's `max_background_compactions`; RocksDB's too, with
+    /// one flush thread beside them).
+    #[serde(default = "one")]
+    pub compaction_jobs: usize,
     /// RocksDB keeps statistics (tickers and timers) while it runs. Off for timed runs:
     /// `compare` then takes RocksDB's counters from a separate, untimed pass.
     #[serde(default)]
@@ -169,6 +173,7 @@ impl Default for BenchConfig {
             set_k_at: None,
             memtables: default_memtables(),
             subcompactions: 1,
+            compaction_jobs: 1,
             rocksdb_statistics: false,
         }
     }

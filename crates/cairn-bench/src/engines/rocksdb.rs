@@ -34,6 +34,12 @@ impl Engine for RocksEngine {
         opts.set_write_buffer_size(cfg.write_buffer_size);
         opts.set_max_write_buffer_number(cfg.memtables.max(2) as i32);
         opts.set_max_subcompactions(cfg.subcompactions.max(1) as u32);
+        if cfg.compaction_jobs > 1 {
+            // Set explicitly, both limits replace those derived from max_background_jobs
+            // (2: one flush, one compaction), and the open grows the thread pools to them.
+            opts.set_max_background_compactions(cfg.compaction_jobs as i32);
+            opts.set_max_background_flushes(1);
+        }
         if let Some(b) = cfg.level1_bytes {
             opts.set_max_bytes_for_level_base(b);
         }

@@ -5,4 +5,4 @@ pub mod merge;
 pub mod picker;
 pub mod split;
 
-pub use picker::{manual, pick, LevelShape, Task};
+pub use picker::{manual, pick, pick_free, LevelShape, Task};

@@ -22,6 +22,11 @@
 //! - Read-triggered compaction comes last, when nothing else is due: level 0 merges into
 //!   level 1 below its trigger once seeks that had to merge it with other runs are worth
 //!   more than the merge costs (LevelDB's seek compaction).
+//! - Parallel jobs ([`pick_free`]): a task holds the levels from its source to its
+//!   destination; a second job may take only tasks whose levels no running job holds.
+//!   Data moves only downward, so jobs on disjoint level spans never meet: none adds data
+//!   below another's output in its key range (its `bottommost` stays true), and none
+//!   touches the runs another reads or writes.
 
 use std::sync::Arc;
 
@@ -120,6 +125,17 @@ pub enum Task {
     },
 }
 
+impl Task {
+    /// The levels the task reads or writes, `(first, last)`: every level between them is
+    /// held too, so that no job adds data below another's output while it runs.
+    pub fn levels(&self) -> (usize, usize) {
+        match self {
+            Task::Seal { level, .. } | Task::Policy { level, .. } => (*level, *level),
+            Task::Merge { from, to, .. } | Task::Move { from, to, .. } => (*from, *to),
+        }
+    }
+}
+
 /// Read-amplification guard: a level holding more sealed runs than this drains even if it
 /// is below capacity.
 fn max_runs(shape: &LevelShape) -> usize {
@@ -134,23 +150,42 @@ pub fn pick(
     shape: &LevelShape,
     same_tier: &dyn Fn(usize, usize) -> bool,
 ) -> Option<Task> {
-    if let Some(t) = bookkeeping(v, shape) {
+    pick_free(v, shape, same_tier, &|_| false)
+}
+
+/// [`pick`] for a job that runs beside others: `busy(l)` tells whether a running job holds
+/// level `l`, and only a task whose levels ([`Task::levels`]) are all free is returned.
+/// Bookkeeping of a free level still comes first, then the due level with the highest
+/// score whose task is free; read-triggered compaction only when no level is due at all,
+/// busy or not.
+pub fn pick_free(
+    v: &CfVersion,
+    shape: &LevelShape,
+    same_tier: &dyn Fn(usize, usize) -> bool,
+    busy: &dyn Fn(usize) -> bool,
+) -> Option<Task> {
+    if let Some(t) = bookkeeping(v, shape, busy) {
         return Some(t);
     }
     let last = shape.last();
-    let mut best: Option<(f64, usize)> = None;
-    for (l, level) in v.levels.iter().enumerate().take(shape.num_levels) {
-        if level.is_empty() {
-            continue;
-        }
-        let score = score(level, l, shape);
-        if score >= 1.0 && best.is_none_or(|(s, _)| score > s) {
-            best = Some((score, l));
-        }
+    let mut due: Vec<(f64, usize)> = v
+        .levels
+        .iter()
+        .enumerate()
+        .take(shape.num_levels)
+        .filter(|(_, level)| !level.is_empty())
+        .map(|(l, level)| (score(level, l, shape), l))
+        .filter(|&(score, _)| score >= 1.0)
+        .collect();
+    if due.is_empty() {
+        return read_triggered(v, shape, same_tier).filter(|t| is_free(t, busy));
     }
-    let Some((_, l)) = best else {
-        return read_triggered(v, shape, same_tier);
-    };
+    // Highest score first; on a tie the upper level, as a single pick would choose.
+    due.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let (_, l) = due.into_iter().find(|&(_, l)| {
+        let to = if l == last { l } else { l + 1 };
+        !(l..=to).any(busy)
+    })?;
     if l == 0 {
         return Some(level0_task(v, shape, same_tier, "level0-runs"));
     }
@@ -163,6 +198,11 @@ pub fn pick(
         "level-size"
     };
     Some(unit_task(v, l, l + 1, None, same_tier, reason))
+}
+
+fn is_free(t: &Task, busy: &dyn Fn(usize) -> bool) -> bool {
+    let (a, b) = t.levels();
+    !(a..=b).any(busy)
 }
 
 /// A manual compaction step for user keys in `[lo, hi]` (`hi = None`: unbounded) at
@@ -232,8 +272,11 @@ fn score(level: &Level, l: usize, shape: &LevelShape) -> f64 {
     }
 }
 
-fn bookkeeping(v: &CfVersion, shape: &LevelShape) -> Option<Task> {
+fn bookkeeping(v: &CfVersion, shape: &LevelShape, busy: &dyn Fn(usize) -> bool) -> Option<Task> {
     for (l, level) in v.levels.iter().enumerate().take(shape.num_levels).skip(1) {
+        if busy(l) {
+            continue;
+        }
         let p = level.policy;
         if level.is_empty() && (p.draining || p.pending_k.is_some()) {
             return Some(Task::Policy {

@@ -356,7 +356,8 @@ impl DbInner {
         }
     }
 
-    /// Runs picked compactions of every column family until none is needed.
+    /// Runs picked compactions of every column family until none is needed that no other
+    /// compaction thread holds the levels of (`Options::max_background_compactions`).
     pub(crate) fn compact_until_done(&self) -> Result<()> {
         loop {
             if self.stopping() {
@@ -365,20 +366,24 @@ impl DbInner {
             if self.bg.lock().fatal.is_some() {
                 return Ok(());
             }
-            let _c = self.compaction_lock.lock();
-            let cfs: Vec<Arc<CfState>> = self.cfs.read().values().cloned().collect();
             let mut did = false;
-            for cf in cfs {
-                let v = cf.sv.load().version.clone();
-                let same_tier =
-                    |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
-                if let Some(task) = picker::pick(&v, &self.shape_for(&cf), &same_tier) {
-                    self.execute(&cf, task)?;
-                    did = true;
+            {
+                let _c = self.compaction_lock.read();
+                let cfs: Vec<Arc<CfState>> = self.cfs.read().values().cloned().collect();
+                for cf in cfs {
+                    if let Some((task, claim)) = self.claim_task(&cf) {
+                        let r = self.execute(&cf, task);
+                        drop(claim);
+                        r?;
+                        did = true;
+                    }
                 }
             }
             if !did {
-                did = self.vlog_gc_step()?;
+                // GC rewrites tables in place at any level: only with no job running.
+                if let Some(_c) = self.compaction_lock.try_write() {
+                    did = self.vlog_gc_step()?;
+                }
             }
             // The picked version and task held the inputs until here.
             self.purge_obsolete();
@@ -397,7 +402,7 @@ impl DbInner {
     ) -> Result<()> {
         self.check_open()?;
         let state = self.cf_state(cf)?;
-        let _c = self.compaction_lock.lock();
+        let _c = self.compaction_lock.write();
         // drop_cf may have run while this waited for the lock.
         self.cf_state(cf)?;
         let lo = start.unwrap_or(&[]).to_vec();
@@ -430,15 +435,17 @@ impl DbInner {
         Ok(())
     }
 
-    /// Installs a bookkeeping edit (seal, policy state) if the picker, run again on the
-    /// current version under the versions lock, still asks for it (`same`). set_policy does
-    /// not take the compaction lock, so the level's policy may have changed since the pick;
-    /// writing back a state computed from the older version would silently undo the user's
-    /// change (K reverting to the old value). If the task is stale it is dropped; the
-    /// compaction loop picks again.
+    /// Installs a bookkeeping edit (seal, policy state) of `level` if the picker, run
+    /// again on the current version under the versions lock, still asks for it there
+    /// (`same`). set_policy does not take the compaction lock, so the level's policy may
+    /// have changed since the pick; writing back a state computed from the older version
+    /// would silently undo the user's change (K reverting to the old value). If the task
+    /// is stale it is dropped; the compaction loop picks again. Only `level` is asked
+    /// about: other levels may be held by jobs running beside this one.
     fn install_bookkeeping(
         &self,
         cf: &CfState,
+        level: usize,
         edit: VersionEdit,
         same: impl Fn(&Task) -> bool,
     ) -> Result<()> {
@@ -448,7 +455,10 @@ impl DbInner {
         };
         let same_tier =
             |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
-        if !picker::pick(&current, &self.shape_for(cf), &same_tier).is_some_and(|t| same(&t)) {
+        let others = |l: usize| l != level;
+        if !picker::pick_free(&current, &self.shape_for(cf), &same_tier, &others)
+            .is_some_and(|t| same(&t))
+        {
             return Ok(());
         }
         self.log_and_install(&mut vs, cf, edit)?;
@@ -486,13 +496,14 @@ impl DbInner {
                 edit.sealed.push((id, level as u32, run));
                 self.install_bookkeeping(
                     cf,
+                    level,
                     edit,
                     |t| matches!(t, Task::Seal { level: l, run: r } if *l == level && *r == run),
                 )
             }
             Task::Policy { level, state } => {
                 edit.policies.push((id, level as u32, state));
-                self.install_bookkeeping(cf, edit, |t| {
+                self.install_bookkeeping(cf, level, edit, |t| {
                     matches!(t, Task::Policy { level: l, state: s } if *l == level && *s == state)
                 })
             }
@@ -879,7 +890,7 @@ impl DbInner {
         crate::vlog::gc::usage(versions.iter().map(|v| &**v), |no| self.vlog.size(no))
     }
 
-    /// One step of value-log GC (the caller holds the compaction lock): when space
+    /// One step of value-log GC (the caller holds the compaction lock for writing): when space
     /// amplification is above the target, chooses the files to collect and rewrites one
     /// table that references them. Returns true if it did something.
     fn vlog_gc_step(&self) -> Result<bool> {

@@ -5,6 +5,7 @@ mod background;
 mod check;
 mod inspect;
 mod iter;
+mod jobs;
 mod learner;
 mod placement;
 mod point_cache;
@@ -137,7 +138,12 @@ pub(crate) struct DbInner {
     pub(crate) read_cache: Option<Arc<ReadCache>>,
     pub(crate) bg: Mutex<BgState>,
     pub(crate) bg_cv: Condvar,
-    pub(crate) compaction_lock: Mutex<()>,
+    /// Held for reading by compaction jobs (which may run side by side, see `jobs`), for
+    /// writing by work that must run alone (manual and proactive compactions, value-log
+    /// GC, dropping a column family).
+    pub(crate) compaction_lock: RwLock<()>,
+    /// The levels the running compaction jobs hold.
+    pub(crate) jobs: jobs::Jobs,
     pub(crate) stats: Arc<StatsInner>,
     pub(crate) shutdown: AtomicBool,
     pub(crate) next_mem_id: AtomicU64,
@@ -247,13 +253,15 @@ impl Db {
                     .spawn(move || i.flush_loop())
                     .map_err(|e| Error::io("spawn flush thread", e))?,
             );
-            let i = db.inner.clone();
-            t.push(
-                std::thread::Builder::new()
-                    .name("cairn-compact".into())
-                    .spawn(move || i.compaction_loop())
-                    .map_err(|e| Error::io("spawn compaction thread", e))?,
-            );
+            for n in 0..db.inner.opts.max_background_compactions {
+                let i = db.inner.clone();
+                t.push(
+                    std::thread::Builder::new()
+                        .name(format!("cairn-compact-{n}"))
+                        .spawn(move || i.compaction_loop())
+                        .map_err(|e| Error::io("spawn compaction thread", e))?,
+                );
+            }
             if db.inner.tuner.is_some() {
                 let i = db.inner.clone();
                 t.push(
@@ -385,7 +393,7 @@ impl Db {
                 "the default column family cannot be dropped".into(),
             ));
         }
-        let _c = self.inner.compaction_lock.lock();
+        let _c = self.inner.compaction_lock.write();
         let mut vs = self.inner.versions.lock();
         let mut cfs = self.inner.cfs.write();
         if !cfs.contains_key(&cf.id) {
@@ -627,6 +635,20 @@ impl Db {
     pub fn level_info(&self, cf: &ColumnFamily) -> Result<Vec<LevelInfo>> {
         let sv = self.inner.super_version(cf.id)?;
         Ok(level_infos(&sv.version, &self.inner.shape))
+    }
+
+    /// Whether the compaction picker has work for some column family now, running jobs
+    /// aside (RocksDB's `rocksdb.compaction-pending`): with it false and no compaction
+    /// running, the tree is in shape.
+    pub fn compaction_pending(&self) -> bool {
+        let same_tier = |a: usize, b: usize| {
+            self.inner.env.tier_for_level(a) == self.inner.env.tier_for_level(b)
+        };
+        let cfs: Vec<Arc<CfState>> = self.inner.cfs.read().values().cloned().collect();
+        cfs.iter().any(|cf| {
+            let v = cf.sv.load().version.clone();
+            crate::compaction::pick(&v, &self.inner.shape_for(cf), &same_tier).is_some()
+        })
     }
 
     /// Counters, latencies and the shape of the default column family.

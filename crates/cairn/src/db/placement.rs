@@ -372,7 +372,7 @@ impl DbInner {
                 .fetch_add(1, Ordering::Relaxed);
             return Ok(ProactiveReport::skipped(&name, why));
         }
-        let _c = self.compaction_lock.lock();
+        let _c = self.compaction_lock.write();
         let state = self.cf_state(cf)?; // dropped while waiting?
         let cpu0 = thread_cpu_nanos();
         let t0 = Instant::now();
