@@ -383,8 +383,8 @@ pub struct BudgetArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub subcompactions: u64,
     /// Compaction jobs that may run at once, for both engines (cairn's
-    /// max_background_compactions; RocksDB's max_background_compactions, with
-    /// max_background_flushes 1).
+    /// max_background_compactions; RocksDB's max_background_jobs set to N + 1, which is
+    /// one flush and N compactions for N up to 6).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub compaction_jobs: u64,
     /// Keep RocksDB's statistics on while it is timed (they cost it time; by default

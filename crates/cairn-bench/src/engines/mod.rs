@@ -66,8 +66,8 @@ pub struct BenchConfig {
     /// Threads one level-0 compaction may use (`max_subcompactions` in both engines).
     #[serde(default = "one")]
     pub subcompactions: usize,
-    /// Compaction jobs at once (cairn's `max_background_compactions`; RocksDB's too, with
-    /// one flush thread beside them).
+    /// Compaction jobs at once (cairn's `max_background_compactions`; RocksDB's
+    /// `max_background_jobs` is set to one more, for its flush).
     #[serde(default = "one")]
     pub compaction_jobs: usize,
     /// RocksDB keeps statistics (tickers and timers) while it runs. Off for timed runs:

@@ -35,10 +35,12 @@ impl Engine for RocksEngine {
         opts.set_max_write_buffer_number(cfg.memtables.max(2) as i32);
         opts.set_max_subcompactions(cfg.subcompactions.max(1) as u32);
         if cfg.compaction_jobs > 1 {
-            // Set explicitly, both limits replace those derived from max_background_jobs
-            // (2: one flush, one compaction), and the open grows the thread pools to them.
-            opts.set_max_background_compactions(cfg.compaction_jobs as i32);
-            opts.set_max_background_flushes(1);
+            // RocksDB gives a quarter of max_background_jobs (at least one) to flushes and
+            // the rest to compactions: N + 1 jobs are one flush and N compactions up to
+            // N = 6, and the open grows the thread pools to them. (It runs more than one
+            // compaction only while compaction falls behind: level 0 near its slowdown
+            // trigger or pending bytes past the soft limit.)
+            opts.set_max_background_jobs(cfg.compaction_jobs as i32 + 1);
         }
         if let Some(b) = cfg.level1_bytes {
             opts.set_max_bytes_for_level_base(b);
