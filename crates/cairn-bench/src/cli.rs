@@ -348,6 +348,10 @@ pub struct BudgetArgs {
     /// Use direct I/O (O_DIRECT) for reads (and RocksDB's flush/compaction).
     #[arg(long)]
     pub direct_io: bool,
+    /// Keep index and filter blocks in the block cache, charged to its budget, for every
+    /// engine (cairn's and RocksDB's cache_index_and_filter_blocks) [default: pinned].
+    #[arg(long)]
+    pub cache_index_and_filter_blocks: bool,
     /// Sync the WAL on every write.
     #[arg(long)]
     pub sync: bool,
@@ -420,6 +424,7 @@ impl BudgetArgs {
             cache_bytes: self.cache_bytes,
             bloom_bits: self.bloom_bits,
             direct_io: self.direct_io,
+            cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
             sync: self.sync,
             device: self.device,
             level1_bytes: self.level1_bytes.map(|b| b as u64),

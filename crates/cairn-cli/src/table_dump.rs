@@ -142,7 +142,8 @@ pub fn run(
     );
     let (kenc, venc) = (enc.key(), enc.value());
     let p = table.properties();
-    let index = table.fence_index();
+    let index = table.index()?;
+    let filter = table.filter()?;
     let dump = Dump {
         file: path.display().to_string(),
         file_no,
@@ -172,7 +173,7 @@ pub fn run(
                 }
             })
             .collect(),
-        filter: table.filter().map(|f| FilterOut {
+        filter: filter.map(|f| FilterOut {
             kind: "bloom",
             bytes: f.size(),
             probes: f.num_probes(),

@@ -70,6 +70,10 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
     ),
     ("use_direct_reads", "bool: read tables with O_DIRECT"),
     (
+        "cache_index_and_filter_blocks",
+        "bool: keep index and filter blocks in the block cache, charged to its budget",
+    ),
+    (
         "latency_scale",
         "float: multiplier of the storage tiers' simulated latencies",
     ),
@@ -155,6 +159,7 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "max_subcompactions" => o.max_subcompactions = v.extract()?,
         "max_background_compactions" => o.max_background_compactions = v.extract()?,
         "use_direct_reads" => o.use_direct_reads = v.extract()?,
+        "cache_index_and_filter_blocks" => o.cache_index_and_filter_blocks = v.extract()?,
         "latency_scale" => o.latency_scale = v.extract()?,
         "wal_recovery" => {
             o.wal_recovery = match v.extract::<String>()?.as_str() {
@@ -212,6 +217,10 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
     d.set_item("max_subcompactions", o.max_subcompactions)?;
     d.set_item("max_background_compactions", o.max_background_compactions)?;
     d.set_item("use_direct_reads", o.use_direct_reads)?;
+    d.set_item(
+        "cache_index_and_filter_blocks",
+        o.cache_index_and_filter_blocks,
+    )?;
     d.set_item("latency_scale", o.latency_scale)?;
     d.set_item(
         "wal_recovery",

@@ -373,9 +373,10 @@ fn table_once(data: &[u8]) {
     // then the two index paths may differ too).
     let mut trace = ReadTrace::default();
     let mut consistent = true;
-    for i in 0..t.index().num_blocks() {
+    let index = t.index().expect("opened tables keep their index");
+    for i in 0..index.num_blocks() {
         match typed_io("table block", t.read_block(i, &mut trace)) {
-            Some(b) => consistent &= b.key(b.entry_count() - 1) == t.index().block(i).last_key[..],
+            Some(b) => consistent &= b.key(b.entry_count() - 1) == index.block(i).last_key[..],
             None => consistent = false,
         }
     }
@@ -385,7 +386,7 @@ fn table_once(data: &[u8]) {
         it.seek(k);
         it.seek_for_prev(k);
         let _ = it.status();
-        let _ = t.may_contain(crate::types::user_key(k));
+        let _ = typed_io("filter", t.may_contain(crate::types::user_key(k)));
         fence_answers.push(typed_io("table get", t.get(k, &mut trace)));
     }
 
@@ -764,10 +765,10 @@ pub fn plr_model(data: &[u8]) {
 
 fn check_learned(fx: &PlrFixture, m: &LearnedIndex, data: &[u8]) {
     let mut trace = ReadTrace::default();
-    let fence = fx.table.fence_index();
+    let fence = fx.table.index().expect("opened tables keep their index");
     let mut read = |b| fx.table.read_block(b, &mut trace);
     for (k, want) in &fx.lookups {
-        match m.lookup(fence, k, &mut read) {
+        match m.lookup(&fence, k, &mut read) {
             Ok(LearnedLookup::Found(got)) => {
                 assert_eq!(
                     &got.map(|p| p.to_entry()),
@@ -785,7 +786,7 @@ fn check_learned(fx: &PlrFixture, m: &LearnedIndex, data: &[u8]) {
             .entries
             .partition_point(|(e, _)| cmp_internal(e, &l).is_lt());
         let want = fx.entries.get(i).cloned();
-        if let Ok(LearnedLookup::Found(got)) = m.lookup(fence, &l, &mut read) {
+        if let Ok(LearnedLookup::Found(got)) = m.lookup(&fence, &l, &mut read) {
             assert_eq!(
                 got.map(|p| p.to_entry()),
                 want,
@@ -1088,7 +1089,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             let bytes = build_table(&small, table_opts(128, 0.0));
             let file = scratch_files(&bytes, 1).pop().expect("one file");
             let t = Table::open(file, 1, None).expect("open seed table");
-            let idx = t.fence_index();
+            let idx = t.index().expect("a pinned index");
             let list: Vec<IndexEntry> = (0..idx.num_blocks())
                 .map(|i| idx.block(i).clone())
                 .collect();

@@ -269,6 +269,13 @@ pub struct Options {
     pub max_background_compactions: usize,
     /// Read tables with `O_DIRECT` where the filesystem allows it.
     pub use_direct_reads: bool,
+    /// Keep each table's index and bloom filter in the block cache, charged to its budget
+    /// and evicted like data blocks (RocksDB's `cache_index_and_filter_blocks`), instead of
+    /// pinned in memory beside it. Memory then stays within the cache's budget however many
+    /// tables are open, and a lookup whose table's index or filter was evicted reads it
+    /// again (one more storage read). With AC-Key a key-pointer hit skips them. Off by
+    /// default, as in RocksDB.
+    pub cache_index_and_filter_blocks: bool,
     /// Storage tiers; empty means one tier, the database directory, with no added latency.
     pub tiers: Vec<TierConfig>,
     /// Multiplier of the tiers' device-profile latencies.
@@ -359,6 +366,7 @@ impl Default for Options {
             max_subcompactions: 1,
             max_background_compactions: 1,
             use_direct_reads: false,
+            cache_index_and_filter_blocks: false,
             tiers: Vec::new(),
             latency_scale: 1.0,
             wal_recovery: WalRecovery::Strict,
@@ -400,6 +408,10 @@ impl std::fmt::Debug for Options {
                 &self.max_background_compactions,
             )
             .field("use_direct_reads", &self.use_direct_reads)
+            .field(
+                "cache_index_and_filter_blocks",
+                &self.cache_index_and_filter_blocks,
+            )
             .field("tiers", &self.tiers)
             .field("index", &self.index)
             .field("read_cache", &self.read_cache)

@@ -365,7 +365,7 @@ mod regenerate {
     use cairn::iter::InternalIterator;
     use cairn::log::LogReader;
     use cairn::storage::{FileKind, StorageEnv};
-    use cairn::table::{Footer, Table, FOOTER_LEN};
+    use cairn::table::{Footer, Table, TableIndex, FOOTER_LEN};
     use cairn::types::{parse_internal_key, ValueKind};
     use cairn::{Db, IndexPolicy, LearnMode, Options, WriteBatch, WriteOptions};
 
@@ -546,7 +546,7 @@ mod regenerate {
             cairn::coding::put_varint(&mut index, t.properties().num_entries);
             index.extend_from_slice(&cut(footer.index));
             put("index_block", &format!("engine-table-{i}"), &index);
-            let idx = t.index();
+            let idx = t.index().unwrap();
             for b in (0..idx.num_blocks()).step_by(4).take(3) {
                 put(
                     "block",

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cairn::cache::BlockKind;
 use cairn::{AcKeyParams, Db, Options, ReadCachePolicy, ReadOptions, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -57,9 +58,14 @@ fn policies() -> Vec<ReadCachePolicy> {
 /// and compactions; every answer is checked against a map, and at a snapshot.
 #[test]
 fn every_policy_answers_like_the_lsm_tree() {
-    for policy in policies() {
+    // Index and filter blocks pinned, then in the cache charged to its budget.
+    for (policy, meta) in policies().into_iter().flat_map(|p| [(p, false), (p, true)]) {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), options(policy, 24 << 10, false)).unwrap();
+        let opts = Options {
+            cache_index_and_filter_blocks: meta,
+            ..options(policy, 24 << 10, false)
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
         let mut model = Model::new();
         let mut rng = SmallRng::seed_from_u64(7);
         let mut snap: Option<(cairn::Snapshot, Model)> = None;
@@ -117,6 +123,49 @@ fn every_policy_answers_like_the_lsm_tree() {
             _ => assert!(s.kv_hits > 0 && s.kp_hits > 0, "{s:?}"),
         }
         assert!(s.block_hits + s.block_misses > 0);
+    }
+}
+
+/// With index and filter blocks in the cache (`cache_index_and_filter_blocks`), a KP hit
+/// reads its data block by the handle it keeps: no index or filter lookup, where a plain
+/// block-cache read makes one of each per table it probes.
+#[test]
+fn kp_hits_skip_index_and_filter_blocks() {
+    for policy in [ReadCachePolicy::PureKp, ReadCachePolicy::Block] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            cache_index_and_filter_blocks: true,
+            ..options(policy, 1 << 20, false)
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        for i in 0..3000 {
+            db.put(&WriteOptions::default(), &key(i), &[b'v'; 100])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        assert_eq!(db.get(&key(7)).unwrap().as_deref(), Some(&[b'v'; 100][..]));
+        let meta_lookups = || {
+            let s = db.block_cache().stats();
+            s.kind(BlockKind::Index).hits + s.kind(BlockKind::Filter).hits
+        };
+        let (before, kp0) = (meta_lookups(), db.stats().read_cache.kp_hits);
+        for _ in 0..10 {
+            assert_eq!(db.get(&key(7)).unwrap().as_deref(), Some(&[b'v'; 100][..]));
+        }
+        let (meta, kp) = (meta_lookups() - before, db.stats().read_cache.kp_hits - kp0);
+        if policy == ReadCachePolicy::PureKp {
+            assert_eq!(
+                (kp, meta),
+                (10, 0),
+                "KP hits looked at index or filter blocks"
+            );
+        } else {
+            assert!(
+                meta >= 20,
+                "each get looks up an index and a filter: {meta}"
+            );
+        }
     }
 }
 

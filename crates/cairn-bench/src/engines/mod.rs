@@ -19,6 +19,10 @@ pub struct BenchConfig {
     pub bloom_bits: f64,
     /// O_DIRECT reads (and flush/compaction I/O where the engine supports it).
     pub direct_io: bool,
+    /// Index and filter blocks in the block cache, charged to it (both engines'
+    /// `cache_index_and_filter_blocks`).
+    #[serde(default)]
+    pub cache_index_and_filter_blocks: bool,
     /// fsync the WAL on every write.
     pub sync: bool,
     /// Latency added to every storage I/O (cairn's device profile; other engines ignore it).
@@ -161,6 +165,7 @@ impl Default for BenchConfig {
             cache_bytes: 8 << 20,
             bloom_bits: 10.0,
             direct_io: false,
+            cache_index_and_filter_blocks: false,
             sync: false,
             device: Device::None,
             leaper_slot_ms: default_leaper_slot_ms(),

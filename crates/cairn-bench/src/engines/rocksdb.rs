@@ -29,6 +29,7 @@ impl Engine for RocksEngine {
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&cache);
         table.set_bloom_filter(cfg.bloom_bits, false);
+        table.set_cache_index_and_filter_blocks(cfg.cache_index_and_filter_blocks);
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.set_write_buffer_size(cfg.write_buffer_size);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use lru::LruCache;
 use parking_lot::Mutex;
 
-use super::{BlockCache, BlockKey, BlockKind, CacheStats};
+use super::{BlockCache, BlockKey, BlockKind, CacheStats, CacheValue};
 use crate::table::Block;
 
 /// Number of shards [`LruBlockCache::with_default_shards`] uses.
@@ -24,7 +24,7 @@ pub const DEFAULT_SHARDS: usize = 16;
 pub const DEFAULT_HOT_SHARE: f64 = 0.5;
 
 struct Entry {
-    block: Arc<Block>,
+    value: CacheValue,
     kind: BlockKind,
     charge: usize,
 }
@@ -179,11 +179,11 @@ impl LruBlockCache {
 }
 
 impl BlockCache for LruBlockCache {
-    fn lookup(&self, key: &BlockKey) -> Option<Arc<Block>> {
+    fn lookup(&self, key: &BlockKey) -> Option<CacheValue> {
         let mut s = self.shard(key).lock();
         match s.hit(key) {
             Some(e) => {
-                let (block, kind) = (e.block.clone(), e.kind);
+                let (block, kind) = (e.value.clone(), e.kind);
                 s.stats.hits += 1;
                 s.stats.by_kind[kind.index()].hits += 1;
                 Some(block)
@@ -195,7 +195,8 @@ impl BlockCache for LruBlockCache {
         }
     }
 
-    fn insert(&self, key: BlockKey, kind: BlockKind, block: Arc<Block>, charge: usize) {
+    fn insert(&self, key: BlockKey, value: CacheValue, charge: usize) {
+        let kind = value.kind();
         let charge = charge.saturating_add(Self::ENTRY_OVERHEAD);
         let mut s = self.shard(&key).lock();
         s.remove(&key);
@@ -213,7 +214,7 @@ impl BlockCache for LruBlockCache {
         s.cold.push(
             key,
             Entry {
-                block,
+                value,
                 kind,
                 charge,
             },
@@ -258,8 +259,8 @@ impl BlockCache for LruBlockCache {
             let s = shard.lock();
             out.extend(
                 s.entries()
-                    .filter(|(k, e)| e.kind == BlockKind::Data && files.contains(&k.file_no))
-                    .map(|(k, e)| (*k, e.block.clone())),
+                    .filter(|(k, _)| files.contains(&k.file_no))
+                    .filter_map(|(k, e)| Some((*k, e.value.data()?.clone()))),
             );
         }
         out
@@ -277,7 +278,7 @@ impl BlockCache for LruBlockCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::block_for_tests;
+    use crate::table::{block_for_tests, filter_for_tests};
 
     const OV: usize = LruBlockCache::ENTRY_OVERHEAD;
 
@@ -290,13 +291,13 @@ mod tests {
         let c = LruBlockCache::new(3 * (100 + OV), 1);
         let b = block_for_tests(1);
         for off in 0..3 {
-            c.insert(key(1, off), BlockKind::Data, b.clone(), 100);
+            c.insert(key(1, off), CacheValue::Data(b.clone()), 100);
         }
         assert_eq!(c.usage(), 3 * (100 + OV));
         assert_eq!(c.len(), 3);
         // Touch 0 so that 1 becomes least recently used.
         assert!(c.lookup(&key(1, 0)).is_some());
-        c.insert(key(1, 3), BlockKind::Data, b.clone(), 100);
+        c.insert(key(1, 3), CacheValue::Data(b.clone()), 100);
         assert!(
             c.lookup(&key(1, 1)).is_none(),
             "LRU victim must be offset 1"
@@ -306,22 +307,30 @@ mod tests {
         assert!(c.lookup(&key(1, 3)).is_some());
         assert!(c.usage() <= c.capacity());
         // A big block evicts several.
-        c.insert(key(1, 9), BlockKind::Index, b.clone(), 2 * 100 + OV);
+        c.insert(
+            key(1, 9),
+            CacheValue::Filter(filter_for_tests()),
+            2 * 100 + OV,
+        );
         assert!(c.usage() <= c.capacity());
         assert_eq!(c.len(), 2);
         let s = c.stats();
         assert_eq!(s.inserts, 5);
         assert_eq!(s.evictions, 3);
         assert_eq!(s.kind(BlockKind::Data).evictions, 3);
-        assert_eq!(s.kind(BlockKind::Index).inserts, 1);
+        assert_eq!(s.kind(BlockKind::Filter).inserts, 1);
         assert_eq!(s.misses, 1);
         assert_eq!(s.hits, 4);
         // Re-inserting a key replaces it without double charging.
         let before = c.usage();
-        c.insert(key(1, 9), BlockKind::Index, b.clone(), 2 * 100 + OV);
+        c.insert(
+            key(1, 9),
+            CacheValue::Filter(filter_for_tests()),
+            2 * 100 + OV,
+        );
         assert_eq!(c.usage(), before);
         // Too large for the budget: not cached.
-        c.insert(key(2, 0), BlockKind::Data, b, 10_000);
+        c.insert(key(2, 0), CacheValue::Data(b), 10_000);
         assert!(c.lookup(&key(2, 0)).is_none());
         assert_eq!(c.stats().rejected, 1);
     }
@@ -333,12 +342,12 @@ mod tests {
             let b = block_for_tests(1);
             // Three hot blocks, each read twice.
             for off in 0..3 {
-                c.insert(key(1, off), BlockKind::Data, b.clone(), 100);
+                c.insert(key(1, off), CacheValue::Data(b.clone()), 100);
                 assert!(c.lookup(&key(1, off)).is_some());
             }
             // A scan of 20 blocks read once.
             for off in 100..120 {
-                c.insert(key(2, off), BlockKind::Data, b.clone(), 100);
+                c.insert(key(2, off), CacheValue::Data(b.clone()), 100);
             }
             assert!(c.usage() <= c.capacity());
             (0..3)
@@ -354,7 +363,7 @@ mod tests {
         let c = LruBlockCache::with_hot_share(4 * (100 + OV), 1, 0.5);
         let b = block_for_tests(1);
         for off in 0..4 {
-            c.insert(key(1, off), BlockKind::Data, b.clone(), 100);
+            c.insert(key(1, off), CacheValue::Data(b.clone()), 100);
             assert!(c.lookup(&key(1, off)).is_some());
         }
         // Only two fit in the hot half; the other two went back to the cold part, and all
@@ -362,7 +371,7 @@ mod tests {
         assert_eq!(c.len(), 4);
         assert_eq!(c.stats().evictions, 0);
         // A new block evicts the oldest overflow (offset 0), not a hot one.
-        c.insert(key(1, 9), BlockKind::Data, b.clone(), 100);
+        c.insert(key(1, 9), CacheValue::Data(b.clone()), 100);
         assert!(c.lookup(&key(1, 0)).is_none());
         for off in 1..4 {
             assert!(c.lookup(&key(1, off)).is_some(), "offset {off}");
@@ -372,7 +381,7 @@ mod tests {
     #[test]
     fn capacity_zero_caches_nothing() {
         let c = LruBlockCache::new(0, 4);
-        c.insert(key(1, 0), BlockKind::Data, block_for_tests(1), 0);
+        c.insert(key(1, 0), CacheValue::Data(block_for_tests(1)), 0);
         assert!(c.lookup(&key(1, 0)).is_none());
         assert_eq!(c.usage(), 0);
         assert_eq!(c.capacity(), 0);
@@ -389,7 +398,7 @@ mod tests {
             for off in 0..50u64 {
                 let k = key(f, off * 4096);
                 per_shard[c.shard_of(&k)] += 1;
-                c.insert(k, BlockKind::Data, b.clone(), 1000);
+                c.insert(k, CacheValue::Data(b.clone()), 1000);
                 assert!(c.usage() <= c.capacity());
             }
         }
@@ -409,7 +418,7 @@ mod tests {
         for off in 0..50 {
             assert!(c.lookup(&key(19, off * 4096)).is_none());
         }
-        c.insert(key(7, 7), BlockKind::Data, b.clone(), 1000);
+        c.insert(key(7, 7), CacheValue::Data(b.clone()), 1000);
         c.erase(&key(7, 7));
         assert!(c.lookup(&key(7, 7)).is_none());
         assert_eq!(c.usage(), c.len() * (1000 + OV));
@@ -429,7 +438,7 @@ mod tests {
                     for i in 0..2000u64 {
                         let k = key(t, i % 300);
                         if c.lookup(&k).is_none() {
-                            c.insert(k, BlockKind::Data, b.clone(), 100);
+                            c.insert(k, CacheValue::Data(b.clone()), 100);
                         }
                     }
                 })

@@ -16,7 +16,7 @@ pub use lru_cache::{LruBlockCache, DEFAULT_HOT_SHARE, DEFAULT_SHARDS};
 pub use read_cache::{KpPointer, PointLookup, ReadCache};
 pub use replace::BlockReplacer;
 
-use crate::table::Block;
+use crate::table::{Block, BloomFilter, FenceIndex};
 
 /// Identifies a cached block: the table's file number and the block's offset in it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -45,6 +45,46 @@ impl BlockKind {
     /// Dense index, for per-kind arrays.
     pub fn index(self) -> usize {
         self as usize
+    }
+}
+
+/// What the cache holds under a key: a data block, or a table's index or filter, decoded
+/// (`Options::cache_index_and_filter_blocks`: then they compete with data blocks for the
+/// budget, as in RocksDB).
+#[derive(Clone, Debug)]
+pub enum CacheValue {
+    /// A data block.
+    Data(Arc<Block>),
+    /// A table's fence-pointer index.
+    Index(Arc<FenceIndex>),
+    /// A table's bloom filter.
+    Filter(Arc<BloomFilter>),
+}
+
+impl CacheValue {
+    /// The kind of block it came from.
+    pub fn kind(&self) -> BlockKind {
+        match self {
+            CacheValue::Data(_) => BlockKind::Data,
+            CacheValue::Index(_) => BlockKind::Index,
+            CacheValue::Filter(_) => BlockKind::Filter,
+        }
+    }
+
+    /// The data block, if it is one.
+    pub fn into_data(self) -> Option<Arc<Block>> {
+        match self {
+            CacheValue::Data(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The data block, if it is one.
+    pub fn data(&self) -> Option<&Arc<Block>> {
+        match self {
+            CacheValue::Data(b) => Some(b),
+            _ => None,
+        }
     }
 }
 
@@ -100,10 +140,10 @@ impl CacheStats {
 /// A cache of decoded blocks shared by all tables of a database.
 pub trait BlockCache: Send + Sync {
     /// The block, if cached (and marks it recently used).
-    fn lookup(&self, key: &BlockKey) -> Option<Arc<Block>>;
+    fn lookup(&self, key: &BlockKey) -> Option<CacheValue>;
     /// Caches a block, charging `charge` bytes against the budget (replaces any block
     /// under the same key). A block larger than the budget is not cached.
-    fn insert(&self, key: BlockKey, kind: BlockKind, block: Arc<Block>, charge: usize);
+    fn insert(&self, key: BlockKey, value: CacheValue, charge: usize);
     /// Drops one block.
     fn erase(&self, key: &BlockKey);
     /// Drops every block of a file (called when the table is deleted).

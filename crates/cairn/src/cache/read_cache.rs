@@ -27,8 +27,10 @@
 //!
 //! * Compaction also replaces each cached data block of its input tables by the output
 //!   block overlapping it most ([`super::BlockReplacer`]), handed over by the table writers.
-//!   Index and filter blocks are pinned in memory by each open table in cairn (not cached),
-//!   so only data blocks live in the block component.
+//!   Index and filter blocks are pinned in memory by each open table unless
+//!   `Options::cache_index_and_filter_blocks` puts them in the block component, charged
+//!   to the budget as AC-Key's RocksDB does; a KP hit then skips them as well as the
+//!   levels above.
 //!
 //! Charges: a KV entry costs key + value bytes, a KP entry key + 24 bytes (the paper's
 //! sizes, not allocator overhead), a block its decoded size; ghosts 4 bytes (fingerprint) or
@@ -53,13 +55,13 @@ use parking_lot::Mutex;
 use super::component::Component;
 use super::efficiency::{efficiency, EntryKind};
 use super::ghost::{fingerprint, GhostList, BLOCK_GHOST_BYTES, FINGERPRINT_BYTES};
-use super::{BlockCache, BlockKey, BlockKind, BlockReplacer, CacheStats};
+use super::{BlockCache, BlockKey, BlockKind, BlockReplacer, CacheStats, CacheValue};
 use crate::events::OutputFile;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::options::{AcKeyParams, ReadCachePolicy};
 use crate::stats::ReadCacheStats;
-use crate::table::Block;
+use crate::table::{Block, BlockHandle};
 use crate::types::{make_lookup_key, parse_internal_key, ValueKind, MAX_SEQ};
 use crate::vlog::ValuePointer;
 
@@ -71,8 +73,9 @@ pub const POINTER_BYTES: usize = 24;
 pub struct KpPointer {
     /// Table file number.
     pub file_no: u64,
-    /// Data block number in the table.
-    pub block: u32,
+    /// Where the data block is in the table: a hit reads it without the table's index
+    /// (with `cache_index_and_filter_blocks`, that saves an index lookup, maybe a read).
+    pub block: BlockHandle,
     /// Sequence number of the entry pointed to.
     pub seq: u64,
     /// Runs probed when the entry was found (for E).
@@ -142,7 +145,7 @@ impl Window {
 struct State {
     kv: Component<Vec<u8>, KvVal>,
     kp: Component<Vec<u8>, KpVal>,
-    blocks: Component<BlockKey, (Arc<Block>, BlockKind)>,
+    blocks: Component<BlockKey, CacheValue>,
     g_kv: GhostList<u32>,
     g_kp: GhostList<u32>,
     g_point: GhostList<u32>,
@@ -197,13 +200,13 @@ fn kp_efficiency(v: &KpVal, charge: usize) -> f64 {
 }
 
 /// The table and block of `ukey` among freshly written tables, from their block ranges.
-fn locate(outputs: &[OutputFile], ukey: &[u8]) -> Option<(u64, u32)> {
+fn locate(outputs: &[OutputFile], ukey: &[u8]) -> Option<(u64, BlockHandle)> {
     let f = outputs
         .iter()
         .find(|o| o.smallest.as_slice() <= ukey && ukey <= o.largest.as_slice())?;
     let i = f.blocks.partition_point(|b| b.last_key.as_slice() < ukey);
     let b = f.blocks.get(i)?;
-    (b.first_key.as_slice() <= ukey).then_some((f.file_no, u32::try_from(i).ok()?))
+    (b.first_key.as_slice() <= ukey).then_some((f.file_no, b.handle))
 }
 
 impl ReadCache {
@@ -357,7 +360,7 @@ impl ReadCache {
     }
 
     /// Caches what a read found in the tables: `value` of the newest version (`seq`) of
-    /// `ukey`, in data block `block` of table `file_no`, after probing `m` runs. In KV form
+    /// `ukey`, in the data block at `block` of table `file_no`, after probing `m` runs. In KV form
     /// after a ghost hit (or when there is no KP cache), in KP form otherwise. Does nothing
     /// if a flush ran since `generation` was taken.
     #[allow(clippy::too_many_arguments)]
@@ -370,7 +373,7 @@ impl ReadCache {
         seq: u64,
         m: u32,
         file_no: u64,
-        block: u32,
+        block: BlockHandle,
         value_ptr: Option<ValuePointer>,
         ghost_hit: bool,
     ) {
@@ -572,7 +575,7 @@ impl ReadCache {
             return false;
         };
         st.blocks_stats.evictions += 1;
-        st.blocks_stats.by_kind[s.value.1.index()].evictions += 1;
+        st.blocks_stats.by_kind[s.value.kind().index()].evictions += 1;
         if self.adaptive().is_some() && st.ghosts_on {
             st.g_block.add(k, s.charge, s.e);
             self.trim_ghosts(st);
@@ -798,7 +801,7 @@ impl ReadCache {
             .filter(|k| inputs.contains(&k.file_no))
             .filter_map(|k| {
                 let s = st.blocks.peek(&k)?;
-                (s.value.1 == BlockKind::Data).then(|| (k, s.value.0.clone()))
+                Some((k, s.value.data()?.clone()))
             })
             .collect();
         drop(st);
@@ -820,7 +823,7 @@ impl ReadCache {
             let charge = block.charge();
             let e = efficiency(EntryKind::Block, 0, charge);
             if charge <= s.charge || self.make_room(&mut st, EntryKind::Block, charge) {
-                st.blocks.insert(new, (block, BlockKind::Data), charge, e);
+                st.blocks.insert(new, CacheValue::Data(block), charge, e);
                 st.totals.block_replacements += 1;
             }
         }
@@ -889,11 +892,12 @@ impl ReadCache {
 }
 
 impl BlockCache for ReadCache {
-    fn lookup(&self, key: &BlockKey) -> Option<Arc<Block>> {
+    fn lookup(&self, key: &BlockKey) -> Option<CacheValue> {
         let mut st = self.state.lock();
         st.window.block_lookups += 1;
         if let Some(s) = st.blocks.get(key) {
-            let (b, kind) = (s.value.0.clone(), s.value.1);
+            let b = s.value.clone();
+            let kind = b.kind();
             st.window.block_hits += 1;
             st.blocks_stats.hits += 1;
             st.blocks_stats.by_kind[kind.index()].hits += 1;
@@ -922,12 +926,13 @@ impl BlockCache for ReadCache {
         None
     }
 
-    fn insert(&self, key: BlockKey, kind: BlockKind, block: Arc<Block>, charge: usize) {
+    fn insert(&self, key: BlockKey, value: CacheValue, charge: usize) {
+        let kind = value.kind();
         let mut st = self.state.lock();
         st.blocks.remove(&key);
         let e = efficiency(EntryKind::Block, 0, charge);
         if self.make_room(&mut st, EntryKind::Block, charge) {
-            st.blocks.insert(key, (block, kind), charge, e);
+            st.blocks.insert(key, value, charge, e);
             st.blocks_stats.inserts += 1;
             st.blocks_stats.by_kind[kind.index()].inserts += 1;
         } else {
@@ -969,7 +974,7 @@ impl BlockCache for ReadCache {
             .filter(|k| files.contains(&k.file_no))
             .filter_map(|k| {
                 let s = st.blocks.peek(&k)?;
-                (s.value.1 == BlockKind::Data).then(|| (k, s.value.0.clone()))
+                Some((k, s.value.data()?.clone()))
             })
             .collect()
     }
@@ -996,7 +1001,7 @@ impl ReadCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::{block_for_tests, BlockHandle, BlockRange};
+    use crate::table::{block_for_tests, BlockRange};
 
     const CF: u32 = 0;
 
@@ -1016,12 +1021,17 @@ mod tests {
         format!("key{i:05}").into_bytes()
     }
 
+    /// Where block `i` of a test table is.
+    fn bh(i: u64) -> BlockHandle {
+        BlockHandle::new(i * 4096, 4000)
+    }
+
     fn output(file_no: u64, blocks: &[(u32, u32)]) -> OutputFile {
         let blocks: Vec<BlockRange> = blocks
             .iter()
             .enumerate()
             .map(|(i, &(a, b))| BlockRange {
-                handle: BlockHandle::new(i as u64 * 4096, 4000),
+                handle: bh(i as u64),
                 first_key: key(a),
                 last_key: key(b),
             })
@@ -1052,11 +1062,11 @@ mod tests {
             c.lookup_point(CF, &key(1), 50),
             PointLookup::Miss { ghost_hit: false }
         );
-        c.admit(g, CF, &key(1), &big, 10, 3, 5, 2, None, false);
+        c.admit(g, CF, &key(1), &big, 10, 3, 5, bh(2), None, false);
         let PointLookup::Pointer(p) = c.lookup_point(CF, &key(1), 50) else {
             panic!("a warm key is a KP entry");
         };
-        assert_eq!((p.file_no, p.block, p.seq, p.m), (5, 2, 10, 3));
+        assert_eq!((p.file_no, p.block, p.seq, p.m), (5, bh(2), 10, 3));
         assert_eq!(c.read_cache_stats().kp_hits, 0, "counted once followed");
         c.pointer_followed();
         c.promote(g, CF, &key(1), &big, p);
@@ -1068,7 +1078,7 @@ mod tests {
         );
         assert_eq!(s.kv_bytes, 8 + 100);
         // A value no longer than a pointer stays in the KP entry and is served from it.
-        c.admit(g, CF, &key(2), b"tiny", 11, 1, 5, 0, None, false);
+        c.admit(g, CF, &key(2), b"tiny", 11, 1, 5, bh(0), None, false);
         assert_eq!(
             c.lookup_point(CF, &key(2), 50),
             PointLookup::Value(b"tiny".to_vec())
@@ -1084,7 +1094,18 @@ mod tests {
     #[test]
     fn reads_older_than_an_entry_bypass_it() {
         let c = ReadCache::new(ReadCachePolicy::PureKv, 1 << 20, 4096);
-        c.admit(c.generation(), CF, &key(1), b"v", 10, 1, 5, 0, None, false);
+        c.admit(
+            c.generation(),
+            CF,
+            &key(1),
+            b"v",
+            10,
+            1,
+            5,
+            bh(0),
+            None,
+            false,
+        );
         assert_eq!(
             c.lookup_point(CF, &key(1), 9),
             PointLookup::Miss { ghost_hit: false }
@@ -1101,7 +1122,7 @@ mod tests {
         let g = c.generation();
         let mem = Arc::new(Memtable::new(1));
         c.on_flush(CF, &mem, &[]);
-        c.admit(g, CF, &key(1), b"old", 10, 1, 5, 0, None, false);
+        c.admit(g, CF, &key(1), b"old", 10, 1, 5, bh(0), None, false);
         c.promote(
             g,
             CF,
@@ -1109,7 +1130,7 @@ mod tests {
             b"old",
             KpPointer {
                 file_no: 5,
-                block: 0,
+                block: bh(0),
                 seq: 10,
                 m: 1,
                 value: None,
@@ -1132,14 +1153,14 @@ mod tests {
             );
             let g = c.generation();
             let big = vec![1u8; 50];
-            c.admit(g, CF, &key(1), &big, 10, 2, 5, 0, None, true); // KV
-            c.admit(g, CF, &key(2), &big, 11, 2, 5, 0, None, false); // KP
-            c.admit(g, CF, &key(3), &big, 12, 2, 5, 0, None, true); // KV, deleted later
-            c.admit(g, CF, &key(4), &big, 12, 2, 5, 0, None, false); // KP, untouched
+            c.admit(g, CF, &key(1), &big, 10, 2, 5, bh(0), None, true); // KV
+            c.admit(g, CF, &key(2), &big, 11, 2, 5, bh(0), None, false); // KP
+            c.admit(g, CF, &key(3), &big, 12, 2, 5, bh(0), None, true); // KV, deleted later
+            c.admit(g, CF, &key(4), &big, 12, 2, 5, bh(0), None, false); // KP, untouched
             if many_cached {
                 // More cached keys than flushed ones: the flush walks the memtable.
                 for i in 100..120 {
-                    c.admit(g, CF, &key(i), &big, 13, 2, 5, 0, None, true);
+                    c.admit(g, CF, &key(i), &big, 13, 2, 5, bh(0), None, true);
                 }
             }
             let mem = Arc::new(Memtable::new(1));
@@ -1163,7 +1184,7 @@ mod tests {
                 c.lookup_point(CF, &key(2), at),
                 PointLookup::Pointer(KpPointer {
                     file_no: 77,
-                    block: 1,
+                    block: bh(1),
                     seq: 21,
                     m: 1,
                     value: None,
@@ -1185,10 +1206,10 @@ mod tests {
         let c = ReadCache::new(ReadCachePolicy::PureKp, 1 << 20, 4096);
         let g = c.generation();
         let big = vec![1u8; 50];
-        c.admit(g, CF, &key(5), &big, 10, 2, 7, 0, None, false);
-        c.admit(g, CF, &key(50), &big, 10, 2, 7, 3, None, false);
-        c.admit(g, CF, &key(60), &big, 10, 2, 8, 3, None, false); // not an input
-        c.admit(g, CF, &key(99), &big, 10, 2, 7, 3, None, false); // outside every output: dropped
+        c.admit(g, CF, &key(5), &big, 10, 2, 7, bh(0), None, false);
+        c.admit(g, CF, &key(50), &big, 10, 2, 7, bh(3), None, false);
+        c.admit(g, CF, &key(60), &big, 10, 2, 8, bh(3), None, false); // not an input
+        c.admit(g, CF, &key(99), &big, 10, 2, 7, bh(3), None, false); // outside every output: dropped
         c.on_compaction(
             CF,
             &[7, 6],
@@ -1198,9 +1219,9 @@ mod tests {
             PointLookup::Pointer(p) => Some((p.file_no, p.block)),
             _ => None,
         };
-        assert_eq!(ptr(5), Some((9, 1)));
-        assert_eq!(ptr(50), Some((10, 0)));
-        assert_eq!(ptr(60), Some((8, 3)));
+        assert_eq!(ptr(5), Some((9, bh(1))));
+        assert_eq!(ptr(50), Some((10, bh(0))));
+        assert_eq!(ptr(60), Some((8, bh(3))));
         assert_eq!(ptr(99), None);
     }
 
@@ -1208,7 +1229,7 @@ mod tests {
     fn overflow_kv(c: &ReadCache, n: u32) {
         let g = c.generation();
         for i in 0..n {
-            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, None, true);
+            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, bh(0), None, true);
         }
     }
 
@@ -1242,7 +1263,7 @@ mod tests {
         // Blocks that did not fit the block target become ghosts; a hit on one shrinks the
         // point target by k * (1 / block size), KV and KP alike.
         for i in 0..20 {
-            c.insert(bkey(i), BlockKind::Data, block_for_tests(4), 1000);
+            c.insert(bkey(i), CacheValue::Data(block_for_tests(4)), 1000);
         }
         let before = c.read_cache_stats().ghost_hits;
         let mut moved = None;
@@ -1273,13 +1294,13 @@ mod tests {
             1024,
         );
         // A block takes the block cache's share, so the point cache is held to its target.
-        c.insert(bkey(1), BlockKind::Data, block_for_tests(4), 1300);
+        c.insert(bkey(1), CacheValue::Data(block_for_tests(4)), 1300);
         let g = c.generation();
         for i in 0..10 {
-            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, None, true);
+            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, bh(0), None, true);
         }
         for i in 100..300 {
-            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, 0, None, false);
+            c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, bh(0), None, false);
         }
         assert_eq!(c.read_cache_stats().kv_entries, 10, "KV within its target");
 
@@ -1361,7 +1382,7 @@ mod tests {
         // Free space is still used by whatever comes, and refused entries become ghosts
         // whose hits grow the point target.
         for i in 0..8 {
-            c.insert(bkey(i), BlockKind::Data, block_for_tests(4), 1000);
+            c.insert(bkey(i), CacheValue::Data(block_for_tests(4)), 1000);
         }
         overflow_kv(&c, 50);
         let before = c.raw_targets().0;
@@ -1399,24 +1420,24 @@ mod tests {
     fn point_cache_takes_block_space_only_a_whole_block_at_a_time() {
         let c = ReadCache::new(ac_key(1 << 40), 10_000, 1000);
         for i in 0..10 {
-            c.insert(bkey(i), BlockKind::Data, block_for_tests(4), 1000);
+            c.insert(bkey(i), CacheValue::Data(block_for_tests(4)), 1000);
         }
         assert_eq!(c.read_cache_stats().block_bytes, 10_000);
         // Target less than a block above the point cache's size (0): no block is taken,
         // and with no point entry to evict the entry is not cached.
         c.set_targets(900.0, 450.0);
         let g = c.generation();
-        c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, 0, None, true);
+        c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, bh(0), None, true);
         let s = c.read_cache_stats();
         assert_eq!((s.block_bytes, s.kv_entries), (10_000, 0));
         // A whole block of room in the target: one block goes, the point cache grows.
         c.set_targets(1200.0, 600.0);
         let g = c.generation();
-        c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, 0, None, true);
+        c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, bh(0), None, true);
         let s = c.read_cache_stats();
         assert_eq!((s.block_bytes, s.kv_entries), (9_000, 1));
         // A block beyond the block target evicts a block, not point entries.
-        c.insert(bkey(50), BlockKind::Data, block_for_tests(4), 1000);
+        c.insert(bkey(50), CacheValue::Data(block_for_tests(4)), 1000);
         let s = c.read_cache_stats();
         assert_eq!((s.block_bytes, s.kv_entries), (9_000, 1));
     }
@@ -1432,7 +1453,7 @@ mod tests {
             10_000,
             1000,
         );
-        c.insert(bkey(1), BlockKind::Data, block_for_tests(4), 1000);
+        c.insert(bkey(1), CacheValue::Data(block_for_tests(4)), 1000);
         assert!(c.lookup(&bkey(1)).is_none(), "no block cache");
         overflow_kv(&c, 200);
         let s = c.read_cache_stats();
@@ -1440,11 +1461,22 @@ mod tests {
         assert_eq!(s.ghost_bytes, 0);
         let b = ReadCache::new(ReadCachePolicy::Block, 10_000, 1000);
         for i in 0..20 {
-            b.insert(bkey(i), BlockKind::Data, block_for_tests(4), 1000);
+            b.insert(bkey(i), CacheValue::Data(block_for_tests(4)), 1000);
         }
         let s = b.read_cache_stats();
         assert_eq!((s.block_bytes, s.kv_bytes), (10_000, 0));
-        b.admit(b.generation(), CF, &key(1), b"v", 1, 1, 1, 0, None, true);
+        b.admit(
+            b.generation(),
+            CF,
+            &key(1),
+            b"v",
+            1,
+            1,
+            1,
+            bh(0),
+            None,
+            true,
+        );
         assert_eq!(
             b.read_cache_stats().kv_entries + b.read_cache_stats().kp_entries,
             0
@@ -1457,9 +1489,9 @@ mod tests {
             output(3, &[(0, 9), (10, 19)]),
             output(4, &[(30, 39), (40, 49)]),
         ];
-        assert_eq!(locate(&outs, &key(0)), Some((3, 0)));
-        assert_eq!(locate(&outs, &key(10)), Some((3, 1)));
-        assert_eq!(locate(&outs, &key(45)), Some((4, 1)));
+        assert_eq!(locate(&outs, &key(0)), Some((3, bh(0))));
+        assert_eq!(locate(&outs, &key(10)), Some((3, bh(1))));
+        assert_eq!(locate(&outs, &key(45)), Some((4, bh(1))));
         assert_eq!(locate(&outs, &key(25)), None);
         assert_eq!(locate(&outs, &key(50)), None);
     }

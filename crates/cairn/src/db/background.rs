@@ -719,10 +719,13 @@ impl DbInner {
         let rewrite_values = !vlog.is_noop();
         // Level-0 merges are split, as RocksDB splits them: they are what writes wait on.
         let cuts = if from == 0 && to > 0 && !rewrite_values && self.opts.max_subcompactions > 1 {
-            let ends: Vec<split::BlockEnds<'_>> = tables
+            let indexes = tables
                 .iter()
-                .map(|t| {
-                    let index = t.fence_index();
+                .map(|t| t.index())
+                .collect::<Result<Vec<_>>>()?;
+            let ends: Vec<split::BlockEnds<'_>> = indexes
+                .iter()
+                .map(|index| {
                     (0..index.num_blocks())
                         .map(|i| {
                             let b = index.block(i);

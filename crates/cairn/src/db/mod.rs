@@ -943,7 +943,7 @@ impl DbInner {
                             c.lap(Step::Value);
                         }
                         if let (Some((rc, g, ghost_hit)), Some(v)) = (admit, &found) {
-                            if let Some(block) = table.index().locate(&lookup) {
+                            if let Some((_, block)) = trace.found_block {
                                 rc.admit(
                                     g,
                                     cf,
@@ -952,7 +952,7 @@ impl DbInner {
                                     p.2,
                                     probed,
                                     f.file_no(),
-                                    block as u32,
+                                    block,
                                     value_ptr,
                                     ghost_hit,
                                 );

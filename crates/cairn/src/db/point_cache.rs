@@ -75,11 +75,8 @@ impl DbInner {
             return Ok(Some(Some(self.vlog.get_decoded(key, &vp)?)));
         }
         let table = self.tables.get(&f, level)?;
-        if ptr.block as usize >= table.index().num_blocks() {
-            return Ok(None);
-        }
         let mut trace = ReadTrace::default();
-        let block = table.read_block(ptr.block as usize, &mut trace);
+        let block = table.read_block_at(ptr.block, &mut trace);
         counters.record(&trace);
         let block = block?;
         let lookup = make_lookup_key(key, seq);

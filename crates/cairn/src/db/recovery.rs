@@ -257,6 +257,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     let tables = Arc::new(TableCache::new(
         env.clone(),
         Some(block_cache.clone()),
+        opts.cache_index_and_filter_blocks,
         opts.use_direct_reads,
         opts.index,
         stats.clone(),

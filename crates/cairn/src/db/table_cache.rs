@@ -30,6 +30,8 @@ pub(crate) fn model_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf
 pub(crate) struct TableCache {
     env: StorageEnv,
     cache: Option<Arc<dyn BlockCache>>,
+    /// Index and filter blocks go to `cache` (`Options::cache_index_and_filter_blocks`).
+    cache_meta: bool,
     direct: bool,
     learner: Option<Arc<Learner>>,
     shards: Vec<RwLock<HashMap<u64, Arc<Table>>>>,
@@ -39,6 +41,7 @@ impl TableCache {
     pub(crate) fn new(
         env: StorageEnv,
         cache: Option<Arc<dyn BlockCache>>,
+        cache_meta: bool,
         direct: bool,
         policy: IndexPolicy,
         stats: Arc<StatsInner>,
@@ -46,6 +49,7 @@ impl TableCache {
         TableCache {
             env: env.clone(),
             cache,
+            cache_meta,
             direct,
             learner: match policy {
                 IndexPolicy::Fence => None,
@@ -86,7 +90,10 @@ impl TableCache {
         let file = self
             .env
             .open_read(&path, FileKind::Table, tier, Some(level), self.direct)?;
-        let t = Arc::new(Table::open(file, no, self.cache.clone())?);
+        let t = Arc::new(match &self.cache {
+            Some(c) if self.cache_meta => Table::open_caching_meta(file, no, c.clone())?,
+            _ => Table::open(file, no, self.cache.clone())?,
+        });
         let mut shard = self.shard(no).write();
         if let Some(t) = shard.get(&no) {
             return Ok(t.clone()); // opened meanwhile by another reader

@@ -41,7 +41,7 @@ use parking_lot::{Mutex, RwLock};
 use super::hot_ranges::HotRangePredictor;
 use super::overlap::{block_is_hot, overlapping_blocks, Interval};
 use crate::access::key_number;
-use crate::cache::{BlockCache, BlockKey, BlockKind};
+use crate::cache::{BlockCache, BlockKey, CacheValue};
 use crate::table::{Block, BlockHandle, BlockSink};
 use crate::types::user_key;
 
@@ -312,7 +312,7 @@ impl Warmer {
         };
         let charge = block.charge();
         self.cache
-            .insert(key, BlockKind::Data, Arc::new(block), charge);
+            .insert(key, CacheValue::Data(Arc::new(block)), charge);
         self.counters.warmed_blocks.fetch_add(1, Relaxed);
     }
 }

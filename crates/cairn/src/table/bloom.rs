@@ -76,7 +76,8 @@ fn probes(h: u64, k: u32, m: u64) -> impl Iterator<Item = u64> {
     (0..k as u64).map(move |i| h.wrapping_add(i.wrapping_mul(delta)) % m)
 }
 
-/// A decoded filter, held in memory by its table.
+/// A decoded filter, held in memory by its table (or in the block cache).
+#[derive(Debug)]
 pub struct BloomFilter {
     bits: Vec<u8>,
     k: u32,

@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::block::Block;
+use super::index::{FenceIndex, TableIndex};
 use super::readahead::Readahead;
 use super::reader::{ReadTrace, Table};
 use crate::iter::InternalIterator;
@@ -14,6 +15,9 @@ use crate::{Error, Result};
 /// false and `status()` returns it.
 pub struct TableIterator {
     table: Arc<Table>,
+    /// The table's index, held while the iterator lives once it first positions (with
+    /// `cache_index_and_filter_blocks`, an eviction cannot take it away mid-scan).
+    index: Option<Arc<FenceIndex>>,
     /// The current block and its index; `None` when not positioned.
     block: Option<(usize, Arc<Block>)>,
     pos: usize,
@@ -29,6 +33,7 @@ impl TableIterator {
     pub(crate) fn new(table: Arc<Table>) -> Self {
         TableIterator {
             table,
+            index: None,
             block: None,
             pos: 0,
             key: Vec::new(),
@@ -43,16 +48,33 @@ impl TableIterator {
         &self.trace
     }
 
+    /// The table's index (fetched on first use); `None` after an error.
+    fn index(&mut self) -> Option<Arc<FenceIndex>> {
+        if self.index.is_none() && self.err.is_none() {
+            match self.table.index_ref(&mut self.trace) {
+                Ok(i) => self.index = Some(i.to_arc()),
+                Err(e) => self.err = Some(e),
+            }
+        }
+        self.index.clone()
+    }
+
     /// Positions at entry `pos` of block `i` (`pos == usize::MAX` means the last entry),
     /// or invalidates if `i` is past the end.
     fn load(&mut self, i: usize, pos: usize) {
         self.block = None;
-        if self.err.is_some() || i >= self.table.index().num_blocks() {
+        let Some(index) = self.index() else {
+            return;
+        };
+        if self.err.is_some() || i >= index.num_blocks() {
             self.readahead.release();
             return;
         }
         let readahead = self.table.reads_ahead().then_some(&mut self.readahead);
-        match self.table.read_block_with(i, &mut self.trace, readahead) {
+        match self
+            .table
+            .read_block_in(&index, i, &mut self.trace, readahead)
+        {
             Ok(b) => {
                 self.pos = pos.min(b.entry_count() - 1);
                 self.block = Some((i, b));
@@ -80,7 +102,11 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) {
-        let n = self.table.index().num_blocks();
+        let Some(index) = self.index() else {
+            self.block = None;
+            return;
+        };
+        let n = index.num_blocks();
         if n == 0 {
             self.block = None;
         } else {
@@ -95,8 +121,11 @@ impl InternalIterator for TableIterator {
         if self.err.is_some() {
             return;
         }
+        let Some(index) = self.index() else {
+            return;
+        };
         let reads = self.trace.storage_reads;
-        match self.table.seek_position(ikey, &mut self.trace) {
+        match self.table.seek_position_in(&index, ikey, &mut self.trace) {
             Ok(Some(p)) => {
                 self.readahead
                     .seeked(p.block_no, self.trace.storage_reads > reads);

@@ -61,7 +61,7 @@ pub use index::{FenceIndex, IndexEntry, TableIndex};
 pub use iter::TableIterator;
 pub use learned_index::{LearnedIndex, LearnedLookup, Position};
 pub use properties::TableProperties;
-pub use reader::{ReadTrace, Table};
+pub use reader::{MetaRef, ReadTrace, Table};
 pub use usage::{TableUsage, UsageSnapshot};
 
 /// A small valid block, for tests of other modules (the cache).
@@ -76,4 +76,12 @@ pub(crate) fn block_for_tests(n: u32) -> std::sync::Arc<Block> {
         );
     }
     std::sync::Arc::new(Block::decode(b.finish(), "test").expect("valid test block"))
+}
+
+/// A small valid bloom filter, for tests of other modules (the cache).
+#[cfg(test)]
+pub(crate) fn filter_for_tests() -> std::sync::Arc<BloomFilter> {
+    let mut b = bloom::BloomBuilder::new(10.0);
+    b.add(b"k");
+    std::sync::Arc::new(BloomFilter::decode(b.finish(), "test").expect("valid test filter"))
 }

@@ -1,6 +1,9 @@
 //! An open table: footer, index, filter and properties read once at open; data blocks
-//! read on demand through the block cache.
+//! read on demand through the block cache. The index and filter stay in the table, or,
+//! with `Options::cache_index_and_filter_blocks`, go to the block cache, charged to its
+//! budget, and are read again after an eviction.
 
+use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -13,7 +16,7 @@ use super::learned_index::{LearnedIndex, LearnedLookup, Position};
 use super::properties::TableProperties;
 use super::readahead::Readahead;
 use super::usage::TableUsage;
-use crate::cache::{BlockCache, BlockKey, BlockKind};
+use crate::cache::{BlockCache, BlockKey, CacheValue};
 use crate::learned::{KeySpace, PlrBuilder};
 use crate::options::IndexPolicy;
 use crate::storage::RandomAccessFile;
@@ -31,13 +34,13 @@ pub struct ReadTrace {
     pub data_hits: u32,
     /// Data blocks read from storage.
     pub data_misses: u32,
-    /// Index lookups served from memory.
+    /// Index lookups served from memory (pinned in the table or found in the cache).
     pub index_hits: u32,
-    /// Index blocks read from storage (0 while the index is pinned in memory, as now).
+    /// Index blocks read from storage (only with `cache_index_and_filter_blocks`).
     pub index_misses: u32,
-    /// Filter probes served from memory.
+    /// Filter probes served from memory (pinned in the table or found in the cache).
     pub filter_hits: u32,
-    /// Filter blocks read from storage (0 while the filter is pinned in memory, as now).
+    /// Filter blocks read from storage (only with `cache_index_and_filter_blocks`).
     pub filter_misses: u32,
     /// Storage reads issued.
     pub storage_reads: u32,
@@ -67,10 +70,49 @@ pub struct ReadTrace {
     pub step_index_ns: u64,
     /// With `time_steps`: nanoseconds from then on (fetching and searching data blocks).
     pub step_data_ns: u64,
+    /// Where a get found its entry: the data block's number and handle (AC-Key's
+    /// key-pointer cache keeps the handle, so a hit reads the block without the index).
+    pub found_block: Option<(u32, BlockHandle)>,
 }
 
 fn nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The index or the filter of an open table: held by the table, or left to the block
+/// cache (then read again, checksummed and decoded, whenever it was evicted).
+enum Meta<T> {
+    Pinned(Arc<T>),
+    Cached(BlockHandle),
+}
+
+/// An index or filter in use: borrowed from the table, or held from the cache until
+/// dropped (an eviction meanwhile does not take it away).
+pub enum MetaRef<'a, T> {
+    /// Pinned in the table.
+    Pinned(&'a Arc<T>),
+    /// From the block cache.
+    Cached(Arc<T>),
+}
+
+impl<T> MetaRef<'_, T> {
+    /// A handle that outlives the borrow (iterators keep the index while they live).
+    pub fn to_arc(&self) -> Arc<T> {
+        match self {
+            MetaRef::Pinned(a) => Arc::clone(a),
+            MetaRef::Cached(a) => a.clone(),
+        }
+    }
+}
+
+impl<T> Deref for MetaRef<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self {
+            MetaRef::Pinned(a) => a,
+            MetaRef::Cached(a) => a,
+        }
+    }
 }
 
 /// An open table, shared as `Arc<Table>`.
@@ -79,11 +121,13 @@ pub struct Table {
     name: String,
     file_no: u64,
     cache: Option<Arc<dyn BlockCache>>,
-    index: FenceIndex,
+    index: Meta<FenceIndex>,
     /// Installed once (at open or by the background learner); readers switch to it
     /// without locks.
     learned: OnceLock<LearnedIndex>,
-    filter: Option<BloomFilter>,
+    filter: Option<Meta<BloomFilter>>,
+    /// Where the data blocks end and the meta blocks begin.
+    data_end: u64,
     props: TableProperties,
     usage: TableUsage,
     /// Iterators read ahead: where the OS cannot (direct reads) and for whole-table
@@ -123,6 +167,23 @@ fn meta_block(
     Ok(slice[..n].to_vec())
 }
 
+/// Decodes an index block and checks it against the table's properties.
+fn decode_index(
+    raw: Vec<u8>,
+    name: &str,
+    data_end: u64,
+    props: &TableProperties,
+) -> Result<FenceIndex> {
+    let index = FenceIndex::decode(raw, name, data_end, props.num_entries)?;
+    if index.num_blocks() as u64 != props.num_data_blocks {
+        return Err(Error::corruption(
+            name,
+            "index and properties disagree on block count",
+        ));
+    }
+    Ok(index)
+}
+
 impl Table {
     /// Opens a table: reads the footer, then the filter, index and properties blocks in one
     /// read. `file_no` keys the table's blocks in `cache`. Uses fence pointers only.
@@ -143,6 +204,28 @@ impl Table {
         file_no: u64,
         cache: Option<Arc<dyn BlockCache>>,
         policy: IndexPolicy,
+    ) -> Result<Table> {
+        Self::open_inner(file, file_no, cache, policy, false)
+    }
+
+    /// As [`open`](Self::open), leaving the index and filter to `cache`
+    /// (`Options::cache_index_and_filter_blocks`): they are read and checked now, put in
+    /// the cache charged to its budget, and read again whenever a lookup finds them
+    /// evicted.
+    pub fn open_caching_meta(
+        file: RandomAccessFile,
+        file_no: u64,
+        cache: Arc<dyn BlockCache>,
+    ) -> Result<Table> {
+        Self::open_inner(file, file_no, Some(cache), IndexPolicy::Fence, true)
+    }
+
+    fn open_inner(
+        file: RandomAccessFile,
+        file_no: u64,
+        cache: Option<Arc<dyn BlockCache>>,
+        policy: IndexPolicy,
+        cache_meta: bool,
     ) -> Result<Table> {
         let name = file.path().display().to_string();
         let size = file.size();
@@ -177,13 +260,7 @@ impl Table {
         )?;
         let props = TableProperties::decode(&props_raw, &name)?;
         let index_raw = meta_block(&region, data_end, footer.index, BlockType::Index, &name)?;
-        let index = FenceIndex::decode(index_raw, &name, data_end, props.num_entries)?;
-        if index.num_blocks() as u64 != props.num_data_blocks {
-            return Err(Error::corruption(
-                &name,
-                "index and properties disagree on block count",
-            ));
-        }
+        let index = decode_index(index_raw, &name, data_end, &props)?;
         let filter = if has_filter {
             let raw = meta_block(&region, data_end, footer.filter, BlockType::Filter, &name)?;
             Some(BloomFilter::decode(raw, &name)?)
@@ -191,6 +268,30 @@ impl Table {
             None
         };
         let readahead = file.is_direct() || cache.is_none();
+        let (index, filter) = match &cache {
+            Some(c) if cache_meta => {
+                let key = |h: BlockHandle| BlockKey {
+                    file_no,
+                    offset: h.offset,
+                };
+                let charge = index.memory();
+                c.insert(
+                    key(footer.index),
+                    CacheValue::Index(Arc::new(index)),
+                    charge,
+                );
+                let filter = filter.map(|f| {
+                    let charge = f.size();
+                    c.insert(key(footer.filter), CacheValue::Filter(Arc::new(f)), charge);
+                    Meta::Cached(footer.filter)
+                });
+                (Meta::Cached(footer.index), filter)
+            }
+            _ => (
+                Meta::Pinned(Arc::new(index)),
+                filter.map(|f| Meta::Pinned(Arc::new(f))),
+            ),
+        };
         let table = Table {
             file,
             name,
@@ -199,6 +300,7 @@ impl Table {
             index,
             learned: OnceLock::new(),
             filter,
+            data_end,
             props,
             usage: TableUsage::default(),
             readahead,
@@ -255,9 +357,10 @@ impl Table {
         let (mut n, mut prev) = (0u64, 0u64);
         let mut key = Vec::new();
         let mut readahead = Readahead::default();
-        for i in 0..self.index.num_blocks() {
+        let index = self.index_ref(&mut trace)?;
+        for i in 0..index.num_blocks() {
             readahead.visit(i);
-            let block = self.load_block(i, &mut trace, Some(&mut readahead))?;
+            let block = self.load_block(&index, i, &mut trace, Some(&mut readahead))?;
             for j in 0..block.entry_count() {
                 block.key_into(j, &mut key);
                 let x = space.number(user_key(&key)).ok_or_else(|| {
@@ -288,10 +391,9 @@ impl Table {
         trace: &mut ReadTrace,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let ukey = user_key(lookup_ikey);
-        if let Some(f) = &self.filter {
+        let t = trace.time_steps.then(Instant::now);
+        if let Some(f) = self.filter_ref(trace)? {
             trace.bloom_checked = true;
-            trace.filter_hits += 1;
-            let t = trace.time_steps.then(Instant::now);
             let absent = !f.may_contain(ukey);
             if let Some(t) = t {
                 trace.step_filter_ns += nanos(t.elapsed());
@@ -302,14 +404,20 @@ impl Table {
                 return Ok(None);
             }
         }
-        trace.index_hits += 1;
         let sampled = self.usage.begin_lookup();
         let timed = (sampled || trace.time_steps).then(Instant::now);
         let reads = trace.storage_reads;
+        let index = self.index_ref(trace)?;
         let learned = self.learned.get();
         // When timed: the moment the first data block is asked for ends the index part.
         let mut first_read = None;
-        let r = self.search(learned, lookup_ikey, trace, timed.map(|_| &mut first_read));
+        let r = self.search(
+            &index,
+            learned,
+            lookup_ikey,
+            trace,
+            timed.map(|_| &mut first_read),
+        );
         if let Some(t0) = timed {
             let ns = nanos(t0.elapsed()).max(1);
             let index_ns =
@@ -327,9 +435,14 @@ impl Table {
                 trace.sampled_model = learned.is_some();
             }
         }
-        let r = r?
-            .map(|p| p.to_entry())
-            .filter(|(k, _)| user_key(k) == ukey);
+        let r = r?.and_then(|p| {
+            let e = p.to_entry();
+            (user_key(&e.0) == ukey).then(|| {
+                let handle = index.block(p.block_no).handle;
+                trace.found_block = u32::try_from(p.block_no).ok().map(|b| (b, handle));
+                e
+            })
+        });
         if r.is_some() {
             self.usage.positive();
         }
@@ -343,10 +456,21 @@ impl Table {
     /// gains from a model too), and one in [`SAMPLE_EVERY`](super::usage::SAMPLE_EVERY)
     /// is timed like a get's search.
     pub fn seek_position(&self, ikey: &[u8], trace: &mut ReadTrace) -> Result<Option<Position>> {
+        let index = self.index_ref(trace)?;
+        self.seek_position_in(&index, ikey, trace)
+    }
+
+    /// [`seek_position`](Self::seek_position) with the index in hand (an iterator's).
+    pub(crate) fn seek_position_in(
+        &self,
+        index: &FenceIndex,
+        ikey: &[u8],
+        trace: &mut ReadTrace,
+    ) -> Result<Option<Position>> {
         let timed = self.usage.begin_lookup().then(Instant::now);
         let reads = trace.storage_reads;
         let learned = self.learned.get();
-        let r = self.search(learned, ikey, trace, None);
+        let r = self.search(index, learned, ikey, trace, None);
         if let Some(t0) = timed.filter(|_| trace.storage_reads == reads) {
             self.usage
                 .sample(learned.is_some(), nanos(t0.elapsed()).max(1));
@@ -358,6 +482,7 @@ impl Table {
     /// one and it can answer, else through the fence pointers.
     fn search(
         &self,
+        index: &FenceIndex,
         learned: Option<&LearnedIndex>,
         lookup_ikey: &[u8],
         trace: &mut ReadTrace,
@@ -371,9 +496,9 @@ impl Table {
         if let Some(learned) = learned {
             let read = |b| {
                 mark();
-                self.read_block(b, trace)
+                self.read_block_in(index, b, trace, None)
             };
-            match learned.lookup(&self.index, lookup_ikey, read)? {
+            match learned.lookup(index, lookup_ikey, read)? {
                 LearnedLookup::Found(e) => {
                     trace.learned_lookups = trace.learned_lookups.saturating_add(1);
                     return Ok(e);
@@ -383,13 +508,13 @@ impl Table {
                 }
             }
         }
-        let Some(mut i) = self.index.locate(lookup_ikey) else {
+        let Some(mut i) = index.locate(lookup_ikey) else {
             return Ok(None);
         };
         // The fence index names the right block; walking on is only a safety net.
-        while i < self.index.num_blocks() {
+        while i < index.num_blocks() {
             mark();
-            let block = self.read_block(i, trace)?;
+            let block = self.read_block_in(index, i, trace, None)?;
             let pos = block.seek(lookup_ikey);
             if pos < block.entry_count() {
                 return Ok(Some(Position {
@@ -404,25 +529,139 @@ impl Table {
     }
 
     /// False if the table certainly holds no entry for `user_key` (true without a filter).
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    pub fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
+        let mut trace = ReadTrace::default();
+        Ok(self
+            .filter_ref(&mut trace)?
+            .is_none_or(|f| f.may_contain(user_key)))
+    }
+
+    /// The index (pinned, from the cache, or read again from storage).
+    pub fn index(&self) -> Result<MetaRef<'_, FenceIndex>> {
+        self.index_ref(&mut ReadTrace::default())
+    }
+
+    /// The bloom filter, when the table has one (pinned, from the cache, or read again).
+    pub fn filter(&self) -> Result<Option<MetaRef<'_, BloomFilter>>> {
+        self.filter_ref(&mut ReadTrace::default())
+    }
+
+    fn meta_key(&self, h: BlockHandle) -> BlockKey {
+        BlockKey {
+            file_no: self.file_no,
+            offset: h.offset,
+        }
+    }
+
+    /// Reads and checks a meta block evicted from the cache (one storage read).
+    fn reload_meta(&self, h: BlockHandle, ty: BlockType, trace: &mut ReadTrace) -> Result<Vec<u8>> {
+        let len = usize::try_from(h.size)
+            .ok()
+            .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
+            .ok_or_else(|| Error::corruption(&self.name, format!("{ty:?} block size overflows")))?;
+        let mut raw = self.file.read_at(h.offset, len)?;
+        trace.storage_reads += 1;
+        trace.storage_bytes += len as u64;
+        let n = verify_block(&raw, ty, &self.name, h.offset)?;
+        raw.truncate(n);
+        Ok(raw)
+    }
+
+    pub(crate) fn index_ref(&self, trace: &mut ReadTrace) -> Result<MetaRef<'_, FenceIndex>> {
+        let h = match &self.index {
+            Meta::Pinned(i) => {
+                trace.index_hits += 1;
+                return Ok(MetaRef::Pinned(i));
+            }
+            Meta::Cached(h) => *h,
+        };
+        let key = self.meta_key(h);
+        let cache = self.cache.as_ref().expect("a cached index has a cache");
+        if let Some(CacheValue::Index(i)) = cache.lookup(&key) {
+            trace.index_hits += 1;
+            return Ok(MetaRef::Cached(i));
+        }
+        trace.index_misses += 1;
+        let raw = self.reload_meta(h, BlockType::Index, trace)?;
+        let index = Arc::new(decode_index(raw, &self.name, self.data_end, &self.props)?);
+        cache.insert(key, CacheValue::Index(index.clone()), index.memory());
+        Ok(MetaRef::Cached(index))
+    }
+
+    fn filter_ref(&self, trace: &mut ReadTrace) -> Result<Option<MetaRef<'_, BloomFilter>>> {
+        let h = match &self.filter {
+            None => return Ok(None),
+            Some(Meta::Pinned(f)) => {
+                trace.filter_hits += 1;
+                return Ok(Some(MetaRef::Pinned(f)));
+            }
+            Some(Meta::Cached(h)) => *h,
+        };
+        let key = self.meta_key(h);
+        let cache = self.cache.as_ref().expect("a cached filter has a cache");
+        if let Some(CacheValue::Filter(f)) = cache.lookup(&key) {
+            trace.filter_hits += 1;
+            return Ok(Some(MetaRef::Cached(f)));
+        }
+        trace.filter_misses += 1;
+        let raw = self.reload_meta(h, BlockType::Filter, trace)?;
+        let filter = Arc::new(BloomFilter::decode(raw, &self.name)?);
+        cache.insert(key, CacheValue::Filter(filter.clone()), filter.size());
+        Ok(Some(MetaRef::Cached(filter)))
     }
 
     /// Data block `i` (`i < index().num_blocks()`), from the cache or storage. A block read
     /// from storage is checksummed, decoded and put in the cache.
     pub fn read_block(&self, i: usize, trace: &mut ReadTrace) -> Result<Arc<Block>> {
-        self.read_block_with(i, trace, None)
+        let index = self.index_ref(trace)?;
+        self.read_block_in(&index, i, trace, None)
     }
 
-    /// As [`read_block`](Self::read_block), for an iterator walking the table: misses go
-    /// through its readahead.
-    pub(crate) fn read_block_with(
+    /// The data block at `handle` (from a key-pointer cache entry, which keeps it so as to
+    /// skip the index), from the cache or storage. A handle that does not name one of the
+    /// table's data blocks is a corruption error; a block read from storage is
+    /// checksummed (its entry count is not checked against an index it did not consult).
+    pub fn read_block_at(&self, handle: BlockHandle, trace: &mut ReadTrace) -> Result<Arc<Block>> {
+        let key = self.meta_key(handle);
+        if let Some(cache) = &self.cache {
+            if let Some(b) = cache.lookup(&key).and_then(CacheValue::into_data) {
+                trace.data_hits += 1;
+                if b.take_warmed() {
+                    trace.warmed_hits += 1;
+                }
+                return Ok(b);
+            }
+        }
+        let end = handle
+            .end_with_trailer()
+            .filter(|&e| e <= self.data_end)
+            .ok_or_else(|| {
+                Error::corruption(&self.name, format!("block handle {handle:?} past the data"))
+            })?;
+        let len = (end - handle.offset) as usize;
+        let mut raw = self.file.read_at(handle.offset, len)?;
+        trace.storage_reads += 1;
+        trace.storage_bytes += len as u64;
+        trace.data_misses += 1;
+        let n = verify_block(&raw, BlockType::Data, &self.name, handle.offset)?;
+        raw.truncate(n);
+        let block = Arc::new(Block::decode(raw, &self.name)?);
+        if let Some(cache) = &self.cache {
+            cache.insert(key, CacheValue::Data(block.clone()), block.charge());
+        }
+        Ok(block)
+    }
+
+    /// As [`read_block`](Self::read_block) with the index in hand; an iterator walking
+    /// the table passes its readahead, through which misses go.
+    pub(crate) fn read_block_in(
         &self,
+        index: &FenceIndex,
         i: usize,
         trace: &mut ReadTrace,
         mut readahead: Option<&mut Readahead>,
     ) -> Result<Arc<Block>> {
-        let handle = self.index.block(i).handle;
+        let handle = index.block(i).handle;
         let key = BlockKey {
             file_no: self.file_no,
             offset: handle.offset,
@@ -431,7 +670,7 @@ impl Table {
             ra.visit(i);
         }
         if let Some(cache) = &self.cache {
-            if let Some(b) = cache.lookup(&key) {
+            if let Some(b) = cache.lookup(&key).and_then(CacheValue::into_data) {
                 trace.data_hits += 1;
                 if b.take_warmed() {
                     trace.warmed_hits += 1;
@@ -442,9 +681,9 @@ impl Table {
                 return Ok(b);
             }
         }
-        let block = Arc::new(self.load_block(i, trace, readahead)?);
+        let block = Arc::new(self.load_block(index, i, trace, readahead)?);
         if let Some(cache) = &self.cache {
-            cache.insert(key, BlockKind::Data, block.clone(), block.charge());
+            cache.insert(key, CacheValue::Data(block.clone()), block.charge());
         }
         Ok(block)
     }
@@ -452,11 +691,12 @@ impl Table {
     /// Reads, checksums and decodes data block `i` from storage (or from `readahead`).
     fn load_block(
         &self,
+        index: &FenceIndex,
         i: usize,
         trace: &mut ReadTrace,
         readahead: Option<&mut Readahead>,
     ) -> Result<Block> {
-        let handle = self.index.block(i).handle;
+        let handle = index.block(i).handle;
         let len = usize::try_from(handle.size)
             .ok()
             .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
@@ -474,13 +714,13 @@ impl Table {
         let n = verify_block(&raw, BlockType::Data, &self.name, handle.offset)?;
         raw.truncate(n);
         let block = Block::decode(raw, &self.name)?;
-        if block.entry_count() as u64 != self.index.block_entries(i) {
+        if block.entry_count() as u64 != index.block_entries(i) {
             return Err(Error::corruption(
                 &self.name,
                 format!(
                     "block {i} holds {} entries, index says {}",
                     block.entry_count(),
-                    self.index.block_entries(i)
+                    index.block_entries(i)
                 ),
             ));
         }
@@ -489,13 +729,7 @@ impl Table {
 
     /// Where the data blocks end (readahead stops there).
     fn data_end(&self) -> u64 {
-        match self.index.num_blocks() {
-            0 => 0,
-            n => {
-                let h = self.index.block(n - 1).handle;
-                h.offset + h.size + BLOCK_TRAILER_LEN as u64
-            }
-        }
+        self.data_end
     }
 
     /// Whether its iterators read ahead (see the field).
@@ -529,16 +763,6 @@ impl Table {
         self.file.size()
     }
 
-    /// The index used to find data blocks.
-    pub fn index(&self) -> &dyn TableIndex {
-        &self.index
-    }
-
-    /// The fence-pointer index (also reachable as a `dyn TableIndex` through `index()`).
-    pub fn fence_index(&self) -> &FenceIndex {
-        &self.index
-    }
-
     /// Replaces the learned index (tests: a wrong model must not change answers).
     #[cfg(test)]
     pub(crate) fn set_learned_index(&mut self, l: Option<LearnedIndex>) {
@@ -546,11 +770,6 @@ impl Table {
         if let Some(l) = l {
             let _ = self.learned.set(l);
         }
-    }
-
-    /// The bloom filter, when the table has one.
-    pub fn filter(&self) -> Option<&BloomFilter> {
-        self.filter.as_ref()
     }
 
     /// The learned index, once learned.
@@ -563,10 +782,16 @@ impl Table {
         &self.name
     }
 
-    /// Bytes of index and filter held in memory.
+    /// Bytes of index and filter held in memory (not those left to the block cache).
     pub fn pinned_memory(&self) -> usize {
-        self.index.memory()
-            + self.filter.as_ref().map_or(0, |f| f.size())
-            + self.learned.get().map_or(0, |l| l.memory())
+        let index = match &self.index {
+            Meta::Pinned(i) => i.memory(),
+            Meta::Cached(_) => 0,
+        };
+        let filter = match &self.filter {
+            Some(Meta::Pinned(f)) => f.size(),
+            _ => 0,
+        };
+        index + filter + self.learned.get().map_or(0, |l| l.memory())
     }
 }

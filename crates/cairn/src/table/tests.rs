@@ -193,7 +193,7 @@ fn check_table(
     assert_eq!(p.num_entries, model.len() as u64);
     assert_eq!(t.file_size(), s.file_size);
     assert_eq!(p.num_data_blocks as usize, s.blocks.len());
-    assert_eq!(t.index().num_blocks(), s.blocks.len());
+    assert_eq!(t.index().unwrap().num_blocks(), s.blocks.len());
     let dels = model
         .iter()
         .filter(|(k, _)| crate::types::parse_internal_key(k).unwrap().kind == 0)
@@ -220,11 +220,12 @@ fn check_table(
     // Block ranges cover the model in order, ordinals match.
     let mut ord = 0u64;
     for (i, b) in s.blocks.iter().enumerate() {
-        let e = t.index().block(i);
+        let idx = t.index().unwrap();
+        let e = idx.block(i);
         assert_eq!(e.handle, b.handle);
         assert_eq!(e.first_ordinal, ord);
         assert_eq!(b.first_key, user_key(&model[ord as usize].0));
-        ord += t.fence_index().block_entries(i);
+        ord += t.index().unwrap().block_entries(i);
         assert_eq!(b.last_key, user_key(&model[ord as usize - 1].0));
         assert_eq!(e.last_key, model[ord as usize - 1].0);
     }
@@ -238,7 +239,7 @@ fn check_table(
             .get(&make_lookup_key(pk.user_key, pk.seq), &mut trace)
             .unwrap();
         assert_eq!(got.as_ref(), Some(&(k.clone(), v.clone())));
-        assert!(t.may_contain(pk.user_key));
+        assert!(t.may_contain(pk.user_key).unwrap());
         for seq in [MAX_SEQ, pk.seq.saturating_sub(1)] {
             let look = make_lookup_key(pk.user_key, seq);
             assert_eq!(
@@ -258,9 +259,9 @@ fn check_table(
     // Ordinals address entries directly.
     for _ in 0..50.min(model.len()) {
         let o = rng.random_range(0..model.len() as u64);
-        let bi = t.fence_index().block_for_ordinal(o).unwrap();
+        let bi = t.index().unwrap().block_for_ordinal(o).unwrap();
         let blk = t.read_block(bi, &mut trace).unwrap();
-        let (k, v) = blk.entry((o - t.index().block(bi).first_ordinal) as usize);
+        let (k, v) = blk.entry((o - t.index().unwrap().block(bi).first_ordinal) as usize);
         assert_eq!(
             (&k.to_vec(), v),
             (&model[o as usize].0, &model[o as usize].1[..])
@@ -345,7 +346,8 @@ fn rewrite_as_layout_1(
     let t = fx.open(path, None).unwrap();
     let (mut out, mut index, mut blocks) = (Vec::new(), Vec::new(), s.blocks.clone());
     for (i, range) in blocks.iter_mut().enumerate() {
-        let e = t.index().block(i);
+        let idx = t.index().unwrap();
+        let e = idx.block(i);
         let blk = Block::decode(contents(e.handle), "t").unwrap();
         let mut b = block::BlockBuilder::v1();
         for j in 0..blk.entry_count() {
@@ -462,7 +464,7 @@ fn tiny_and_empty_tables() {
     let (path, s) = fx.build("e.sst", &[], TableBuildOptions::default());
     assert!(s.blocks.is_empty() && s.smallest.is_empty());
     let t = fx.open(&path, None).unwrap();
-    assert!(!t.may_contain(b"x"));
+    assert!(!t.may_contain(b"x").unwrap());
     let mut it = t.iter();
     it.seek(&make_lookup_key(b"a", 1));
     assert!(!it.valid());
@@ -733,9 +735,9 @@ fn forged_checksums_never_panic() {
         largest: Vec::new(),
         min_seq: 0,
         max_seq: 0,
-        blocks: (0..s.index().num_blocks())
+        blocks: (0..s.index().unwrap().num_blocks())
             .map(|i| BlockRange {
-                handle: s.index().block(i).handle,
+                handle: s.index().unwrap().block(i).handle,
                 first_key: Vec::new(),
                 last_key: Vec::new(),
             })
@@ -751,8 +753,8 @@ fn forge_checksums(rng: &mut SmallRng, fx: &Fixture, path: &Path) {
     let good = std::fs::read(path).unwrap();
     let footer = Footer::decode(&good[good.len() - FOOTER_LEN..], "t").unwrap();
     let t = fx.open(path, None).unwrap();
-    let mut blocks: Vec<(BlockHandle, BlockType)> = (0..t.index().num_blocks())
-        .map(|i| (t.index().block(i).handle, BlockType::Data))
+    let mut blocks: Vec<(BlockHandle, BlockType)> = (0..t.index().unwrap().num_blocks())
+        .map(|i| (t.index().unwrap().block(i).handle, BlockType::Data))
         .collect();
     blocks.push((footer.index, BlockType::Index));
     blocks.push((footer.filter, BlockType::Filter));
@@ -828,7 +830,7 @@ fn sequential_scans_read_ahead_and_return_the_same_entries() {
     let model = plain_entries(8000); // about 220 blocks of 4 KiB
     let (path, _) = fx.build("ra.sst", &model, TableBuildOptions::default());
     let t = fx.open(&path, None).unwrap();
-    let blocks = t.index().num_blocks() as u32;
+    let blocks = t.index().unwrap().num_blocks() as u32;
     assert!(blocks > 200, "{blocks} blocks");
     let mut it = t.iter();
     assert!(collect_forward(&mut it) == model);
@@ -913,7 +915,7 @@ fn cached_blocks_break_the_sequence() {
     );
     t.set_readahead(true); // as with direct reads
     let t = Arc::new(t);
-    let blocks = t.index().num_blocks();
+    let blocks = t.index().unwrap().num_blocks();
     // Every third block cached by point reads.
     for b in (0..blocks).step_by(3) {
         t.read_block(b, &mut ReadTrace::default()).unwrap();
@@ -924,4 +926,101 @@ fn cached_blocks_break_the_sequence() {
     let missing = (blocks - blocks.div_ceil(3)) as u32;
     assert_eq!(it.trace().storage_reads, missing);
     assert_eq!(it.trace().data_misses, missing);
+}
+
+/// `cache_index_and_filter_blocks`: the index and filter live in the block cache, charged
+/// to its budget, and are read again after an eviction; every answer equals the pinned
+/// table's, a damaged re-read is a corruption error, and a block handle reads its block
+/// without the index.
+#[test]
+fn index_and_filter_in_the_cache() {
+    use crate::cache::BlockKind;
+    let mut rng = SmallRng::seed_from_u64(12);
+    let fx = fixture();
+    let model = random_entries(&mut rng, 600);
+    let (path, s) = fx.build("m.sst", &model, TableBuildOptions::default());
+    let bytes = std::fs::read(&path).unwrap();
+    let footer = Footer::decode(&bytes[bytes.len() - FOOTER_LEN..], "m").unwrap();
+    let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(4 << 20, 1));
+    let f = fx
+        .env
+        .open_read(&path, FileKind::Table, 0, Some(0), false)
+        .unwrap();
+    let t = Arc::new(Table::open_caching_meta(f, 1, cache.clone()).unwrap());
+    let pinned = fx.open(&path, None).unwrap();
+    let st = cache.stats();
+    assert_eq!(st.kind(BlockKind::Index).inserts, 1);
+    assert_eq!(st.kind(BlockKind::Filter).inserts, 1);
+    assert_eq!(t.pinned_memory(), 0);
+    assert!(
+        cache.usage() >= pinned.pinned_memory(),
+        "charged to the budget"
+    );
+
+    let same = |t: &Table| {
+        for (k, _) in model.iter().step_by(5) {
+            let pk = crate::types::parse_internal_key(k).unwrap();
+            let look = make_lookup_key(pk.user_key, pk.seq);
+            let mut a = ReadTrace::default();
+            let mut b = ReadTrace::default();
+            assert_eq!(
+                t.get(&look, &mut a).unwrap(),
+                pinned.get(&look, &mut b).unwrap()
+            );
+        }
+    };
+    same(&t);
+    assert!(collect_forward(&mut t.iter()) == model);
+    assert!(collect_backward(&mut t.iter()) == model);
+
+    // Evicted: the next get reads both again, once; the one after finds them cached.
+    let key_of = |h: BlockHandle| crate::cache::BlockKey {
+        file_no: 1,
+        offset: h.offset,
+    };
+    cache.erase(&key_of(footer.index));
+    cache.erase(&key_of(footer.filter));
+    let pk = crate::types::parse_internal_key(&model[100].0).unwrap();
+    let look = make_lookup_key(pk.user_key, pk.seq);
+    let mut tr = ReadTrace::default();
+    assert!(t.get(&look, &mut tr).unwrap().is_some());
+    assert_eq!((tr.index_misses, tr.filter_misses), (1, 1));
+    assert!(tr.storage_reads >= 2);
+    let mut tr = ReadTrace::default();
+    assert!(t.get(&look, &mut tr).unwrap().is_some());
+    assert_eq!((tr.index_misses, tr.filter_misses), (0, 0));
+    assert_eq!((tr.index_hits, tr.filter_hits), (1, 1));
+    same(&t);
+
+    // The handle a get reports reads the block without the index.
+    let (no, handle) = tr.found_block.expect("a found entry reports its block");
+    assert_eq!(handle, s.blocks[no as usize].handle);
+    cache.erase(&key_of(footer.index));
+    let inserts = cache.stats().kind(BlockKind::Index).inserts;
+    let mut tr = ReadTrace::default();
+    let b = t.read_block_at(handle, &mut tr).unwrap();
+    assert_eq!(cache.stats().kind(BlockKind::Index).inserts, inserts);
+    assert_eq!(tr.index_misses + tr.index_hits, 0);
+    let want = pinned
+        .read_block(no as usize, &mut ReadTrace::default())
+        .unwrap();
+    assert_eq!(b.entry_count(), want.entry_count());
+    assert_eq!(b.entry(0).1, want.entry(0).1);
+    let past = BlockHandle::new(footer.index.offset, 10);
+    let e = t
+        .read_block_at(past, &mut ReadTrace::default())
+        .unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+
+    // The index damaged on disk after the open, then evicted: a corruption error, never
+    // a wrong answer.
+    let mut bad = bytes.clone();
+    bad[footer.index.offset as usize + 3] ^= 0x40;
+    std::fs::write(&path, &bad).unwrap();
+    cache.erase(&key_of(footer.index));
+    let e = t.get(&look, &mut ReadTrace::default()).unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+    let mut it = t.iter();
+    it.seek_to_first();
+    assert!(!it.valid() && it.status().unwrap_err().is_corruption());
 }
