@@ -257,7 +257,10 @@ impl SweepArgs {
                     vec![with("scans-then-points".into(), &|s, _| {
                         s.workload = WorkloadName::Phased;
                         s.phases = Some(format!("scan=1:{scans};read=1:{}", s.ops - scans));
-                        s.distribution = Some(Distribution::Hotset);
+                        // The hot set of either shape (--distribution hotset-exp kept).
+                        if s.distribution != Some(Distribution::HotsetExp) {
+                            s.distribution = Some(Distribution::Hotset);
+                        }
                     })]
                 }
                 Figure::Fig13 => [

@@ -149,6 +149,12 @@ pub enum Distribution {
     /// AC-Key's skew: the hottest --hot-keys fraction of keys takes --hot-ops of the ops
     /// (default 1% / 99%); hot keys are scattered over the key space as db_bench does.
     Hotset,
+    /// The same shares from db_bench's exponential generator (`--read_random_exp_range`),
+    /// as AC-Key's paper drew them: skewed inside the hot set too, the hottest keys taking
+    /// most of it (rank density ~ 1/rank).
+    #[serde(rename = "hotset-exp")]
+    #[value(name = "hotset-exp")]
+    HotsetExp,
 }
 
 /// YCSB hotspot defaults: 80% of ops on 20% of keys.
@@ -196,6 +202,10 @@ impl KeyChooser {
                 gamma: -(1.0 - EXP_PERCENTILE / 100.0).ln() / (records as f64 * EXP_FRACTION),
             },
             Distribution::Hotset => KeyChooser::Hotset(Hotset::default()),
+            Distribution::HotsetExp => KeyChooser::Hotset(Hotset {
+                exponential: true,
+                ..Hotset::default()
+            }),
         }
     }
 
@@ -236,11 +246,13 @@ impl KeyChooser {
 }
 
 /// Two-level skew: a fraction `keys` of the keys (the hot set) takes a fraction `ops` of
-/// the accesses, uniform within each set. `keys == ops` is uniform.
+/// the accesses, uniform within each set, or (`exponential`) as db_bench's exponential
+/// generator spreads them. `keys == ops` is uniform.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hotset {
     pub keys: f64,
     pub ops: f64,
+    pub exponential: bool,
 }
 
 impl Default for Hotset {
@@ -251,7 +263,24 @@ impl Default for Hotset {
 
 impl Hotset {
     pub fn new(keys: f64, ops: f64) -> Hotset {
-        Hotset { keys, ops }
+        Hotset {
+            keys,
+            ops,
+            exponential: false,
+        }
+    }
+
+    /// db_bench's `--read_random_exp_range` R for these shares: it draws rank
+    /// `count * e^(-u R)` with u uniform in [0, 1), so the hottest fraction f of the keys
+    /// gets `1 + ln(f) / R` of the accesses; R = -ln(keys) / (1 - ops) gives them `ops`.
+    /// 0 (uniform) when the hot set gets no more than its share.
+    pub fn exp_range(&self) -> f64 {
+        let (keys, ops) = (self.keys.clamp(1e-12, 1.0), self.ops.clamp(0.0, 1.0 - 1e-9));
+        if ops <= keys {
+            0.0
+        } else {
+            -keys.ln() / (1.0 - ops)
+        }
     }
 
     /// Number of hot keys among `count`.
@@ -268,6 +297,15 @@ impl Hotset {
 
     pub fn next(&mut self, rng: &mut Rng, count: u64) -> u64 {
         let count = count.max(1);
+        if self.exponential {
+            let r = self.exp_range();
+            let rank = if r > 0.0 {
+                ((count as f64 * (-rng.next_f64() * r).exp()) as u64).min(count - 1)
+            } else {
+                rng.below(count)
+            };
+            return self.key_of_rank(rank, count);
+        }
         let hot = self.hot_count(count);
         let rank = if hot == count || rng.next_f64() < self.ops {
             rng.below(hot)
@@ -362,6 +400,40 @@ mod tests {
     }
 
     #[test]
+    fn exponential_hotset_gives_the_shares_and_skews_inside_the_hot_set() {
+        let count = 100_000u64;
+        let h = Hotset {
+            exponential: true,
+            ..Hotset::new(0.01, 0.99)
+        };
+        assert!((h.exp_range() - 460.517).abs() < 0.01);
+        let hot: std::collections::HashSet<u64> = (0..h.hot_count(count))
+            .map(|r| h.key_of_rank(r, count))
+            .collect();
+        let hottest = h.key_of_rank(0, count);
+        let mut c = KeyChooser::Hotset(h.clone());
+        let mut rng = Rng::new(3);
+        let n = 200_000;
+        let keys: Vec<u64> = (0..n).map(|_| c.next(&mut rng, count)).collect();
+        let share =
+            |f: &dyn Fn(u64) -> bool| keys.iter().filter(|&&k| f(k)).count() as f64 / n as f64;
+        assert!((share(&|k| hot.contains(&k)) - 0.99).abs() < 0.003);
+        // Inside the hot set: rank 0 takes 1 - ln(count) / R of all accesses.
+        let want = 1.0 - (count as f64).ln() / h.exp_range();
+        assert!((share(&|k| k == hottest) - want).abs() < 0.005, "{want}");
+        assert!(keys.iter().all(|&k| k < count));
+        // Shares at or below the hot set's size: uniform.
+        let mut c = KeyChooser::Hotset(Hotset {
+            exponential: true,
+            ..Hotset::new(0.01, 0.01)
+        });
+        let on_hot = (0..n)
+            .filter(|_| hot.contains(&c.next(&mut rng, count)))
+            .count();
+        assert!((on_hot as f64 / n as f64 - 0.01).abs() < 0.003, "{on_hot}");
+    }
+
+    #[test]
     fn every_chooser_stays_in_range() {
         for d in [
             Distribution::Uniform,
@@ -372,6 +444,7 @@ mod tests {
             Distribution::Hotspot,
             Distribution::Exponential,
             Distribution::Hotset,
+            Distribution::HotsetExp,
         ] {
             let mut c = KeyChooser::new(d, 0.99, 500, 100);
             let mut rng = Rng::new(11);

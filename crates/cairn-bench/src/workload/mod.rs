@@ -516,7 +516,7 @@ impl Plan {
             *next = self.records / threads * t;
         }
         if let KeyChooser::Hotset(h) = &mut chooser {
-            *h = mix::Hotset::new(self.hot.0, self.hot.1);
+            (h.keys, h.ops) = self.hot;
         }
         OpGen {
             plan: self,
