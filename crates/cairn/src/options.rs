@@ -224,7 +224,8 @@ pub struct Options {
     /// `high_pri_pool_ratio`, 0.5 by default there and here): new blocks enter below that
     /// part (midpoint insertion) and are evicted first unless read again. 0 is plain LRU.
     pub block_cache_hot_share: f64,
-    /// A block cache to use instead of a new LRU cache (to share one, or to plug in a policy).
+    /// A block cache to use instead of a new LRU cache (to share one between databases,
+    /// or to plug in a policy). Each database keys its blocks apart from the others'.
     pub block_cache: Option<Arc<dyn crate::cache::BlockCache>>,
     /// Average bloom-filter bits per key (0 disables filters).
     pub bloom_bits_per_key: f64,
@@ -273,8 +274,10 @@ pub struct Options {
     /// and evicted like data blocks (RocksDB's `cache_index_and_filter_blocks`), instead of
     /// pinned in memory beside it. Memory then stays within the cache's budget however many
     /// tables are open, and a lookup whose table's index or filter was evicted reads it
-    /// again (one more storage read). With AC-Key a key-pointer hit skips them. Off by
-    /// default, as in RocksDB.
+    /// again (one more storage read). With AC-Key a key-pointer hit skips them. A read
+    /// cache that gives blocks no budget (`PureKv`, `PureKp`, a fixed split with no block
+    /// part) cannot keep them: every probe then reads them again, as in AC-Key's paper's
+    /// pure-KV and pure-KP baselines. Off by default, as in RocksDB.
     pub cache_index_and_filter_blocks: bool,
     /// Storage tiers; empty means one tier, the database directory, with no added latency.
     pub tiers: Vec<TierConfig>,

@@ -128,10 +128,17 @@ fn every_policy_answers_like_the_lsm_tree() {
 
 /// With index and filter blocks in the cache (`cache_index_and_filter_blocks`), a KP hit
 /// reads its data block by the handle it keeps: no index or filter lookup, where a plain
-/// block-cache read makes one of each per table it probes.
+/// block-cache read makes one of each per table it probes. Half the budget is KP, half
+/// blocks, so index and filter blocks can be cached (and their hits counted), and each
+/// KP hit's data block is cached too: one cache lookup per hit, no storage read.
 #[test]
 fn kp_hits_skip_index_and_filter_blocks() {
-    for policy in [ReadCachePolicy::PureKp, ReadCachePolicy::Block] {
+    let kp_and_blocks = ReadCachePolicy::Fixed {
+        kv: 0,
+        kp: 5,
+        block: 5,
+    };
+    for policy in [kp_and_blocks, ReadCachePolicy::Block] {
         let dir = tempfile::tempdir().unwrap();
         let opts = Options {
             cache_index_and_filter_blocks: true,
@@ -145,21 +152,24 @@ fn kp_hits_skip_index_and_filter_blocks() {
         db.flush().unwrap();
         db.compact_range(None, None).unwrap();
         assert_eq!(db.get(&key(7)).unwrap().as_deref(), Some(&[b'v'; 100][..]));
-        let meta_lookups = || {
+        let counts = || {
             let s = db.block_cache().stats();
-            s.kind(BlockKind::Index).hits + s.kind(BlockKind::Filter).hits
+            let meta = s.kind(BlockKind::Index).hits + s.kind(BlockKind::Filter).hits;
+            (meta, s.hits + s.misses, db.stats().read_cache.kp_hits)
         };
-        let (before, kp0) = (meta_lookups(), db.stats().read_cache.kp_hits);
+        let (meta0, lookups0, kp0) = counts();
+        let reads0 = db.env().stats().snapshot().total().read_ops;
         for _ in 0..10 {
             assert_eq!(db.get(&key(7)).unwrap().as_deref(), Some(&[b'v'; 100][..]));
         }
-        let (meta, kp) = (meta_lookups() - before, db.stats().read_cache.kp_hits - kp0);
-        if policy == ReadCachePolicy::PureKp {
-            assert_eq!(
-                (kp, meta),
-                (10, 0),
-                "KP hits looked at index or filter blocks"
-            );
+        let (meta1, lookups1, kp1) = counts();
+        let (meta, lookups, kp) = (meta1 - meta0, lookups1 - lookups0, kp1 - kp0);
+        if policy == kp_and_blocks {
+            assert_eq!(kp, 10, "every get after the first is a KP hit");
+            assert_eq!(meta, 0, "KP hits looked up index or filter blocks");
+            assert_eq!(lookups, 10, "one data-block lookup per KP hit");
+            let reads = db.env().stats().snapshot().total().read_ops - reads0;
+            assert_eq!(reads, 0, "the hot key's data block stays cached");
         } else {
             assert!(
                 meta >= 20,

@@ -9,12 +9,14 @@ pub mod ghost;
 mod lru_cache;
 pub mod read_cache;
 pub mod replace;
+mod shared;
 
 use std::sync::Arc;
 
 pub use lru_cache::{LruBlockCache, DEFAULT_HOT_SHARE, DEFAULT_SHARDS};
 pub use read_cache::{KpPointer, PointLookup, ReadCache};
 pub use replace::BlockReplacer;
+pub use shared::SharedCacheView;
 
 use crate::table::{Block, BloomFilter, FenceIndex};
 

@@ -55,7 +55,7 @@ use parking_lot::Mutex;
 use super::component::Component;
 use super::efficiency::{efficiency, EntryKind};
 use super::ghost::{fingerprint, GhostList, BLOCK_GHOST_BYTES, FINGERPRINT_BYTES};
-use super::{BlockCache, BlockKey, BlockKind, BlockReplacer, CacheStats, CacheValue};
+use super::{BlockCache, BlockKey, BlockReplacer, CacheStats, CacheValue};
 use crate::events::OutputFile;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
@@ -503,14 +503,17 @@ impl ReadCache {
                 let evicted = match kind {
                     EntryKind::Kv => st.kv.evict(1).is_some(),
                     EntryKind::Kp => st.kp.evict(1).is_some(),
-                    EntryKind::Block => st.blocks.evict(1).is_some(),
+                    EntryKind::Block => match st.blocks.evict(1) {
+                        Some((_, s)) => {
+                            st.blocks_stats.evictions += 1;
+                            st.blocks_stats.by_kind[s.value.kind().index()].evictions += 1;
+                            true
+                        }
+                        None => false,
+                    },
                 };
                 if !evicted {
                     return false;
-                }
-                if kind == EntryKind::Block {
-                    st.blocks_stats.evictions += 1;
-                    st.blocks_stats.by_kind[BlockKind::Data.index()].evictions += 1;
                 }
             }
         }

@@ -53,8 +53,12 @@ impl DbInner {
             drop(bg);
             self.queue_cv.notify_all();
         } else if !matches!(e, Error::Closed(_)) {
+            // The whole pause: other threads' notifications (a finished job, a flush) must
+            // not cut it short, or compaction threads would trade a failing job back and
+            // forth without rest. Shutdown ends it.
+            let until = std::time::Instant::now() + Duration::from_millis(200);
             let mut bg = self.bg.lock();
-            self.bg_cv.wait_for(&mut bg, Duration::from_millis(200));
+            while !self.stopping() && !self.bg_cv.wait_until(&mut bg, until).timed_out() {}
         }
     }
 
@@ -102,11 +106,16 @@ impl DbInner {
 
     pub(crate) fn compaction_loop(self: Arc<Self>) {
         while !self.stopping() {
-            if let Err(e) = self.compact_until_done() {
-                self.background_error(e, false);
-                continue;
+            match self.compact_until_done() {
+                Err(e) => {
+                    self.background_error(e, false);
+                    continue;
+                }
+                // Only a pass that compacted shows the failure is over: with jobs side by
+                // side, one that found nothing to pick says nothing of another's error.
+                Ok(true) => self.bg.lock().compaction_error = None,
+                Ok(false) => {}
             }
-            self.bg.lock().compaction_error = None;
             self.prefetch
                 .sample_reads(self.stats.gets.load(Ordering::Relaxed));
             // Leaper's collectors move ended slots into their traces off the request path.
@@ -358,13 +367,17 @@ impl DbInner {
 
     /// Runs picked compactions of every column family until none is needed that no other
     /// compaction thread holds the levels of (`Options::max_background_compactions`).
-    pub(crate) fn compact_until_done(&self) -> Result<()> {
+    /// Without background threads, callers run jobs side by side too, and each waits for
+    /// the others' before it returns, so the tree is in shape when it does. Returns
+    /// whether it compacted anything.
+    pub(crate) fn compact_until_done(&self) -> Result<bool> {
+        let mut any = false;
         loop {
             if self.stopping() {
-                return Ok(());
+                return Ok(any);
             }
             if self.bg.lock().fatal.is_some() {
-                return Ok(());
+                return Ok(any);
             }
             let mut did = false;
             {
@@ -387,8 +400,16 @@ impl DbInner {
             }
             // The picked version and task held the inputs until here.
             self.purge_obsolete();
+            any |= did;
             if !did {
-                return Ok(());
+                if !self.opts.background_work && self.jobs.running() > 0 {
+                    // Another caller's job holds what is due: wait for it (a claim's
+                    // release wakes this), never spin.
+                    let mut bg = self.bg.lock();
+                    self.bg_cv.wait_for(&mut bg, Duration::from_millis(10));
+                    continue;
+                }
+                return Ok(any);
             }
         }
     }

@@ -27,6 +27,13 @@ pub(crate) struct Jobs {
     held: Mutex<Vec<Claim>>,
 }
 
+impl Jobs {
+    /// Jobs running now.
+    pub(crate) fn running(&self) -> usize {
+        self.held.lock().len()
+    }
+}
+
 /// A running job's hold on its levels, released on drop (however the job ends).
 pub(crate) struct JobClaim<'a> {
     db: &'a DbInner,

@@ -1110,7 +1110,8 @@ impl DbInner {
             return (rc.clone(), Some(rc));
         }
         let bc: Arc<dyn BlockCache> = match &opts.block_cache {
-            Some(c) => c.clone(),
+            // Possibly shared with other databases, whose file numbers repeat these.
+            Some(c) => Arc::new(crate::cache::SharedCacheView::new(c.clone())),
             None => Arc::new(LruBlockCache::with_hot_share(
                 opts.block_cache_bytes,
                 match opts.block_cache_shards {

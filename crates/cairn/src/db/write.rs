@@ -294,7 +294,7 @@ impl DbInner {
                     // Nobody else will make room: do the work here.
                     MutexGuard::unlocked(q, || -> Result<()> {
                         while self.flush_one()? {}
-                        self.compact_until_done()
+                        self.compact_until_done().map(|_| ())
                     })?;
                 } else {
                     // Waiting on work that keeps failing would never end: fail instead.
