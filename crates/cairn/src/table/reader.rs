@@ -546,15 +546,21 @@ impl Table {
         self.filter_ref(&mut ReadTrace::default())
     }
 
-    fn meta_key(&self, h: BlockHandle) -> BlockKey {
+    fn cache_key(&self, h: BlockHandle) -> BlockKey {
         BlockKey {
             file_no: self.file_no,
             offset: h.offset,
         }
     }
 
-    /// Reads and checks a meta block evicted from the cache (one storage read).
-    fn reload_meta(&self, h: BlockHandle, ty: BlockType, trace: &mut ReadTrace) -> Result<Vec<u8>> {
+    /// Reads a block and verifies its checksum (one storage read): a meta block evicted
+    /// from the cache, or a data block named by its handle.
+    fn read_checked(
+        &self,
+        h: BlockHandle,
+        ty: BlockType,
+        trace: &mut ReadTrace,
+    ) -> Result<Vec<u8>> {
         let len = usize::try_from(h.size)
             .ok()
             .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
@@ -575,14 +581,14 @@ impl Table {
             }
             Meta::Cached(h) => *h,
         };
-        let key = self.meta_key(h);
+        let key = self.cache_key(h);
         let cache = self.cache.as_ref().expect("a cached index has a cache");
         if let Some(CacheValue::Index(i)) = cache.lookup(&key) {
             trace.index_hits += 1;
             return Ok(MetaRef::Cached(i));
         }
         trace.index_misses += 1;
-        let raw = self.reload_meta(h, BlockType::Index, trace)?;
+        let raw = self.read_checked(h, BlockType::Index, trace)?;
         let index = Arc::new(decode_index(raw, &self.name, self.data_end, &self.props)?);
         cache.insert(key, CacheValue::Index(index.clone()), index.memory());
         Ok(MetaRef::Cached(index))
@@ -597,14 +603,14 @@ impl Table {
             }
             Some(Meta::Cached(h)) => *h,
         };
-        let key = self.meta_key(h);
+        let key = self.cache_key(h);
         let cache = self.cache.as_ref().expect("a cached filter has a cache");
         if let Some(CacheValue::Filter(f)) = cache.lookup(&key) {
             trace.filter_hits += 1;
             return Ok(Some(MetaRef::Cached(f)));
         }
         trace.filter_misses += 1;
-        let raw = self.reload_meta(h, BlockType::Filter, trace)?;
+        let raw = self.read_checked(h, BlockType::Filter, trace)?;
         let filter = Arc::new(BloomFilter::decode(raw, &self.name)?);
         cache.insert(key, CacheValue::Filter(filter.clone()), filter.size());
         Ok(Some(MetaRef::Cached(filter)))
@@ -622,7 +628,7 @@ impl Table {
     /// table's data blocks is a corruption error; a block read from storage is
     /// checksummed (its entry count is not checked against an index it did not consult).
     pub fn read_block_at(&self, handle: BlockHandle, trace: &mut ReadTrace) -> Result<Arc<Block>> {
-        let key = self.meta_key(handle);
+        let key = self.cache_key(handle);
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.lookup(&key).and_then(CacheValue::into_data) {
                 trace.data_hits += 1;
@@ -632,19 +638,14 @@ impl Table {
                 return Ok(b);
             }
         }
-        let end = handle
-            .end_with_trailer()
-            .filter(|&e| e <= self.data_end)
-            .ok_or_else(|| {
-                Error::corruption(&self.name, format!("block handle {handle:?} past the data"))
-            })?;
-        let len = (end - handle.offset) as usize;
-        let mut raw = self.file.read_at(handle.offset, len)?;
-        trace.storage_reads += 1;
-        trace.storage_bytes += len as u64;
+        if handle.end_with_trailer().is_none_or(|e| e > self.data_end) {
+            return Err(Error::corruption(
+                &self.name,
+                format!("block handle {handle:?} past the data"),
+            ));
+        }
+        let raw = self.read_checked(handle, BlockType::Data, trace)?;
         trace.data_misses += 1;
-        let n = verify_block(&raw, BlockType::Data, &self.name, handle.offset)?;
-        raw.truncate(n);
         let block = Arc::new(Block::decode(raw, &self.name)?);
         if let Some(cache) = &self.cache {
             cache.insert(key, CacheValue::Data(block.clone()), block.charge());
@@ -662,10 +663,7 @@ impl Table {
         mut readahead: Option<&mut Readahead>,
     ) -> Result<Arc<Block>> {
         let handle = index.block(i).handle;
-        let key = BlockKey {
-            file_no: self.file_no,
-            offset: handle.offset,
-        };
+        let key = self.cache_key(handle);
         if let Some(ra) = readahead.as_deref_mut() {
             ra.visit(i);
         }
