@@ -33,6 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         TableBuildOptions {
             block_size: 4096,
             bloom_bits_per_key: 10.0,
+            ..Default::default()
         },
     );
     for i in 0..n {

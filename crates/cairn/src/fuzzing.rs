@@ -682,6 +682,7 @@ fn plr_fixture() -> &'static PlrFixture {
             TableBuildOptions {
                 block_size: 256,
                 bloom_bits_per_key: 10.0,
+                fixed_width_entries: false,
             },
         );
         let file = scratch_files(&bytes, 1).pop().expect("one file");
@@ -766,7 +767,7 @@ pub fn plr_model(data: &[u8]) {
 fn check_learned(fx: &PlrFixture, m: &LearnedIndex, data: &[u8]) {
     let mut trace = ReadTrace::default();
     let fence = fx.table.index().expect("opened tables keep their index");
-    let mut read = |b| fx.table.read_block(b, &mut trace);
+    let mut read = |b, _| fx.table.read_block(b, &mut trace);
     for (k, want) in &fx.lookups {
         match m.lookup(&fence, k, &mut read) {
             Ok(LearnedLookup::Found(got)) => {
@@ -1061,6 +1062,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
     let table_opts = |block_size, bloom_bits_per_key| TableBuildOptions {
         block_size,
         bloom_bits_per_key,
+        fixed_width_entries: false,
     };
     match target {
         "block" => {

@@ -300,6 +300,13 @@ pub struct Options {
     /// every value, `None` (the default) none. Values already separated stay readable
     /// whatever this is set to at a later open.
     pub value_threshold: Option<usize>,
+    /// Write data blocks fixed-width where their keys and values are at most 255 bytes
+    /// (Bourbon's key + pointer entries: with key-value separation every value is a short
+    /// pointer). A learned index then reads only the few entries around its prediction,
+    /// each chunk of four checksummed, instead of the whole block. Tables written with it
+    /// are format version 3 (older builds refuse them); any build reads both layouts, so
+    /// it can change between opens. Off by default; the `bourbon*` presets turn it on.
+    pub fixed_width_entries: bool,
     /// Value-log garbage collection: when the value log's bytes exceed this many times
     /// the bytes tables still reference, the files with the most garbage are collected by
     /// rewriting the tables that point into them. Must be a finite number > 1; `None`
@@ -378,6 +385,7 @@ impl Default for Options {
             index: IndexPolicy::Fence,
             read_cache: ReadCachePolicy::Block,
             value_threshold: None,
+            fixed_width_entries: false,
             vlog_gc_space_amp: Some(1.5),
             access: None,
             records: None,
@@ -419,6 +427,7 @@ impl std::fmt::Debug for Options {
             .field("index", &self.index)
             .field("read_cache", &self.read_cache)
             .field("value_threshold", &self.value_threshold)
+            .field("fixed_width_entries", &self.fixed_width_entries)
             .field("vlog_gc_space_amp", &self.vlog_gc_space_amp)
             .field("access", &self.access)
             .field("prefetch", &self.prefetch)

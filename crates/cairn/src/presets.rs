@@ -242,9 +242,10 @@ pub fn by_name(name: &str) -> Option<Options> {
         "transition-flexible" => o.tuner.transition = Transition::Flexible,
         _ => o.read_cache = fixed_split(name)?,
     }
-    // Bourbon runs on WiscKey: every value separated.
+    // Bourbon runs on WiscKey: every value separated, entries fixed-width (key + pointer).
     if name.starts_with("bourbon") {
         o.value_threshold = Some(0);
+        o.fixed_width_entries = true;
     }
     Some(o)
 }

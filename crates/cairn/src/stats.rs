@@ -21,6 +21,7 @@ pub(crate) struct LevelCounters {
     pub filter_hits: AtomicU64,
     pub filter_misses: AtomicU64,
     pub storage_reads: AtomicU64,
+    pub chunk_reads: AtomicU64,
     pub learned_lookups: AtomicU64,
     pub learned_fallbacks: AtomicU64,
     pub learned_seeks: AtomicU64,
@@ -57,6 +58,7 @@ impl LevelCounters {
         add(&self.filter_hits, t.filter_hits);
         add(&self.filter_misses, t.filter_misses);
         add(&self.storage_reads, t.storage_reads);
+        add(&self.chunk_reads, t.chunk_reads);
         add(&self.learned_lookups, t.learned_lookups);
         add(&self.learned_fallbacks, t.learned_fallbacks);
         if t.sampled_ns > 0 {
@@ -118,6 +120,7 @@ impl LevelCounters {
             filter_block_hits: self.filter_hits.load(Relaxed),
             filter_block_misses: self.filter_misses.load(Relaxed),
             storage_reads: self.storage_reads.load(Relaxed),
+            entry_chunk_reads: self.chunk_reads.load(Relaxed),
             learned_lookups: self.learned_lookups.load(Relaxed),
             learned_fallbacks: self.learned_fallbacks.load(Relaxed),
             learned_seeks: self.learned_seeks.load(Relaxed),
@@ -282,6 +285,9 @@ pub struct LevelStats {
     pub filter_block_misses: u64,
     /// Storage reads made by point reads and iterators (not by compactions).
     pub storage_reads: u64,
+    /// Of `storage_reads`, reads of a learned get's few fixed-width entries instead of
+    /// their whole block.
+    pub entry_chunk_reads: u64,
     /// Table lookups answered by a learned index.
     pub learned_lookups: u64,
     /// Table lookups a learned index handed to the fence pointers.
@@ -412,6 +418,9 @@ pub struct DbStats {
     pub learned_seeks: u64,
     /// Iterator seeks a learned index handed to the fence pointers (all levels).
     pub learned_seek_fallbacks: u64,
+    /// Learned gets' reads of a few fixed-width entries instead of a whole data block
+    /// (all levels; see `Options::fixed_width_entries`).
+    pub entry_chunk_reads: u64,
     /// Tables learned (by the background learner, or at open).
     pub learned_tables: u64,
     /// PLR segments built over those tables.
@@ -544,6 +553,7 @@ impl DbStats {
             learned_lookups: levels.iter().map(|l| l.learned_lookups).sum(),
             learned_fallbacks: levels.iter().map(|l| l.learned_fallbacks).sum(),
             learned_seeks: levels.iter().map(|l| l.learned_seeks).sum(),
+            entry_chunk_reads: levels.iter().map(|l| l.entry_chunk_reads).sum(),
             learned_seek_fallbacks: levels.iter().map(|l| l.learned_seek_fallbacks).sum(),
             learned_tables: s.learned_tables.load(Relaxed),
             learned_segments: s.learned_segments.load(Relaxed),

@@ -782,6 +782,7 @@ fn model_background_threads() {
 fn model_learned_index() {
     let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
     let mut seeks_through_models = 0;
+    let mut window_reads = 0;
     for (seed, delta, background, prefix) in [
         (3000, 8, false, &b""[..]),
         (3001, 1, false, b""),
@@ -791,13 +792,25 @@ fn model_learned_index() {
         (3005, 8, false, b"tenant:"),
         (3006, 1, false, b"t/"),
     ] {
+        // Odd seeds write fixed-width blocks, with a cache too small to hold the data:
+        // learned gets then read just their windows.
+        let fixed = seed % 2 == 1;
         let r = catch_unwind(AssertUnwindSafe(|| {
             run_seed_with(seed, background, ops, prefix, |o| {
-                o.index = IndexPolicy::learn_all(delta)
+                o.index = IndexPolicy::learn_all(delta);
+                o.fixed_width_entries = fixed;
+                if fixed {
+                    o.block_cache_bytes = 16 << 10;
+                }
             })
         }));
         match r {
             Ok(stats) => {
+                if fixed {
+                    window_reads += stats.entry_chunk_reads;
+                } else {
+                    assert_eq!(stats.entry_chunk_reads, 0, "seed {seed}: window reads");
+                }
                 assert!(stats.learned_tables > 0, "seed {seed}: no table learned");
                 assert!(stats.learned_segments >= stats.learned_tables);
                 assert!(
@@ -813,6 +826,7 @@ fn model_learned_index() {
             }
         }
     }
+    assert!(window_reads > 0, "no learned get read just its window");
     // Iterator seeks are positioned by the models too, and checked against the model.
     assert!(
         seeks_through_models > 0,
@@ -947,6 +961,7 @@ fn model_all_parts_together() {
                 o.value_threshold = Some(20);
                 o.vlog_gc_space_amp = Some(1.1);
                 o.index = IndexPolicy::learn_all(4);
+                o.fixed_width_entries = seed % 2 == 1;
             })
         }));
         match r {

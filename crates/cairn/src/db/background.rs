@@ -136,6 +136,7 @@ impl DbInner {
         TableBuildOptions {
             block_size: self.opts.block_size,
             bloom_bits_per_key: self.opts.bloom_bits_for_level(level, deepest),
+            fixed_width_entries: self.opts.fixed_width_entries,
         }
     }
 

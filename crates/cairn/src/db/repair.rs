@@ -220,6 +220,7 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
     let build = TableBuildOptions {
         block_size: opts.block_size,
         bloom_bits_per_key: opts.bloom_bits_for_level(level, level),
+        fixed_width_entries: opts.fixed_width_entries,
     };
     let mut edit = VersionEdit {
         last_seq: Some(max_seq),

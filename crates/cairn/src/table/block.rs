@@ -23,6 +23,23 @@
 //! Layout 1 (older tables, still read): entries `[varint key_len][varint value_len][key]
 //! [value]`, then the u32-LE offset of every entry, then the u32-LE entry count (always
 //! below 2^30, so its top bit is clear).
+//!
+//! Layout 3, fixed width (Bourbon's key + pointer entries, written when
+//! `TableBuildOptions::fixed_width_entries` is set and the block's keys and values are
+//! short): every entry takes the same `2 + kw + vw` bytes, so entry `i`'s place is
+//! arithmetic and a reader can fetch a few entries without the rest of the block. Entries
+//! come in chunks of [`CHUNK_ENTRIES`], each followed by its own checksum, so such a
+//! partial read is verified on its own:
+//!
+//! ```text
+//! [chunk 0: entries 0..4][crc 0] ... [chunk c: the last 1..=4 entries][crc c]
+//!                               entry = [key_len u8][key, zero-padded to kw][value_len u8][value, padded to vw]
+//!                               crc j = CRC32C of the chunk's bytes, then j (u32 LE)
+//! [kw: u8][vw: u8]
+//! [n | 1 << 31 | 1 << 29: u32 LE]
+//! ```
+//!
+//! No key prefix is shared, so an entry's bytes alone give its whole internal key.
 
 use std::cmp::Ordering;
 
@@ -34,14 +51,88 @@ use crate::{Error, Result};
 const PREFIXED: u32 = 1 << 31;
 /// Count-word flag (layout 2): u32 entry offsets.
 const WIDE: u32 = 1 << 30;
+/// Count-word flag (with `PREFIXED`): layout 3, fixed-width entries. Layout 2's counts
+/// never reach it: a block under 1 GiB holds fewer than 2^27 entries.
+const FIXED: u32 = 1 << 29;
 /// Count-word bits holding the entry count (layout 2).
 const COUNT_MASK: u32 = WIDE - 1;
+/// Count-word bits holding the entry count (layout 3).
+const FIXED_COUNT_MASK: u32 = FIXED - 1;
+/// Entries per checksummed chunk of a fixed-width block.
+pub const CHUNK_ENTRIES: usize = 4;
+/// Bytes of a chunk's checksum.
+const CHUNK_CRC_LEN: usize = 4;
+/// Longest internal key and value a fixed-width entry holds.
+const FIXED_MAX_FIELD: usize = u8::MAX as usize;
 /// Largest prefix-plus-entries area whose offsets all fit in a u16.
 const NARROW_AREA: usize = 1 << 16;
 /// Bytes after the offsets in layout 2: prefix length and count word.
 const TAIL_LEN: usize = 6;
 /// Largest entry buffer a builder keeps for the next block.
 const RETAIN_LIMIT: usize = 1 << 20;
+
+/// The widths of a fixed-width block (layout 3): every internal key is padded to `kw`
+/// bytes and every value to `vw`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FixedLayout {
+    /// Width of the key field (the longest internal key of the block).
+    pub kw: u8,
+    /// Width of the value field (the longest value of the block).
+    pub vw: u8,
+}
+
+impl FixedLayout {
+    /// Bytes of one entry: the two length bytes and both fields.
+    pub fn entry_len(&self) -> usize {
+        2 + usize::from(self.kw) + usize::from(self.vw)
+    }
+
+    /// Bytes of a full chunk with its checksum.
+    fn chunk_len(&self) -> usize {
+        CHUNK_ENTRIES * self.entry_len() + CHUNK_CRC_LEN
+    }
+
+    /// Bytes of the chunks of a block of `n` entries (everything before its tail).
+    fn chunks_len(&self, n: usize) -> Option<usize> {
+        n.checked_mul(self.entry_len())?
+            .checked_add(n.div_ceil(CHUNK_ENTRIES).checked_mul(CHUNK_CRC_LEN)?)
+    }
+
+    /// Bytes of a whole block of `n` entries.
+    pub fn block_size(&self, n: usize) -> Option<usize> {
+        self.chunks_len(n)?.checked_add(TAIL_LEN)
+    }
+
+    /// The chunks holding entries `[from, to)` of a block of `n` entries
+    /// (`from < to <= n`): their byte range in the block and the first chunk's number.
+    pub fn chunk_span(&self, n: usize, from: usize, to: usize) -> (std::ops::Range<usize>, usize) {
+        debug_assert!(from < to && to <= n);
+        let (c0, c1) = (from / CHUNK_ENTRIES, (to - 1) / CHUNK_ENTRIES);
+        let start = c0 * self.chunk_len();
+        let end = ((c1 + 1) * self.chunk_len()).min(self.chunks_len(n).unwrap_or(usize::MAX));
+        (start..end, c0)
+    }
+
+    /// The layout as an index entry stores it (never 0).
+    pub(crate) fn to_code(self) -> u64 {
+        1 + (u64::from(self.kw) << 8 | u64::from(self.vw))
+    }
+
+    /// The layout an index entry names; `None` if the code is not one.
+    pub(crate) fn from_code(code: u64) -> Option<Self> {
+        let c = code.checked_sub(1)?;
+        (c < 1 << 16).then(|| FixedLayout {
+            kw: (c >> 8) as u8,
+            vw: c as u8,
+        })
+    }
+}
+
+/// The checksum of chunk `j`: its bytes, then its number, so a chunk read from the wrong
+/// place fails even when its bytes are another chunk's.
+fn chunk_crc(bytes: &[u8], j: usize) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(bytes), &(j as u32).to_le_bytes())
+}
 
 /// Builds one block in memory. Entries are kept until [`finish`](Self::finish), which needs
 /// the common prefix of all of them.
@@ -57,6 +148,11 @@ pub(crate) struct BlockBuilder {
     prefix_len: usize,
     /// Scratch for the offsets `finish` writes.
     offsets: Vec<u32>,
+    /// Write layout 3 when the entries fit it (see [`fixed_layout`](Self::fixed_layout)).
+    fixed_width: bool,
+    /// Longest internal key and value pending.
+    max_klen: usize,
+    max_vlen: usize,
     /// Tests: write layout 1, as older builds did.
     #[cfg(test)]
     v1: bool,
@@ -70,6 +166,33 @@ impl BlockBuilder {
             v1: true,
             ..Self::default()
         }
+    }
+
+    /// A builder writing fixed-width blocks (layout 3) whenever the entries fit.
+    pub(crate) fn fixed_width() -> Self {
+        BlockBuilder {
+            fixed_width: true,
+            ..Self::default()
+        }
+    }
+
+    /// The fixed-width layout the pending entries would be written in: when asked for,
+    /// when every key and value is at most 255 bytes, and when padding would not more than
+    /// double the block (a few long keys among short ones write layout 2 instead).
+    fn fixed_layout(&self) -> Option<FixedLayout> {
+        if !self.fixed_width
+            || self.lens.is_empty()
+            || self.max_klen > FIXED_MAX_FIELD
+            || self.max_vlen > FIXED_MAX_FIELD
+        {
+            return None;
+        }
+        let layout = FixedLayout {
+            kw: self.max_klen as u8,
+            vw: self.max_vlen as u8,
+        };
+        let fixed = layout.block_size(self.lens.len())?;
+        (fixed <= 2 * self.variable_size()).then_some(layout)
     }
 
     #[cfg(test)]
@@ -93,6 +216,8 @@ impl BlockBuilder {
             common_prefix_len(&self.buf[..self.prefix_len], uk)
         };
         self.header_bytes += varint_len(key.len()) + varint_len(value.len());
+        self.max_klen = self.max_klen.max(key.len());
+        self.max_vlen = self.max_vlen.max(value.len());
         self.lens.push((key.len() as u32, value.len() as u32));
         self.buf.extend_from_slice(key);
         self.buf.extend_from_slice(value);
@@ -107,6 +232,14 @@ impl BlockBuilder {
 
     /// Size of the block if finished now (exact).
     pub(crate) fn estimated_size(&self) -> usize {
+        match self.fixed_layout() {
+            Some(l) => l.block_size(self.lens.len()).unwrap_or(usize::MAX),
+            None => self.variable_size(),
+        }
+    }
+
+    /// Size of the block in layout 2 (or 1).
+    fn variable_size(&self) -> usize {
         let (area, n) = (self.area_len(), self.lens.len());
         if !self.prefixed() {
             return area + 4 * n + 4;
@@ -121,7 +254,57 @@ impl BlockBuilder {
 
     /// Returns the encoded block and resets the builder.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
-        let size = self.estimated_size();
+        self.finish_with_layout().0
+    }
+
+    /// As [`finish`](Self::finish), also saying whether the block is fixed-width.
+    pub(crate) fn finish_with_layout(&mut self) -> (Vec<u8>, Option<FixedLayout>) {
+        let layout = self.fixed_layout();
+        let out = match layout {
+            Some(l) => self.write_fixed(l),
+            None => self.write_variable(),
+        };
+        if self.buf.capacity() > RETAIN_LIMIT {
+            self.buf = Vec::new(); // a block of huge values: do not hold its memory on
+        }
+        self.buf.clear();
+        self.lens.clear();
+        self.header_bytes = 0;
+        self.prefix_len = 0;
+        self.max_klen = 0;
+        self.max_vlen = 0;
+        (out, layout)
+    }
+
+    fn write_fixed(&self, l: FixedLayout) -> Vec<u8> {
+        let (kw, vw) = (usize::from(l.kw), usize::from(l.vw));
+        let mut out = Vec::with_capacity(self.estimated_size());
+        let mut at = 0;
+        for (j, chunk) in self.lens.chunks(CHUNK_ENTRIES).enumerate() {
+            let start = out.len();
+            for &(k, v) in chunk {
+                let (k, v) = (k as usize, v as usize);
+                out.push(k as u8);
+                out.extend_from_slice(&self.buf[at..at + k]);
+                out.resize(out.len() + kw - k, 0);
+                out.push(v as u8);
+                out.extend_from_slice(&self.buf[at + k..at + k + v]);
+                out.resize(out.len() + vw - v, 0);
+                at += k + v;
+            }
+            let crc = chunk_crc(&out[start..], j);
+            out.extend_from_slice(&crc.to_le_bytes());
+        }
+        out.push(l.kw);
+        out.push(l.vw);
+        let n = self.lens.len() as u32;
+        out.extend_from_slice(&(n | PREFIXED | FIXED).to_le_bytes());
+        debug_assert_eq!(out.len(), self.estimated_size());
+        out
+    }
+
+    fn write_variable(&mut self) -> Vec<u8> {
+        let size = self.variable_size();
         let p = if self.prefixed() { self.prefix_len } else { 0 };
         let mut out = Vec::with_capacity(size);
         out.extend_from_slice(&self.buf[..p]);
@@ -155,13 +338,6 @@ impl BlockBuilder {
             out.extend_from_slice(&n.to_le_bytes());
         }
         debug_assert_eq!(out.len(), size);
-        if self.buf.capacity() > RETAIN_LIMIT {
-            self.buf = Vec::new(); // a block of huge values: do not hold its memory on
-        }
-        self.buf.clear();
-        self.lens.clear();
-        self.header_bytes = 0;
-        self.prefix_len = 0;
         out
     }
 }
@@ -297,11 +473,37 @@ pub struct Block {
     prefix_len: usize,
     /// Bytes per entry offset: 2 or 4.
     offset_width: usize,
-    /// Start of the offset array (= end of the entry area).
+    /// Start of the offset array (= end of the entry area; of the chunks in layout 3).
     offsets_at: usize,
+    /// Layout 3: the widths, and which chunks `data` holds.
+    fixed: Option<FixedView>,
     /// Put in the cache by a prefetcher and not read since (Leaper's precision counts
     /// the warmed blocks a read later finds).
     warmed: std::sync::atomic::AtomicBool,
+}
+
+/// How a fixed-width block (or part of one) is laid out in `Block::data`.
+#[derive(Clone, Copy, Debug)]
+struct FixedView {
+    layout: FixedLayout,
+    entry_len: usize,
+    chunk_len: usize,
+    /// Number of the first chunk held: 0 for a whole block.
+    first_chunk: usize,
+    /// Only some chunks are held (a learned lookup's read): never cached or iterated.
+    partial: bool,
+}
+
+impl FixedView {
+    fn new(layout: FixedLayout, first_chunk: usize, partial: bool) -> Self {
+        FixedView {
+            layout,
+            entry_len: layout.entry_len(),
+            chunk_len: layout.chunk_len(),
+            first_chunk,
+            partial,
+        }
+    }
 }
 
 /// Bytes a cached block costs beyond its contents: the `Block` itself and the `Arc` counts.
@@ -333,6 +535,9 @@ impl Block {
             .checked_sub(4)
             .and_then(|p| get_u32(&data, p))
             .ok_or_else(too_short)?;
+        if word & PREFIXED != 0 && word & FIXED != 0 {
+            return Self::decode_fixed(data, word, file, allow_empty);
+        }
         let (count, prefix_len, offset_width, tail) = if word & PREFIXED == 0 {
             (word as usize, 0, 4, 4)
         } else {
@@ -371,14 +576,128 @@ impl Block {
             prefix_len,
             offset_width,
             offsets_at,
+            fixed: None,
             warmed: std::sync::atomic::AtomicBool::new(false),
         };
-        for i in 0..count {
-            if block.parse(i).is_none() {
-                return Err(bad(format!("block entry {i} of {count} is malformed")));
+        block.validate(0..count, file)?;
+        Ok(block)
+    }
+
+    /// Checks that entries `range` parse (so [`entry`](Self::entry) cannot fail on them).
+    fn validate(&self, range: std::ops::Range<usize>, file: &str) -> Result<()> {
+        let count = self.count;
+        for i in range {
+            if self.parse(i).is_none() {
+                return Err(Error::corruption(
+                    file,
+                    format!("block entry {i} of {count} is malformed"),
+                ));
             }
         }
+        Ok(())
+    }
+
+    /// Decodes a whole layout-3 block (the block trailer's checksum covers its chunks).
+    fn decode_fixed(data: Vec<u8>, word: u32, file: &str, allow_empty: bool) -> Result<Block> {
+        let len = data.len();
+        if len < TAIL_LEN {
+            return Err(Error::corruption(
+                file,
+                format!("block of {len} bytes too short"),
+            ));
+        }
+        let count = (word & FIXED_COUNT_MASK) as usize;
+        let layout = FixedLayout {
+            kw: data[len - TAIL_LEN],
+            vw: data[len - TAIL_LEN + 1],
+        };
+        if layout.block_size(count) != Some(len) {
+            return Err(Error::corruption(
+                file,
+                format!("fixed-width block of {count} entries ({layout:?}) is not {len} bytes"),
+            ));
+        }
+        if count == 0 && !allow_empty {
+            return Err(Error::corruption(file, "empty block"));
+        }
+        let block = Block {
+            data,
+            count,
+            prefix_len: 0,
+            offset_width: 0,
+            offsets_at: len - TAIL_LEN,
+            fixed: Some(FixedView::new(layout, 0, false)),
+            warmed: std::sync::atomic::AtomicBool::new(false),
+        };
+        block.validate(0..count, file)?;
         Ok(block)
+    }
+
+    /// Decodes the chunks of a fixed-width block of `count` entries that hold entries
+    /// `[from, to)`, as read from the block's bytes [`FixedLayout::chunk_span`] names.
+    /// Every chunk's checksum is verified. The result answers [`entry`](Self::entry) for
+    /// those entries only: a learned lookup's window, never cached or iterated.
+    pub(crate) fn decode_chunks(
+        data: Vec<u8>,
+        layout: FixedLayout,
+        count: usize,
+        from: usize,
+        to: usize,
+        file: &str,
+        at: u64,
+    ) -> Result<Block> {
+        let (span, first_chunk) = layout.chunk_span(count, from, to);
+        if data.len() != span.len() {
+            return Err(Error::corruption(
+                file,
+                format!(
+                    "entry chunks at {at}: read {} bytes of {}",
+                    data.len(),
+                    span.len()
+                ),
+            ));
+        }
+        let view = FixedView::new(layout, first_chunk, true);
+        let mut start = 0;
+        let mut j = first_chunk;
+        while start < data.len() {
+            let entries = (count - j * CHUNK_ENTRIES).min(CHUNK_ENTRIES);
+            let end = start + entries * view.entry_len;
+            let stored = get_u32(&data, end).unwrap_or(0);
+            let computed = chunk_crc(&data[start..end], j);
+            if stored != computed {
+                return Err(Error::corruption(
+                    file,
+                    format!(
+                        "entry chunk {j} of the block at {at}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+                    ),
+                ));
+            }
+            start = end + CHUNK_CRC_LEN;
+            j += 1;
+        }
+        let block = Block {
+            offsets_at: data.len(),
+            data,
+            count,
+            prefix_len: 0,
+            offset_width: 0,
+            fixed: Some(view),
+            warmed: std::sync::atomic::AtomicBool::new(false),
+        };
+        let held = first_chunk * CHUNK_ENTRIES..(j * CHUNK_ENTRIES).min(count);
+        block.validate(held, file)?;
+        Ok(block)
+    }
+
+    /// Whether this holds only some chunks of a fixed-width block.
+    pub fn is_partial(&self) -> bool {
+        self.fixed.is_some_and(|f| f.partial)
+    }
+
+    /// The fixed-width layout, for layout-3 blocks.
+    pub fn fixed_layout(&self) -> Option<FixedLayout> {
+        self.fixed.map(|f| f.layout)
     }
 
     /// Marks the block as put in the cache by a prefetcher.
@@ -398,6 +717,9 @@ impl Block {
     /// Entry `i` as (key suffix, value), if well formed.
     #[inline]
     fn parse(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        if let Some(f) = &self.fixed {
+            return self.parse_fixed(f, i);
+        }
         let at = self.offsets_at + self.offset_width * i;
         let off = if self.offset_width == 2 {
             usize::from(get_u16(&self.data, at)?)
@@ -419,6 +741,24 @@ impl Block {
         let suffix = area.get(pos..vpos)?;
         let value = area.get(vpos..vpos.checked_add(vlen)?)?;
         Some((suffix, value))
+    }
+
+    /// Entry `i` of a layout-3 block, if held and well formed.
+    #[inline]
+    fn parse_fixed(&self, f: &FixedView, i: usize) -> Option<(&[u8], &[u8])> {
+        let chunk = (i / CHUNK_ENTRIES).checked_sub(f.first_chunk)?;
+        let at = chunk * f.chunk_len + (i % CHUNK_ENTRIES) * f.entry_len;
+        let e = self
+            .data
+            .get(..self.offsets_at)?
+            .get(at..at + f.entry_len)?;
+        let kw = usize::from(f.layout.kw);
+        let klen = usize::from(e[0]);
+        let vlen = usize::from(e[1 + kw]);
+        if klen < TRAILER_LEN || klen > kw || vlen > usize::from(f.layout.vw) {
+            return None;
+        }
+        Some((&e[1..1 + klen], &e[2 + kw..2 + kw + vlen]))
     }
 
     /// Number of entries (at least 1 in a data block).
@@ -462,6 +802,10 @@ impl Block {
 
     /// Index of the first entry whose internal key is >= `target` (`entry_count()` if none).
     pub fn seek(&self, target: &[u8]) -> usize {
+        debug_assert!(
+            !self.is_partial(),
+            "a partial block is searched by its window"
+        );
         // Compare the prefix once; then suffixes against the rest of the target.
         let rest = match split_target(self.prefix(), target) {
             Ok(rest) => rest,
@@ -972,6 +1316,134 @@ mod tests {
                 for t in &targets {
                     assert!(b.seek(t) <= b.entry_count());
                 }
+            }
+        }
+    }
+
+    fn build_fixed(entries: &[Entry]) -> (Vec<u8>, Option<FixedLayout>) {
+        let mut b = BlockBuilder::fixed_width();
+        for (k, v) in entries {
+            b.add(k, v);
+        }
+        let est = b.estimated_size();
+        let (data, layout) = b.finish_with_layout();
+        assert_eq!(data.len(), est, "estimated size is exact");
+        assert!(b.is_empty());
+        (data, layout)
+    }
+
+    /// Layout 3 round-trips random blocks of short entries, seeks as the other layouts do,
+    /// and every window's chunks decode on their own to the same entries.
+    #[test]
+    fn fixed_width_blocks_and_their_chunks() {
+        let mut rng = SmallRng::seed_from_u64(31);
+        for round in 0..300 {
+            let n_entries = rng.random_range(1..120);
+            let entries = random_entries(&mut rng, n_entries, 40);
+            let (data, layout) = build_fixed(&entries);
+            let Some(layout) = layout else {
+                // Padding would more than double the block (keys of very mixed lengths).
+                assert!(data.len() < 2 * entries.len() * 60, "round {round}");
+                continue;
+            };
+            let longest = entries.iter().map(|e| e.0.len()).max().unwrap();
+            assert_eq!(usize::from(layout.kw), longest);
+            assert_eq!(layout.block_size(entries.len()), Some(data.len()));
+            let blk = Block::decode(data.clone(), "t").unwrap();
+            assert_eq!(blk.fixed_layout(), Some(layout));
+            assert!(!blk.is_partial());
+            check_entries(&blk, &entries);
+            check_seeks(&mut rng, &blk, &entries);
+            let n = entries.len();
+            for _ in 0..20 {
+                let from = rng.random_range(0..n);
+                let to = rng.random_range(from + 1..=n);
+                let (span, c0) = layout.chunk_span(n, from, to);
+                assert_eq!(c0, from / CHUNK_ENTRIES);
+                let part = data[span.clone()].to_vec();
+                let p = Block::decode_chunks(part.clone(), layout, n, from, to, "t", 0).unwrap();
+                assert!(p.is_partial());
+                assert_eq!(p.entry_count(), n);
+                for i in from..to {
+                    let (k, v) = p.entry(i);
+                    assert_eq!((k.to_vec(), v), (entries[i].0.clone(), &entries[i].1[..]));
+                }
+                // Any flipped byte fails its chunk's checksum.
+                let mut bad = part.clone();
+                let at = rng.random_range(0..bad.len());
+                bad[at] ^= 1 << rng.random_range(0..8);
+                assert!(Block::decode_chunks(bad, layout, n, from, to, "t", 0).is_err());
+                // Chunks read from the wrong place fail too, even when whole and intact.
+                if n > CHUNK_ENTRIES * 2 && to <= CHUNK_ENTRIES {
+                    let (other, _) = layout.chunk_span(n, CHUNK_ENTRIES, CHUNK_ENTRIES + 1);
+                    let moved = data[other].to_vec();
+                    assert!(Block::decode_chunks(moved, layout, n, from, to, "t", 0).is_err());
+                }
+                // A short read is refused.
+                let short = part[..part.len() - 1].to_vec();
+                assert!(Block::decode_chunks(short, layout, n, from, to, "t", 0).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn long_entries_keep_the_variable_layout() {
+        let short: Vec<Entry> = (0..50).map(|i| (ikey(i), vec![7; 12])).collect();
+        let (_, layout) = build_fixed(&short);
+        assert_eq!(
+            layout,
+            Some(FixedLayout {
+                kw: ikey(0).len() as u8,
+                vw: 12
+            })
+        );
+        let mut long_value = short.clone();
+        long_value[10].1 = vec![1; 256];
+        let (data, layout) = build_fixed(&long_value);
+        assert_eq!(layout, None);
+        check_entries(&Block::decode(data, "t").unwrap(), &long_value);
+        // One long key among short ones would more than double the block: layout 2.
+        let mut mixed: Vec<Entry> = (0..50)
+            .map(|i| {
+                (
+                    make_internal_key(&[b'k', i as u8], 1, ValueKind::Value),
+                    vec![],
+                )
+            })
+            .collect();
+        mixed[49].0 = make_internal_key(&[b'k'; 200], 1, ValueKind::Value);
+        mixed.sort_by(|a, b| cmp_internal(&a.0, &b.0));
+        let (data, layout) = build_fixed(&mixed);
+        assert_eq!(layout, None);
+        check_entries(&Block::decode(data, "t").unwrap(), &mixed);
+        assert_eq!(FixedLayout::from_code(0), None);
+        let l = FixedLayout { kw: 255, vw: 0 };
+        assert_eq!(FixedLayout::from_code(l.to_code()), Some(l));
+    }
+
+    /// Damaged layout-3 blocks (checksums forged, so only structure is checked) decode to
+    /// an error or to a block whose every entry can be read.
+    #[test]
+    fn fixed_width_garbage_never_panics() {
+        let mut rng = SmallRng::seed_from_u64(12);
+        let entries = random_entries(&mut rng, 60, 20);
+        let (good, layout) = build_fixed(&entries);
+        assert!(layout.is_some());
+        for _ in 0..20_000 {
+            let mut data = good.clone();
+            for _ in 0..rng.random_range(1..4) {
+                let i = rng.random_range(0..data.len());
+                data[i] = rng.random();
+            }
+            if rng.random_bool(0.1) {
+                data.truncate(rng.random_range(0..data.len()));
+            }
+            if let Ok(b) = Block::decode(data, "t") {
+                for i in 0..b.entry_count() {
+                    let (k, _) = b.entry(i);
+                    let _ = (k.to_vec(), k.seq(), k.value_kind());
+                }
+                let _ = b.seek(&entries[5].0);
             }
         }
     }

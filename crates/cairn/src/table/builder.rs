@@ -4,7 +4,9 @@ use std::cmp::Ordering;
 
 use super::block::BlockBuilder;
 use super::bloom::{filter_enabled, BloomBuilder};
-use super::format::{block_trailer, BlockHandle, BlockType, Footer};
+use super::format::{
+    block_trailer, BlockHandle, BlockType, Footer, FORMAT_VERSION, PREFIXED_FORMAT_VERSION,
+};
 use super::index::{FenceIndex, IndexEntry};
 use super::properties::TableProperties;
 use crate::storage::WritableFile;
@@ -31,6 +33,10 @@ pub struct TableBuildOptions {
     pub block_size: usize,
     /// Bloom filter bits per user key; 0 (or not a positive number) writes no filter.
     pub bloom_bits_per_key: f64,
+    /// Write data blocks whose keys and values are at most 255 bytes fixed-width
+    /// (layout 3, Bourbon's key + pointer entries), so a learned lookup reads only the
+    /// entries around its prediction. Such tables are format version 3.
+    pub fixed_width_entries: bool,
 }
 
 impl Default for TableBuildOptions {
@@ -38,6 +44,7 @@ impl Default for TableBuildOptions {
         TableBuildOptions {
             block_size: DEFAULT_BLOCK_SIZE,
             bloom_bits_per_key: 10.0,
+            fixed_width_entries: false,
         }
     }
 }
@@ -92,6 +99,8 @@ pub struct TableBuilder {
     /// Ordinal of the pending block's first entry.
     block_first_ordinal: u64,
     block_sink: Option<BlockSink>,
+    /// A fixed-width block was written (the footer then says format version 3).
+    any_fixed: bool,
 }
 
 impl TableBuilder {
@@ -102,7 +111,11 @@ impl TableBuilder {
         TableBuilder {
             file,
             opts,
-            block: BlockBuilder::default(),
+            block: if opts.fixed_width_entries {
+                BlockBuilder::fixed_width()
+            } else {
+                BlockBuilder::default()
+            },
             block_first: Vec::new(),
             last_key: Vec::new(),
             index: Vec::new(),
@@ -111,6 +124,7 @@ impl TableBuilder {
             props: TableProperties::default(),
             block_first_ordinal: 0,
             block_sink: None,
+            any_fixed: false,
         }
     }
 
@@ -210,7 +224,8 @@ impl TableBuilder {
         if self.block.is_empty() {
             return Ok(());
         }
-        let contents = self.block.finish();
+        let (contents, fixed) = self.block.finish_with_layout();
+        self.any_fixed |= fixed.is_some();
         let handle = self.write_block(&contents, BlockType::Data)?;
         if let Some(sink) = &mut self.block_sink {
             sink(
@@ -224,6 +239,7 @@ impl TableBuilder {
             last_key: self.last_key.clone(),
             handle,
             first_ordinal: self.block_first_ordinal,
+            fixed,
         });
         self.blocks.push(BlockRange {
             handle,
@@ -249,7 +265,12 @@ impl TableBuilder {
             filter,
             properties,
         };
-        self.file.append(&footer.encode())?;
+        let version = if self.any_fixed {
+            FORMAT_VERSION
+        } else {
+            PREFIXED_FORMAT_VERSION
+        };
+        self.file.append(&footer.encode_as(version))?;
         self.file.sync()?;
         Ok(TableSummary {
             file_size: self.file.len(),

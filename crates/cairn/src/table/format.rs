@@ -9,10 +9,15 @@ pub const BLOCK_TRAILER_LEN: usize = 5;
 pub const FOOTER_LEN: usize = 64;
 /// Identifies a cairn table ("cairnTBL" as little-endian bytes).
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"cairnTBL");
-/// The table format version this build writes and the newest it reads. Version 2 may hold
+/// The newest table format version this build writes and reads. Version 2 may hold
 /// prefix-compressed blocks (see `block.rs`), which builds that read only version 1 would
-/// take for corruption; this build reads both (each block says its own layout).
-pub const FORMAT_VERSION: u32 = 2;
+/// take for corruption; version 3 may hold fixed-width blocks and index entries that name
+/// them. This build reads all three (each block says its own layout) and writes 3 only for
+/// tables with a fixed-width block, so tables without one stay readable by older builds.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The version of tables without fixed-width blocks.
+pub(crate) const PREFIXED_FORMAT_VERSION: u32 = 2;
 
 /// The oldest table format version this build reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
@@ -265,11 +270,11 @@ mod tests {
             Footer::decode(&bad, "t"),
             Err(Error::Corruption { .. })
         ));
-        let mut v3 = enc;
-        v3[52] = 3;
+        let mut v4 = enc;
+        v4[52] = 4;
         assert!(matches!(
-            Footer::decode(&v3, "t"),
-            Err(Error::UnsupportedVersion { found: 3, .. })
+            Footer::decode(&v4, "t"),
+            Err(Error::UnsupportedVersion { found: 4, .. })
         ));
         // Version 1 tables (blocks without prefixes) still open.
         let v1 = Footer::decode(&enc, "t").unwrap().encode_as(1);

@@ -3,11 +3,13 @@
 //! learned index (Bourbon) will be a sibling implementing [`TableIndex`].
 //!
 //! Index block layout: a block in the data-block format whose entries are
-//! `last internal key of the data block -> [varint offset][varint size][varint first ordinal]`.
+//! `last internal key of the data block -> [varint offset][varint size][varint first ordinal]
+//! [varint layout]`; the layout varint is present only for fixed-width blocks (see
+//! [`FixedLayout`]), so a reader knows where each entry lies before reading the block.
 
 use std::cmp::Ordering;
 
-use super::block::{Block, BlockBuilder};
+use super::block::{Block, BlockBuilder, FixedLayout};
 use super::format::{get_varint, put_varint, BlockHandle};
 use crate::types::cmp_internal;
 use crate::{Error, Result};
@@ -21,6 +23,8 @@ pub struct IndexEntry {
     pub handle: BlockHandle,
     /// Position (ordinal) in the whole table of the block's first entry.
     pub first_ordinal: u64,
+    /// The block's widths when it is fixed-width (layout 3).
+    pub fixed: Option<FixedLayout>,
 }
 
 /// Finds the data block for a key inside one table.
@@ -54,6 +58,9 @@ impl FenceIndex {
             v.clear();
             e.handle.encode_to(&mut v);
             put_varint(&mut v, e.first_ordinal);
+            if let Some(l) = e.fixed {
+                put_varint(&mut v, l.to_code());
+            }
             b.add(&e.last_key, &v);
         }
         b.finish()
@@ -73,6 +80,15 @@ impl FenceIndex {
             let ord = get_varint(val, &mut pos);
             let (Some(handle), Some(first_ordinal)) = (handle, ord) else {
                 return Err(bad(format!("entry {i} is malformed")));
+            };
+            let fixed = if pos < val.len() {
+                let l = get_varint(val, &mut pos).and_then(FixedLayout::from_code);
+                match l {
+                    Some(l) if pos == val.len() => Some(l),
+                    _ => return Err(bad(format!("entry {i} has a malformed layout"))),
+                }
+            } else {
+                None
             };
             if handle.offset != next_offset {
                 return Err(bad(format!(
@@ -104,6 +120,7 @@ impl FenceIndex {
                 last_key: key.to_vec(),
                 handle,
                 first_ordinal,
+                fixed,
             });
         }
         if next_offset != data_end || (entries.is_empty() && num_entries != 0) {
@@ -111,11 +128,26 @@ impl FenceIndex {
                 "data blocks end at {next_offset}, data area at {data_end}"
             )));
         }
-        Ok(FenceIndex {
+        let index = FenceIndex {
             first_ordinals: entries.iter().map(|e| e.first_ordinal).collect(),
             entries,
             num_entries,
-        })
+        };
+        // A fixed-width block's size follows from its entry count: reads of its chunks
+        // then stay inside it.
+        for (i, e) in index.entries.iter().enumerate() {
+            if let Some(l) = e.fixed {
+                let n = usize::try_from(index.block_entries(i)).ok();
+                if n.and_then(|n| l.block_size(n)) != usize::try_from(e.handle.size).ok() {
+                    return Err(bad(format!(
+                        "fixed-width block {i} of {} bytes does not hold its {} entries",
+                        e.handle.size,
+                        index.block_entries(i)
+                    )));
+                }
+            }
+        }
+        Ok(index)
     }
 
     /// Number of entries block `i` holds (`i < num_blocks()`).
@@ -182,16 +214,19 @@ mod tests {
                 last_key: ik("c"),
                 handle: BlockHandle::new(0, 95),
                 first_ordinal: 0,
+                fixed: None,
             },
             IndexEntry {
                 last_key: ik("f"),
                 handle: BlockHandle::new(100, 45),
                 first_ordinal: 3,
+                fixed: None,
             },
             IndexEntry {
                 last_key: ik("k"),
                 handle: BlockHandle::new(150, 10),
                 first_ordinal: 4,
+                fixed: None,
             },
         ];
         (e, 165)

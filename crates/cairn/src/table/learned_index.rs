@@ -23,6 +23,7 @@
 //! differently from the baseline; only the blocks it reads can differ.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -184,13 +185,15 @@ impl LearnedIndex {
         self.predict(lookup_ikey).map(|(lo, _, hi)| (lo, hi))
     }
 
-    /// Finds where the first entry >= `lookup_ikey` lies through the model, reading data blocks with
-    /// `read` (block number -> block). Counts the lookup or the fallback.
+    /// Finds where the first entry >= `lookup_ikey` lies through the model, reading data
+    /// blocks with `read` (block number and the entries of it the lookup will look at ->
+    /// the block, or for a fixed-width block possibly just the chunks holding those
+    /// entries). Counts the lookup or the fallback.
     pub fn lookup(
         &self,
         fence: &FenceIndex,
         lookup_ikey: &[u8],
-        mut read: impl FnMut(usize) -> Result<Arc<Block>>,
+        mut read: impl FnMut(usize, Range<usize>) -> Result<Arc<Block>>,
     ) -> Result<LearnedLookup> {
         let r = self.lookup_inner(fence, lookup_ikey, &mut read)?;
         match r {
@@ -204,7 +207,7 @@ impl LearnedIndex {
         &self,
         fence: &FenceIndex,
         lookup_ikey: &[u8],
-        read: &mut impl FnMut(usize) -> Result<Arc<Block>>,
+        read: &mut impl FnMut(usize, Range<usize>) -> Result<Arc<Block>>,
     ) -> Result<LearnedLookup> {
         let Some((lo, p, hi)) = self.predict(lookup_ikey) else {
             return Ok(LearnedLookup::Fallback);
@@ -215,10 +218,17 @@ impl LearnedIndex {
         // key is >= lookup_ikey (`to` if none); `None` if the block does not hold the
         // ordinals the fence index says (the baseline path reports such corruption).
         let mut piece = |b: usize| -> Result<Option<Piece>> {
-            let block = read(b)?;
             let first = fence.block(b).first_ordinal;
             let from = lo.saturating_sub(first) as usize;
-            let to = (hi.saturating_add(1).saturating_sub(first) as usize).min(block.entry_count());
+            let n = fence.block_entries(b) as usize;
+            let to = (hi.saturating_add(1).saturating_sub(first) as usize).min(n);
+            if from >= to {
+                return Ok(None);
+            }
+            // The entry before the window's part is read too: it says whether the answer
+            // lies before the window.
+            let block = read(b, from.saturating_sub(1)..to)?;
+            let to = to.min(block.entry_count());
             if from >= to {
                 return Ok(None);
             }

@@ -142,32 +142,53 @@ struct Pair {
 }
 
 fn build_pair(entries: &[Entry], block_size: usize, delta: u32, cached: bool) -> Pair {
+    build_pair_with(entries, block_size, delta, cached, false)
+}
+
+/// A fence-pointer table and a learned one of `entries`; the learned one's blocks are
+/// fixed-width if `fixed` (the fence one's never, so the two paths share no layout).
+fn build_pair_with(
+    entries: &[Entry],
+    block_size: usize,
+    delta: u32,
+    cached: bool,
+    fixed: bool,
+) -> Pair {
     let dir = tempfile::tempdir().unwrap();
     let env = StorageEnv::new(dir.path(), &[], 0.0).unwrap();
-    let path = dir.path().join("t.sst");
-    let f = env.create(&path, FileKind::Table, 0, Some(0)).unwrap();
-    let mut b = TableBuilder::new(
-        f,
-        TableBuildOptions {
-            block_size,
-            bloom_bits_per_key: if cached { 10.0 } else { 0.0 },
-        },
-    );
-    for (k, v) in entries {
-        b.add(k, v).unwrap();
-    }
-    b.finish().unwrap();
-    let open = |no: u64, policy| {
+    let write = |name: &str, fixed_width_entries: bool| {
+        let path = dir.path().join(name);
+        let f = env.create(&path, FileKind::Table, 0, Some(0)).unwrap();
+        let mut b = TableBuilder::new(
+            f,
+            TableBuildOptions {
+                block_size,
+                bloom_bits_per_key: if cached { 10.0 } else { 0.0 },
+                fixed_width_entries,
+            },
+        );
+        for (k, v) in entries {
+            b.add(k, v).unwrap();
+        }
+        b.finish().unwrap();
+        path
+    };
+    let (fence_path, learned_path) = (write("f.sst", false), write("l.sst", fixed));
+    let open = |path: &std::path::Path, no: u64, policy| {
         let f = env
-            .open_read(&path, FileKind::Table, 0, Some(0), false)
+            .open_read(path, FileKind::Table, 0, Some(0), false)
             .unwrap();
         let cache: Option<Arc<dyn BlockCache>> =
             cached.then(|| Arc::new(LruBlockCache::new(1 << 20, 2)) as Arc<dyn BlockCache>);
         Arc::new(Table::open_with(f, no, cache, policy).unwrap())
     };
-    let fence = open(1, IndexPolicy::Fence);
-    let learned = open(2, IndexPolicy::learn_all(delta));
+    let fence = open(&fence_path, 1, IndexPolicy::Fence);
+    let learned = open(&learned_path, 2, IndexPolicy::learn_all(delta));
     assert!(fence.learned_index().is_none());
+    if fixed && !entries.is_empty() {
+        let index = learned.index().unwrap();
+        assert!((0..index.num_blocks()).all(|i| index.block(i).fixed.is_some()));
+    }
     Pair {
         _dir: dir,
         fence,
@@ -233,15 +254,19 @@ fn learned_gets_equal_fence_gets() {
     let mut rng = SmallRng::seed_from_u64(42);
     for &name in DATASETS {
         let keys = dataset(name, &mut rng, 1200);
-        for (max_versions, block_size, delta, cached) in [
-            (1, 4096, 8, true),
-            (4, 512, 8, false),
-            (30, 256, 1, false),
-            (3, 1024, 2, true),
-            (2, 4096, 64, false),
+        for (max_versions, block_size, delta, cached, fixed) in [
+            (1, 4096, 8, true, false),
+            (4, 512, 8, false, false),
+            (30, 256, 1, false, false),
+            (3, 1024, 2, true, false),
+            (2, 4096, 64, false, false),
+            (1, 4096, 8, false, true),
+            (4, 512, 8, true, true),
+            (30, 256, 1, false, true),
+            (2, 4096, 64, false, true),
         ] {
             let es = entries(&keys, &mut rng, max_versions);
-            let pair = build_pair(&es, block_size, delta, cached);
+            let pair = build_pair_with(&es, block_size, delta, cached, fixed);
             let li = pair.learned.learned_index().unwrap();
             assert_eq!(li.num_entries(), es.len() as u64);
             assert!(li.num_segments() >= 1);
@@ -250,8 +275,8 @@ fn learned_gets_equal_fence_gets() {
                 assert_eq!(
                     get(&pair.learned, lk),
                     get(&pair.fence, lk),
-                    "{name} (versions {max_versions}, block {block_size}, delta {delta}): \
-                     lookup {lk:?}"
+                    "{name} (versions {max_versions}, block {block_size}, delta {delta}, \
+                     fixed {fixed}): lookup {lk:?}"
                 );
             }
             assert!(
@@ -297,6 +322,88 @@ fn smooth_data_never_falls_back_for_present_keys() {
             keys.len()
         );
     }
+}
+
+/// Bourbon's read of the predicted entries: on a fixed-width table with no cache, a
+/// learned get reads only the chunks around its window (one small read each, none of a
+/// whole block), and answers as the fence pointers do; with the block cached it reads
+/// nothing.
+#[test]
+fn fixed_width_gets_read_only_the_window() {
+    let mut rng = SmallRng::seed_from_u64(9);
+    let keys = dataset("sequential", &mut rng, 5000);
+    let es = entries(&keys, &mut rng, 1);
+    let pair = build_pair_with(&es, 4096, 8, false, true);
+    let block_bytes = pair.learned.index().unwrap().block(0).handle.size;
+    let mut trace = ReadTrace::default();
+    for k in &keys {
+        let lk = make_lookup_key(k, MAX_SEQ);
+        let got = pair.learned.get(&lk, &mut trace).unwrap();
+        assert_eq!(got, get(&pair.fence, &lk));
+        assert!(got.is_some());
+    }
+    let n = keys.len() as u32;
+    assert_eq!(trace.learned_lookups, n);
+    assert_eq!(
+        (trace.data_misses, trace.data_hits),
+        (0, 0),
+        "no whole block read"
+    );
+    assert_eq!(trace.chunk_reads, trace.storage_reads);
+    // A window of 2 * 8 + 1 entries (and the one before it) spans at most 6 chunks of 4.
+    let entry = pair
+        .learned
+        .index()
+        .unwrap()
+        .block(0)
+        .fixed
+        .unwrap()
+        .entry_len() as u64;
+    let most = 6 * (4 * entry + 4);
+    assert!(
+        trace.storage_bytes <= u64::from(trace.storage_reads) * most,
+        "{} bytes in {} reads",
+        trace.storage_bytes,
+        trace.storage_reads
+    );
+    assert!(
+        most < block_bytes / 2,
+        "{most} of a {block_bytes}-byte block"
+    );
+    // Usually one read per get; two when the window crosses into a neighbouring block.
+    assert!(trace.storage_reads >= n && trace.storage_reads < n + n / 4);
+
+    // With a cache, a cached block is used as it is; a window read is not cached.
+    let dir = tempfile::tempdir().unwrap();
+    let env = StorageEnv::new(dir.path(), &[], 0.0).unwrap();
+    let path = dir.path().join("c.sst");
+    let f = env.create(&path, FileKind::Table, 0, Some(0)).unwrap();
+    let mut b = TableBuilder::new(
+        f,
+        TableBuildOptions {
+            fixed_width_entries: true,
+            ..Default::default()
+        },
+    );
+    for (k, v) in &es {
+        b.add(k, v).unwrap();
+    }
+    b.finish().unwrap();
+    let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(4 << 20, 2));
+    let f = env
+        .open_read(&path, FileKind::Table, 0, Some(0), false)
+        .unwrap();
+    let t = Table::open_with(f, 3, Some(cache.clone()), IndexPolicy::learn_all(8)).unwrap();
+    let lk = make_lookup_key(&keys[100], MAX_SEQ);
+    let mut tr = ReadTrace::default();
+    assert!(t.get(&lk, &mut tr).unwrap().is_some());
+    assert_eq!((tr.chunk_reads, tr.data_hits), (1, 0));
+    assert_eq!(cache.usage(), 0, "a window read is not cached");
+    let bi = t.index().unwrap().block_for_ordinal(100).unwrap();
+    t.read_block(bi, &mut ReadTrace::default()).unwrap();
+    let mut tr = ReadTrace::default();
+    assert!(t.get(&lk, &mut tr).unwrap().is_some());
+    assert_eq!((tr.chunk_reads, tr.storage_reads, tr.data_hits), (0, 0, 1));
 }
 
 #[test]
@@ -353,7 +460,7 @@ fn learned_seeks_equal_fence_seeks() {
     for &name in DATASETS {
         let keys = dataset(name, &mut rng, 1000);
         let es = entries(&keys, &mut rng, 3);
-        let pair = build_pair(&es, 512, 4, true);
+        let pair = build_pair_with(&es, 512, 4, true, rng.random_bool(0.5));
         let mut a = pair.fence.iter();
         let mut b = pair.learned.iter();
         a.seek_to_first();
@@ -407,7 +514,8 @@ fn wrong_models_still_answer_right() {
     for &name in DATASETS {
         let keys = dataset(name, &mut rng, 800);
         let es = entries(&keys, &mut rng, 3);
-        let mut pair = build_pair(&es, 512, 4, false);
+        let fixed = rng.random_bool(0.5);
+        let mut pair = build_pair_with(&es, 512, 4, false, fixed);
         let good = pair.learned.learned_index().unwrap().plr().clone();
         let probes = lookups(&keys, &es, &mut rng);
         for variant in 0..4 {

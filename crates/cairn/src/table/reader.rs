@@ -3,7 +3,7 @@
 //! with `Options::cache_index_and_filter_blocks`, go to the block cache, charged to its
 //! budget, and are read again after an eviction.
 
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -46,6 +46,9 @@ pub struct ReadTrace {
     pub storage_reads: u32,
     /// Bytes read from storage.
     pub storage_bytes: u64,
+    /// Storage reads of a few fixed-width entries (a learned get's window) instead of
+    /// their whole block; also counted in `storage_reads`.
+    pub chunk_reads: u32,
     /// Lookups answered by the table's learned index.
     pub learned_lookups: u32,
     /// Lookups the learned index handed to the fence pointers.
@@ -417,6 +420,7 @@ impl Table {
             lookup_ikey,
             trace,
             timed.map(|_| &mut first_read),
+            true,
         );
         if let Some(t0) = timed {
             let ns = nanos(t0.elapsed()).max(1);
@@ -470,7 +474,7 @@ impl Table {
         let timed = self.usage.begin_lookup().then(Instant::now);
         let reads = trace.storage_reads;
         let learned = self.learned.get();
-        let r = self.search(index, learned, ikey, trace, None);
+        let r = self.search(index, learned, ikey, trace, None, false);
         if let Some(t0) = timed.filter(|_| trace.storage_reads == reads) {
             self.usage
                 .sample(learned.is_some(), nanos(t0.elapsed()).max(1));
@@ -479,7 +483,9 @@ impl Table {
     }
 
     /// The first entry with internal key >= `lookup_ikey`: through the model if there is
-    /// one and it can answer, else through the fence pointers.
+    /// one and it can answer, else through the fence pointers. With `window_reads` (a get,
+    /// which needs only the entry) the model reads just its window's entries of a
+    /// fixed-width block that is not cached; an iterator's seek needs whole blocks.
     fn search(
         &self,
         index: &FenceIndex,
@@ -487,6 +493,7 @@ impl Table {
         lookup_ikey: &[u8],
         trace: &mut ReadTrace,
         mut first_read: Option<&mut Option<Instant>>,
+        window_reads: bool,
     ) -> Result<Option<Position>> {
         let mut mark = || {
             if let Some(f) = first_read.as_deref_mut().filter(|f| f.is_none()) {
@@ -494,9 +501,13 @@ impl Table {
             }
         };
         if let Some(learned) = learned {
-            let read = |b| {
+            let read = |b, entries| {
                 mark();
-                self.read_block_in(index, b, trace, None)
+                if window_reads {
+                    self.read_entries(index, b, entries, trace)
+                } else {
+                    self.read_block_in(index, b, trace, None)
+                }
             };
             match learned.lookup(index, lookup_ikey, read)? {
                 LearnedLookup::Found(e) => {
@@ -686,6 +697,46 @@ impl Table {
         Ok(block)
     }
 
+    /// Entries `entries` of data block `i`, for a learned get: the block if it is cached;
+    /// else, if it is fixed-width, only the chunks holding those entries, in one small
+    /// read with every chunk's checksum verified (Bourbon's read of the predicted
+    /// entries; not cached, as a part of a block); else the whole block.
+    fn read_entries(
+        &self,
+        index: &FenceIndex,
+        i: usize,
+        entries: Range<usize>,
+        trace: &mut ReadTrace,
+    ) -> Result<Arc<Block>> {
+        let e = index.block(i);
+        let n = index.block_entries(i) as usize;
+        let Some(layout) = e
+            .fixed
+            .filter(|_| entries.start < entries.end && entries.end <= n)
+        else {
+            return self.read_block_in(index, i, trace, None);
+        };
+        if let Some(cache) = &self.cache {
+            let key = self.cache_key(e.handle);
+            if let Some(b) = cache.lookup(&key).and_then(CacheValue::into_data) {
+                trace.data_hits += 1;
+                if b.take_warmed() {
+                    trace.warmed_hits += 1;
+                }
+                return Ok(b);
+            }
+        }
+        let (span, _) = layout.chunk_span(n, entries.start, entries.end);
+        let at = e.handle.offset + span.start as u64;
+        let raw = self.file.read_at(at, span.len())?;
+        trace.storage_reads += 1;
+        trace.storage_bytes += span.len() as u64;
+        trace.chunk_reads += 1;
+        let part =
+            Block::decode_chunks(raw, layout, n, entries.start, entries.end, &self.name, at)?;
+        Ok(Arc::new(part))
+    }
+
     /// Reads, checksums and decodes data block `i` from storage (or from `readahead`).
     fn load_block(
         &self,
@@ -712,6 +763,12 @@ impl Table {
         let n = verify_block(&raw, BlockType::Data, &self.name, handle.offset)?;
         raw.truncate(n);
         let block = Block::decode(raw, &self.name)?;
+        if block.fixed_layout() != index.block(i).fixed {
+            return Err(Error::corruption(
+                &self.name,
+                format!("block {i}'s layout differs from the index's"),
+            ));
+        }
         if block.entry_count() as u64 != index.block_entries(i) {
             return Err(Error::corruption(
                 &self.name,

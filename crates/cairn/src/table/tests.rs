@@ -303,21 +303,40 @@ fn round_trip_against_model() {
     let mut rng = SmallRng::seed_from_u64(42);
     let fx = fixture();
     let configs = [
-        (4096, 10.0, false),
-        (4096, 10.0, true),
-        (64, 0.0, false),
-        (1, 3.3, true),
-        (16 * 1024, 20.0, false),
+        (4096, 10.0, false, false),
+        (4096, 10.0, true, false),
+        (64, 0.0, false, false),
+        (1, 3.3, true, false),
+        (16 * 1024, 20.0, false, false),
+        (4096, 10.0, false, true),
+        (4096, 10.0, true, true),
+        (64, 0.0, false, true),
+        (1, 3.3, true, true),
+        (16 * 1024, 20.0, false, true),
     ];
-    for (round, &(block_size, bits, cached)) in configs.iter().enumerate() {
-        let model = random_entries(&mut rng, 300 + 200 * round);
+    for (round, &(block_size, bits, cached, fixed)) in configs.iter().enumerate() {
+        let model = random_entries(&mut rng, 300 + 200 * (round % 5));
         let cache: Option<Arc<dyn BlockCache>> =
             cached.then(|| Arc::new(LruBlockCache::new(32 * 1024, 4)) as Arc<dyn BlockCache>);
         let opts = TableBuildOptions {
             block_size,
             bloom_bits_per_key: bits,
+            fixed_width_entries: fixed,
         };
         check_round_trip(&fx, &mut rng, &model, opts, cache.clone());
+        // Blocks of short entries are fixed-width when asked for; blocks with a long key
+        // or value keep layout 2 (both kinds in one table).
+        let (path, _) = fx.build("t.sst", &model, opts);
+        let t = fx.open(&path, None).unwrap();
+        let index = t.index().unwrap();
+        let n_fixed = (0..index.num_blocks())
+            .filter(|&i| index.block(i).fixed.is_some())
+            .count();
+        if !fixed {
+            assert_eq!(n_fixed, 0);
+        } else if block_size <= 64 {
+            assert!(n_fixed > 0 && n_fixed < index.num_blocks(), "{n_fixed}");
+        }
         if let Some(c) = cache {
             let s = c.stats();
             assert!(s.hits > 0 && s.inserts > 0 && c.usage() <= c.capacity());
@@ -417,6 +436,7 @@ fn layout_1_tables_read_back() {
         let opts = TableBuildOptions {
             block_size,
             bloom_bits_per_key: 10.0,
+            fixed_width_entries: false,
         };
         let (path, s) = fx.build("new.sst", &model, opts);
         assert!(blocks_prefixed(&path, &s).iter().all(|&p| p));
@@ -571,14 +591,19 @@ fn unsupported_version_and_bad_magic() {
     let (path, _) = fx.build("v.sst", &model, TableBuildOptions::default());
     let good = std::fs::read(&path).unwrap();
     let n = good.len();
-    let mut v3 = good.clone();
-    v3[n - 12..n - 8].copy_from_slice(&3u32.to_le_bytes());
-    std::fs::write(&path, &v3).unwrap();
+    // Tables without fixed-width blocks say version 2, so older builds still read them.
+    assert_eq!(
+        u32::from_le_bytes(good[n - 12..n - 8].try_into().unwrap()),
+        2
+    );
+    let mut v4 = good.clone();
+    v4[n - 12..n - 8].copy_from_slice(&4u32.to_le_bytes());
+    std::fs::write(&path, &v4).unwrap();
     assert!(matches!(
         fx.open(&path, None),
         Err(Error::UnsupportedVersion {
-            found: 3,
-            supported: 2,
+            found: 4,
+            supported: 3,
             ..
         })
     ));
@@ -643,6 +668,11 @@ fn check_damaged_with(
 }
 
 fn small_table(fx: &Fixture) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
+    small_table_with(fx, false)
+}
+
+/// A small table of several blocks, fixed-width ones if `fixed`.
+fn small_table_with(fx: &Fixture, fixed: bool) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
     let model: Vec<Entry> = (0..40u32)
         .flat_map(|i| {
             let uk = format!("key{:03}", i * 2);
@@ -671,6 +701,7 @@ fn small_table(fx: &Fixture) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
         TableBuildOptions {
             block_size: 200,
             bloom_bits_per_key: 10.0,
+            fixed_width_entries: fixed,
         },
     );
     assert!(
@@ -684,39 +715,45 @@ fn small_table(fx: &Fixture) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
 #[test]
 fn every_byte_flip_is_caught_or_harmless() {
     let fx = fixture();
-    let (path, model, absent) = small_table(&fx);
-    let good = std::fs::read(&path).unwrap();
-    check_damaged(&fx, &path, &model, &absent, false);
-    let bad_path = fx.root.join("bad.sst");
-    let mut opened = 0;
-    for i in 0..good.len() {
-        let mut bad = good.clone();
-        bad[i] ^= 1u8 << (i % 8) | 0x20;
-        std::fs::write(&bad_path, &bad).unwrap();
-        if fx.open(&bad_path, None).is_ok() {
-            opened += 1;
+    for fixed in [false, true] {
+        let (path, model, absent) = small_table_with(&fx, fixed);
+        let good = std::fs::read(&path).unwrap();
+        check_damaged(&fx, &path, &model, &absent, false);
+        let bad_path = fx.root.join("bad.sst");
+        let mut opened = 0;
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 1u8 << (i % 8) | 0x20;
+            std::fs::write(&bad_path, &bad).unwrap();
+            if fx.open(&bad_path, None).is_ok() {
+                opened += 1;
+            }
+            check_damaged(&fx, &bad_path, &model, &absent, i % 2 == 0);
+            // Fixed-width tables: every flip through the learned path too, whose gets
+            // read only the chunks around the prediction when the block is not cached.
+            if fixed || i % 3 == 0 {
+                let learned = IndexPolicy::learn_all(2);
+                check_damaged_with(&fx, &bad_path, &model, &absent, i % 2 == 0, learned);
+            }
         }
-        check_damaged(&fx, &bad_path, &model, &absent, i % 2 == 0);
-        if i % 3 == 0 {
-            let learned = IndexPolicy::learn_all(2);
-            check_damaged_with(&fx, &bad_path, &model, &absent, i % 2 == 0, learned);
-        }
+        // Flips inside data blocks are only seen when the block is read.
+        assert!(opened > 0);
     }
-    // Flips inside data blocks are only seen when the block is read.
-    assert!(opened > 0);
 }
 
 #[test]
 fn truncated_files_are_refused() {
     let fx = fixture();
-    let (path, model, absent) = small_table(&fx);
-    let good = std::fs::read(&path).unwrap();
-    let bad_path = fx.root.join("short.sst");
-    for len in 0..good.len() {
-        std::fs::write(&bad_path, &good[..len]).unwrap();
-        let e = fx.open(&bad_path, None).unwrap_err();
-        assert!(e.is_corruption(), "{e}");
-        check_damaged(&fx, &bad_path, &model, &absent, false);
+    for fixed in [false, true] {
+        let (path, model, absent) = small_table_with(&fx, fixed);
+        let good = std::fs::read(&path).unwrap();
+        let bad_path = fx.root.join("short.sst");
+        for len in 0..good.len() {
+            std::fs::write(&bad_path, &good[..len]).unwrap();
+            let e = fx.open(&bad_path, None).unwrap_err();
+            assert!(e.is_corruption(), "{e}");
+            check_damaged(&fx, &bad_path, &model, &absent, false);
+        }
     }
 }
 
@@ -744,7 +781,10 @@ fn forged_checksums_never_panic() {
             .collect(),
     };
     let (old, _) = rewrite_as_layout_1(&fx, &path, &summary, "small-layout-1.sst");
-    for path in [path, old] {
+    let (fixed, _, _) = small_table_with(&fx, true);
+    let fixed_copy = fx.root.join("small-fixed.sst");
+    std::fs::copy(&fixed, &fixed_copy).unwrap();
+    for path in [path, old, fixed_copy] {
         forge_checksums(&mut rng, &fx, &path);
     }
 }
