@@ -352,6 +352,10 @@ pub struct BudgetArgs {
     /// engine (cairn's and RocksDB's cache_index_and_filter_blocks) [default: pinned].
     #[arg(long)]
     pub cache_index_and_filter_blocks: bool,
+    /// Read tables (and cairn's value logs) through memory maps, for every engine
+    /// (cairn's mmap_reads, RocksDB's allow_mmap_reads; LevelDB's and Bourbon's default).
+    #[arg(long)]
+    pub mmap_reads: bool,
     /// Sync the WAL on every write.
     #[arg(long)]
     pub sync: bool,
@@ -425,6 +429,7 @@ impl BudgetArgs {
             bloom_bits: self.bloom_bits,
             direct_io: self.direct_io,
             cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
+            mmap_reads: self.mmap_reads,
             sync: self.sync,
             device: self.device,
             level1_bytes: self.level1_bytes.map(|b| b as u64),

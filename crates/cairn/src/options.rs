@@ -270,6 +270,11 @@ pub struct Options {
     pub max_background_compactions: usize,
     /// Read tables with `O_DIRECT` where the filesystem allows it.
     pub use_direct_reads: bool,
+    /// Map tables and value-log files into memory and read them by copying out of the
+    /// mapping, with no system call per read (RocksDB's `allow_mmap_reads`; LevelDB, and
+    /// WiscKey and Bourbon on it, map tables by default). Reads through the page cache
+    /// either way; `use_direct_reads` takes precedence for tables. Off by default.
+    pub mmap_reads: bool,
     /// Keep each table's index and bloom filter in the block cache, charged to its budget
     /// and evicted like data blocks (RocksDB's `cache_index_and_filter_blocks`), instead of
     /// pinned in memory beside it. Memory then stays within the cache's budget however many
@@ -386,6 +391,7 @@ impl Default for Options {
             read_cache: ReadCachePolicy::Block,
             value_threshold: None,
             fixed_width_entries: false,
+            mmap_reads: false,
             vlog_gc_space_amp: Some(1.5),
             access: None,
             records: None,
@@ -428,6 +434,7 @@ impl std::fmt::Debug for Options {
             .field("read_cache", &self.read_cache)
             .field("value_threshold", &self.value_threshold)
             .field("fixed_width_entries", &self.fixed_width_entries)
+            .field("mmap_reads", &self.mmap_reads)
             .field("vlog_gc_space_amp", &self.vlog_gc_space_amp)
             .field("access", &self.access)
             .field("prefetch", &self.prefetch)

@@ -20,6 +20,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8): tables learned in the background after 50 ms when the cost-benefit analyzer says it pays; fence pointers as fallback; on WiscKey (every value in the value log)"),
     ("bourbon-always", "Bourbon's always-learn baseline: every table read is learned after 50 ms; on WiscKey"),
     ("bourbon-never", "Bourbon's no-learn baseline: the learner's statistics, no model (fence pointers); on WiscKey"),
+    ("bourbon-always-blocks", "bourbon-always on variable-width blocks: the model reads and searches whole data blocks (through the block cache) instead of just its window's entries (ablation)"),
+    ("wisckey-fixed", "wisckey with fixed-width data blocks: fence pointers over Bourbon's layout (ablation)"),
     ("ac-key", "AC-Key: KV, KP and block caches sharing the cache budget, sized by E-ARC, evicting by E-LRU"),
     ("block", "AC-Key's baseline (RocksDB's default): the whole cache budget to the block cache"),
     ("pure-kv", "AC-Key's baseline: the whole cache budget to a key-value cache"),
@@ -158,8 +160,8 @@ pub fn by_name(name: &str) -> Option<Options> {
         }
         "monkey" => o.bloom_allocation = BloomAllocation::Monkey,
         "bourbon" => o.index = IndexPolicy::BOURBON,
-        "bourbon-always" | "bourbon-never" => {
-            let mode = if name == "bourbon-always" {
+        "bourbon-always" | "bourbon-never" | "bourbon-always-blocks" => {
+            let mode = if name != "bourbon-never" {
                 LearnMode::Always
             } else {
                 LearnMode::Never
@@ -180,6 +182,10 @@ pub fn by_name(name: &str) -> Option<Options> {
         "pure-kv" => o.read_cache = ReadCachePolicy::PureKv,
         "pure-kp" => o.read_cache = ReadCachePolicy::PureKp,
         "wisckey" => o.value_threshold = Some(0),
+        "wisckey-fixed" => {
+            o.value_threshold = Some(0);
+            o.fixed_width_entries = true;
+        }
         "lru" | "eager-evict" | "warmup" | "warm-flush" | "warm-all" => {
             o.prefetch = match name {
                 "lru" => PrefetchPolicy::Lru,
@@ -245,7 +251,7 @@ pub fn by_name(name: &str) -> Option<Options> {
     // Bourbon runs on WiscKey: every value separated, entries fixed-width (key + pointer).
     if name.starts_with("bourbon") {
         o.value_threshold = Some(0);
-        o.fixed_width_entries = true;
+        o.fixed_width_entries = !name.ends_with("-blocks");
     }
     Some(o)
 }
@@ -302,6 +308,21 @@ mod tests {
             assert_eq!(by_name(b).unwrap().value_threshold, Some(0), "{b}");
         }
         assert_eq!(by_name("baseline").unwrap().value_threshold, None);
+        for (name, fixed) in [
+            ("bourbon", true),
+            ("bourbon-always", true),
+            ("bourbon-never", true),
+            ("bourbon-always-blocks", false),
+            ("wisckey", false),
+            ("wisckey-fixed", true),
+            ("baseline", false),
+        ] {
+            assert_eq!(by_name(name).unwrap().fixed_width_entries, fixed, "{name}");
+        }
+        assert_eq!(
+            by_name("bourbon-always-blocks").unwrap().index,
+            by_name("bourbon-always").unwrap().index
+        );
         match by_name("ac-key-k1000-t10-w500").unwrap().read_cache {
             ReadCachePolicy::AcKey(p) => {
                 assert_eq!(p.learning_rate, 1000.0);

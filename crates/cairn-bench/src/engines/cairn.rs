@@ -167,6 +167,7 @@ impl CairnEngine {
         opts.bloom_bits_per_key = cfg.bloom_bits;
         opts.use_direct_reads = cfg.direct_io;
         opts.cache_index_and_filter_blocks = cfg.cache_index_and_filter_blocks;
+        opts.mmap_reads = cfg.mmap_reads;
         opts.create_if_missing = true;
         let profile = match cfg.device {
             super::Device::None => None,

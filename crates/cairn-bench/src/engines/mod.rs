@@ -23,6 +23,10 @@ pub struct BenchConfig {
     /// `cache_index_and_filter_blocks`).
     #[serde(default)]
     pub cache_index_and_filter_blocks: bool,
+    /// Tables (and value logs) read through memory maps (cairn's `mmap_reads`, RocksDB's
+    /// `allow_mmap_reads`).
+    #[serde(default)]
+    pub mmap_reads: bool,
     /// fsync the WAL on every write.
     pub sync: bool,
     /// Latency added to every storage I/O (cairn's device profile; other engines ignore it).
@@ -166,6 +170,7 @@ impl Default for BenchConfig {
             bloom_bits: 10.0,
             direct_io: false,
             cache_index_and_filter_blocks: false,
+            mmap_reads: false,
             sync: false,
             device: Device::None,
             leaper_slot_ms: default_leaper_slot_ms(),

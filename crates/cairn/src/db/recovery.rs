@@ -180,8 +180,9 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         )));
     }
     let lock = lock_dir(path)?;
-    let env =
-        StorageEnv::new(path, &opts.tiers, opts.latency_scale)?.with_faults(opts.faults.clone());
+    let env = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
+        .with_faults(opts.faults.clone())
+        .with_mmap_reads(opts.mmap_reads);
     let o2 = opts.clone();
     let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> =
         Arc::new(move |l| o2.initial_runs(l));

@@ -34,6 +34,8 @@ pub(crate) struct EnvInner {
     space_left: AtomicI64,
     /// Faults to inject (tests).
     pub(crate) faults: Option<Arc<FaultInjector>>,
+    /// Map tables and value logs opened for buffered reads into memory.
+    mmap_reads: bool,
 }
 
 impl EnvInner {
@@ -113,6 +115,7 @@ impl StorageEnv {
                 latency_scale,
                 space_left: AtomicI64::new(i64::MAX),
                 faults: None,
+                mmap_reads: false,
             }),
             root: root.to_path_buf(),
         })
@@ -123,6 +126,17 @@ impl StorageEnv {
         match Arc::get_mut(&mut self.inner) {
             Some(inner) => inner.faults = faults,
             None => debug_assert!(false, "with_faults on a shared environment"),
+        }
+        self
+    }
+
+    /// Maps tables and value logs opened for buffered reads (not direct ones) into
+    /// memory, so a read is a copy out of the page cache with no system call
+    /// (`Options::mmap_reads`). Set before the environment is shared.
+    pub fn with_mmap_reads(mut self, on: bool) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.mmap_reads = on,
+            None => debug_assert!(false, "with_mmap_reads on a shared environment"),
         }
         self
     }
@@ -233,6 +247,13 @@ impl StorageEnv {
             size,
             self.inner.clone(),
         );
+        if !used_direct
+            && size > 0
+            && self.inner.mmap_reads
+            && matches!(kind, FileKind::Table | FileKind::ValueLog)
+        {
+            f.map(); // where the filesystem cannot map, reads stay system calls
+        }
         if used_direct && size > 0 {
             // The alignment the kernel reports for this file, else whole pages. Some
             // filesystems accept the flag but refuse every read: then buffered reads.

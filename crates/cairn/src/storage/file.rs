@@ -176,6 +176,8 @@ pub struct RandomAccessFile {
     align: u64,
     size: u64,
     env: Arc<EnvInner>,
+    /// The file mapped into memory (`Options::mmap_reads`): reads copy out of it.
+    map: Option<memmap2::Mmap>,
 }
 
 impl RandomAccessFile {
@@ -200,7 +202,32 @@ impl RandomAccessFile {
             align: DIRECT_ALIGN as u64,
             size,
             env,
+            map: None,
         }
+    }
+
+    /// Maps the file's first `size()` bytes into memory; reads then copy out of the
+    /// mapping instead of calling `pread`. Left unmapped if the mapping fails.
+    pub(crate) fn map(&mut self) {
+        // SAFETY: the mapping is read-only and covers only bytes that existed when the
+        // file was opened. cairn maps only tables and value-log files, which it never
+        // writes, truncates or rewrites once they are readable (a table is finished and
+        // synced, a value-log file synced, before a version names it); read_at never
+        // reads past `size`. Another process changing the file would be as unsafe for
+        // buffered reads, which cairn's checksums guard against in the same way.
+        let m = unsafe {
+            memmap2::MmapOptions::new()
+                .len(self.size as usize)
+                .map(&self.file)
+        };
+        if let Ok(m) = m {
+            self.map = Some(m);
+        }
+    }
+
+    /// Whether reads copy out of a memory mapping.
+    pub fn is_mapped(&self) -> bool {
+        self.map.is_some()
     }
 
     /// The `O_DIRECT` offset alignment the kernel reports for this file, if it does.
@@ -252,7 +279,10 @@ impl RandomAccessFile {
         if let Some(f) = &self.env.faults {
             f.on_read(&self.path)?;
         }
-        let out = if self.direct {
+        let out = if let Some(m) = &self.map {
+            // In bounds: checked against `size`, the mapping's length, above.
+            m[offset as usize..offset as usize + len].to_vec()
+        } else if self.direct {
             self.read_direct(offset, len)?
         } else {
             let mut v = vec![0u8; len];

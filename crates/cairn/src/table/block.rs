@@ -34,7 +34,7 @@
 //! ```text
 //! [chunk 0: entries 0..4][crc 0] ... [chunk c: the last 1..=4 entries][crc c]
 //!                               entry = [key_len u8][key, zero-padded to kw][value_len u8][value, padded to vw]
-//!                               crc j = CRC32C of the chunk's bytes, then j (u32 LE)
+//!                               crc j = CRC32C of the chunk's bytes, seeded with j
 //! [kw: u8][vw: u8]
 //! [n | 1 << 31 | 1 << 29: u32 LE]
 //! ```
@@ -128,10 +128,10 @@ impl FixedLayout {
     }
 }
 
-/// The checksum of chunk `j`: its bytes, then its number, so a chunk read from the wrong
-/// place fails even when its bytes are another chunk's.
+/// The checksum of chunk `j`: CRC32C of its bytes seeded with its number, so a chunk read
+/// from the wrong place fails even when its bytes are another chunk's.
 fn chunk_crc(bytes: &[u8], j: usize) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(bytes), &(j as u32).to_le_bytes())
+    crc32c::crc32c_append(j as u32, bytes)
 }
 
 /// Builds one block in memory. Entries are kept until [`finish`](Self::finish), which needs
@@ -636,7 +636,8 @@ impl Block {
     /// Decodes the chunks of a fixed-width block of `count` entries that hold entries
     /// `[from, to)`, as read from the block's bytes [`FixedLayout::chunk_span`] names.
     /// Every chunk's checksum is verified. The result answers [`entry`](Self::entry) for
-    /// those entries only: a learned lookup's window, never cached or iterated.
+    /// those entries only (others of the chunks read are not checked): a learned
+    /// lookup's window, never cached or iterated.
     pub(crate) fn decode_chunks(
         data: Vec<u8>,
         layout: FixedLayout,
@@ -685,8 +686,8 @@ impl Block {
             fixed: Some(view),
             warmed: std::sync::atomic::AtomicBool::new(false),
         };
-        let held = first_chunk * CHUNK_ENTRIES..(j * CHUNK_ENTRIES).min(count);
-        block.validate(held, file)?;
+        // Only the entries asked for are checked: a lookup reads no others.
+        block.validate(from..to, file)?;
         Ok(block)
     }
 

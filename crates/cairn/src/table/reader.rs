@@ -431,8 +431,9 @@ impl Table {
                 trace.step_data_ns += ns - index_ns.min(ns);
             }
             // Only lookups served from memory are kept for the analyzer: a storage read's
-            // time would swamp the index's (and the analyzer compares index paths).
-            if sampled && trace.storage_reads == reads {
+            // time would swamp the index's (and the analyzer compares index paths). Reads
+            // of a mapped file are copies out of the page cache: memory too.
+            if sampled && (trace.storage_reads == reads || self.file.is_mapped()) {
                 self.usage.sample(learned.is_some(), ns);
                 trace.sampled_ns = ns;
                 trace.sampled_index_ns = index_ns;
@@ -475,7 +476,7 @@ impl Table {
         let reads = trace.storage_reads;
         let learned = self.learned.get();
         let r = self.search(index, learned, ikey, trace, None, false);
-        if let Some(t0) = timed.filter(|_| trace.storage_reads == reads) {
+        if let Some(t0) = timed.filter(|_| trace.storage_reads == reads || self.file.is_mapped()) {
             self.usage
                 .sample(learned.is_some(), nanos(t0.elapsed()).max(1));
         }
@@ -697,10 +698,11 @@ impl Table {
         Ok(block)
     }
 
-    /// Entries `entries` of data block `i`, for a learned get: the block if it is cached;
-    /// else, if it is fixed-width, only the chunks holding those entries, in one small
-    /// read with every chunk's checksum verified (Bourbon's read of the predicted
-    /// entries; not cached, as a part of a block); else the whole block.
+    /// Entries `entries` of data block `i`, for a learned get. A fixed-width block: the
+    /// block if it is cached, else only the
+    /// chunks holding those entries, in one small read with every chunk's checksum
+    /// verified (Bourbon's read of the predicted entries; not cached, being part of a
+    /// block). Other blocks: the whole block, through the cache.
     fn read_entries(
         &self,
         index: &FenceIndex,
@@ -716,6 +718,8 @@ impl Table {
         else {
             return self.read_block_in(index, i, trace, None);
         };
+        // A cached block is searched in place: cheaper than copying and checking chunks
+        // even out of a mapped file.
         if let Some(cache) = &self.cache {
             let key = self.cache_key(e.handle);
             if let Some(b) = cache.lookup(&key).and_then(CacheValue::into_data) {
