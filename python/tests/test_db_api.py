@@ -242,6 +242,16 @@ def test_presets_and_options_by_name(tmp_path, native):
             assert db.options()["write_buffer_size"] == 1 << 20
     with cairn.Db(tmp_path / "fixed", preset="fixed-3-2-5") as db:
         db[b"k"] = b"v"
+    # Bourbon's presets write fixed-width blocks; mapped reads return the same answers
+    assert cairn.default_options("bourbon")["fixed_width_entries"] is True
+    assert cairn.default_options()["mmap_reads"] is False
+    opts = {"mmap_reads": True, "write_buffer_size": 1 << 16}
+    with cairn.Db(tmp_path / "mapped", preset="bourbon-always", options=opts) as db:
+        for i in range(3000):
+            db[b"k%06d" % i] = b"v%d" % i
+        db.flush()
+        assert db.options()["mmap_reads"] is True
+        assert all(db[b"k%06d" % i] == b"v%d" % i for i in range(0, 3000, 7))
 
 
 def test_options_are_checked(tmp_path, native):

@@ -74,6 +74,14 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
         "bool: keep index and filter blocks in the block cache, charged to its budget",
     ),
     (
+        "mmap_reads",
+        "bool: read tables and value logs through memory maps",
+    ),
+    (
+        "fixed_width_entries",
+        "bool: write fixed-width data blocks (Bourbon's key + pointer entries)",
+    ),
+    (
         "latency_scale",
         "float: multiplier of the storage tiers' simulated latencies",
     ),
@@ -160,6 +168,8 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "max_background_compactions" => o.max_background_compactions = v.extract()?,
         "use_direct_reads" => o.use_direct_reads = v.extract()?,
         "cache_index_and_filter_blocks" => o.cache_index_and_filter_blocks = v.extract()?,
+        "mmap_reads" => o.mmap_reads = v.extract()?,
+        "fixed_width_entries" => o.fixed_width_entries = v.extract()?,
         "latency_scale" => o.latency_scale = v.extract()?,
         "wal_recovery" => {
             o.wal_recovery = match v.extract::<String>()?.as_str() {
@@ -221,6 +231,8 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
         "cache_index_and_filter_blocks",
         o.cache_index_and_filter_blocks,
     )?;
+    d.set_item("mmap_reads", o.mmap_reads)?;
+    d.set_item("fixed_width_entries", o.fixed_width_entries)?;
     d.set_item("latency_scale", o.latency_scale)?;
     d.set_item(
         "wal_recovery",

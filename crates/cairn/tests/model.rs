@@ -42,6 +42,7 @@ fn options(rng: &mut SmallRng, background: bool) -> Options {
     let subcompactions = side.random_range(1..=3);
     let compaction_jobs = side.random_range(1..=3);
     let cache_meta = side.random_bool(0.5);
+    let mmap_reads = side.random_bool(0.5);
     Options {
         write_buffer_size: [16 << 10, 32 << 10, 64 << 10][rng.random_range(0..3)],
         max_write_buffers: rng.random_range(2..=3),
@@ -58,6 +59,7 @@ fn options(rng: &mut SmallRng, background: bool) -> Options {
         max_subcompactions: subcompactions,
         max_background_compactions: compaction_jobs,
         cache_index_and_filter_blocks: cache_meta,
+        mmap_reads,
         background_work: background,
         ..Options::default()
     }

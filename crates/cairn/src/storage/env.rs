@@ -331,6 +331,48 @@ impl StorageEnv {
 mod tests {
     use super::*;
 
+    /// Mapped reads return what `pread` returns, are counted alike, refuse reads past
+    /// the end, and apply only to tables and value logs read without `O_DIRECT`.
+    #[test]
+    fn mapped_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = StorageEnv::new(dir.path(), &[], 0.0)
+            .unwrap()
+            .with_mmap_reads(true);
+        let p = dir.path().join("t");
+        let mut w = env.create(&p, FileKind::Table, 0, Some(1)).unwrap();
+        let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
+        w.append(&bytes).unwrap();
+        w.sync().unwrap();
+        let r = env
+            .open_read(&p, FileKind::Table, 0, Some(1), false)
+            .unwrap();
+        assert!(r.is_mapped());
+        let plain = StorageEnv::new(dir.path(), &[], 0.0).unwrap();
+        let q = plain
+            .open_read(&p, FileKind::Table, 0, Some(1), false)
+            .unwrap();
+        assert!(!q.is_mapped());
+        for (off, len) in [(0, 1), (17, 300), (4096, 904), (0, 5000), (4999, 1)] {
+            assert_eq!(r.read_at(off, len).unwrap(), q.read_at(off, len).unwrap());
+            assert_eq!(r.read_at(off, len).unwrap(), &bytes[off as usize..][..len]);
+        }
+        assert!(r.read_at(4990, 11).unwrap_err().is_corruption());
+        assert!(r.read_at(u64::MAX, 2).unwrap_err().is_corruption());
+        assert_eq!(env.stats().snapshot().kind(FileKind::Table).read_ops, 10);
+        // WALs are read whole; direct reads bypass the page cache a map would use.
+        assert!(!env
+            .open_read(&p, FileKind::Wal, 0, None, false)
+            .unwrap()
+            .is_mapped());
+        let d = env.open_read(&p, FileKind::Table, 0, None, true).unwrap();
+        assert_ne!(d.is_direct(), d.is_mapped(), "mapped unless direct");
+        assert!(env
+            .open_read(&p, FileKind::ValueLog, 0, None, false)
+            .unwrap()
+            .is_mapped());
+    }
+
     #[test]
     fn counts_and_quota() {
         let dir = tempfile::tempdir().unwrap();

@@ -121,7 +121,7 @@ impl FixedLayout {
     /// The layout an index entry names; `None` if the code is not one.
     pub(crate) fn from_code(code: u64) -> Option<Self> {
         let c = code.checked_sub(1)?;
-        (c < 1 << 16).then(|| FixedLayout {
+        (c < 1 << 16).then_some(FixedLayout {
             kw: (c >> 8) as u8,
             vw: c as u8,
         })
@@ -1365,9 +1365,9 @@ mod tests {
                 let p = Block::decode_chunks(part.clone(), layout, n, from, to, "t", 0).unwrap();
                 assert!(p.is_partial());
                 assert_eq!(p.entry_count(), n);
-                for i in from..to {
+                for (i, e) in entries.iter().enumerate().take(to).skip(from) {
                     let (k, v) = p.entry(i);
-                    assert_eq!((k.to_vec(), v), (entries[i].0.clone(), &entries[i].1[..]));
+                    assert_eq!((k.to_vec(), v), (e.0.clone(), &e.1[..]));
                 }
                 // Any flipped byte fails its chunk's checksum.
                 let mut bad = part.clone();
