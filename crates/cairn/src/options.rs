@@ -273,7 +273,9 @@ pub struct Options {
     /// Map tables and value-log files into memory and read them by copying out of the
     /// mapping, with no system call per read (RocksDB's `allow_mmap_reads`; LevelDB, and
     /// WiscKey and Bourbon on it, map tables by default). Reads through the page cache
-    /// either way; `use_direct_reads` takes precedence for tables. Off by default.
+    /// either way; `use_direct_reads` takes precedence for tables. Off by default. As with
+    /// any mapped file, a device read error or another process truncating a mapped file
+    /// raises SIGBUS instead of returning an error; checksums still catch damaged bytes.
     pub mmap_reads: bool,
     /// Keep each table's index and bloom filter in the block cache, charged to its budget
     /// and evicted like data blocks (RocksDB's `cache_index_and_filter_blocks`), instead of

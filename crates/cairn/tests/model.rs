@@ -803,6 +803,7 @@ fn model_learned_index() {
                 o.fixed_width_entries = fixed;
                 if fixed {
                     o.block_cache_bytes = 16 << 10;
+                    o.mmap_reads = true; // Bourbon's setting: window reads out of maps
                 }
             })
         }));

@@ -39,6 +39,13 @@ pub(crate) struct EnvInner {
 }
 
 impl EnvInner {
+    /// Whether I/O on `tier` is given simulated latency.
+    pub(crate) fn delays(&self, tier: usize) -> bool {
+        self.tiers
+            .get(tier)
+            .is_some_and(|t| t.profile.delay(false, 1, self.latency_scale).is_some())
+    }
+
     pub(crate) fn delay(&self, tier: usize, is_write: bool, bytes: usize) {
         if let Some(t) = self.tiers.get(tier) {
             if let Some(d) = t.profile.delay(is_write, bytes, self.latency_scale) {

@@ -210,11 +210,12 @@ impl RandomAccessFile {
     /// mapping instead of calling `pread`. Left unmapped if the mapping fails.
     pub(crate) fn map(&mut self) {
         // SAFETY: the mapping is read-only and covers only bytes that existed when the
-        // file was opened. cairn maps only tables and value-log files, which it never
-        // writes, truncates or rewrites once they are readable (a table is finished and
-        // synced, a value-log file synced, before a version names it); read_at never
-        // reads past `size`. Another process changing the file would be as unsafe for
-        // buffered reads, which cairn's checksums guard against in the same way.
+        // file was opened; read_at never reads past `size`. cairn maps only tables and
+        // value-log files, which it never writes, truncates or rewrites once they are
+        // readable (a table is finished and synced, a value-log file synced, before a
+        // version names it; they are removed by unlinking). Unlike `pread`, a mapped read
+        // of a file another process truncated, or of a page the device fails to read,
+        // raises SIGBUS instead of returning an error: `Options::mmap_reads` says so.
         let m = unsafe {
             memmap2::MmapOptions::new()
                 .len(self.size as usize)
@@ -228,6 +229,12 @@ impl RandomAccessFile {
     /// Whether reads copy out of a memory mapping.
     pub fn is_mapped(&self) -> bool {
         self.map.is_some()
+    }
+
+    /// Whether a read costs only memory: the file is mapped and its tier adds no
+    /// simulated device latency (the learned index's analyzer times such reads).
+    pub fn reads_from_memory(&self) -> bool {
+        self.map.is_some() && !self.env.delays(self.tier)
     }
 
     /// The `O_DIRECT` offset alignment the kernel reports for this file, if it does.

@@ -606,6 +606,12 @@ impl Block {
                 format!("block of {len} bytes too short"),
             ));
         }
+        if word & WIDE != 0 {
+            return Err(Error::corruption(
+                file,
+                "fixed-width block with offset flags",
+            ));
+        }
         let count = (word & FIXED_COUNT_MASK) as usize;
         let layout = FixedLayout {
             kw: data[len - TAIL_LEN],
@@ -1344,7 +1350,18 @@ mod tests {
             let (data, layout) = build_fixed(&entries);
             let Some(layout) = layout else {
                 // Padding would more than double the block (keys of very mixed lengths).
-                assert!(data.len() < 2 * entries.len() * 60, "round {round}");
+                let (k, v) = entries
+                    .iter()
+                    .fold((0, 0), |(k, v), e| (e.0.len().max(k), e.1.len().max(v)));
+                let padded = FixedLayout {
+                    kw: k as u8,
+                    vw: v as u8,
+                };
+                assert!(
+                    padded.block_size(entries.len()).unwrap() > 2 * data.len(),
+                    "round {round}"
+                );
+                assert!(Block::decode(data, "t").unwrap().fixed_layout().is_none());
                 continue;
             };
             let longest = entries.iter().map(|e| e.0.len()).max().unwrap();

@@ -274,6 +274,56 @@ mod tests {
         assert_eq!(empty.locate(&ik("a")), None);
     }
 
+    /// Index entries of fixed-width blocks round-trip their layout; a malformed layout
+    /// code, bytes after it, or a size that does not hold the block's entries are refused.
+    #[test]
+    fn fixed_width_layouts() {
+        let layout = FixedLayout { kw: 24, vw: 12 };
+        // Blocks of 5 and 3 entries: sizes follow from the layout.
+        let s0 = layout.block_size(5).unwrap() as u64;
+        let s1 = layout.block_size(3).unwrap() as u64;
+        let e = vec![
+            IndexEntry {
+                last_key: ik("c"),
+                handle: BlockHandle::new(0, s0),
+                first_ordinal: 0,
+                fixed: Some(layout),
+            },
+            IndexEntry {
+                last_key: ik("f"),
+                handle: BlockHandle::new(s0 + 5, s1),
+                first_ordinal: 5,
+                fixed: None,
+            },
+        ];
+        let end = s0 + 5 + s1 + 5;
+        let idx = FenceIndex::decode(FenceIndex::encode(&e), "t", end, 8).unwrap();
+        assert_eq!(idx.block(0).fixed, Some(layout));
+        assert_eq!(idx.block(1).fixed, None);
+        // The first block's size no longer matches its 5 entries.
+        let mut wrong = e.clone();
+        wrong[0].fixed = Some(FixedLayout { kw: 25, vw: 12 });
+        let err = FenceIndex::decode(FenceIndex::encode(&wrong), "t", end, 8).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        // A second fixed-width block whose count disagrees (3 entries, sized for 4).
+        let mut wrong = e.clone();
+        wrong[1].fixed = Some(layout);
+        wrong[1].handle.size = layout.block_size(4).unwrap() as u64;
+        let end4 = s0 + 5 + wrong[1].handle.size + 5;
+        assert!(FenceIndex::decode(FenceIndex::encode(&wrong), "t", end4, 8).is_err());
+        // Hand-made values: code 0 (no layout) and a trailing byte after a good code.
+        for tail in [&[0u8][..], &[0x81, 0x80, 0x04][..], &[1, 0][..]] {
+            let mut b = BlockBuilder::default();
+            let mut v = Vec::new();
+            BlockHandle::new(0, s0).encode_to(&mut v);
+            put_varint(&mut v, 0);
+            v.extend_from_slice(tail);
+            b.add(&ik("c"), &v);
+            let r = FenceIndex::decode(b.finish(), "t", s0 + 5, 5);
+            assert!(r.is_err(), "{tail:?}");
+        }
+    }
+
     #[test]
     fn garbage_never_panics() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(5);

@@ -10,7 +10,9 @@
 //!    blocks, pick the one that holds the answer (the first entry with internal key >= `k`)
 //!    by their last keys (in memory), starting from the block of `p`; read that block and
 //!    binary search the window's part of it (neighbours are read only if the block's
-//!    contents contradict the fence keys).
+//!    contents contradict the fence keys). A get on a fixed-width block that is not cached
+//!    reads only the chunks holding the window's part (Bourbon's read of the predicted
+//!    entries); a seek reads the whole block, which its iterator walks on.
 //! 4. check that the answer lies inside the window: the entry before the window is < `k`
 //!    (or the window starts at 0), and some window entry is >= `k` (or the window ends the
 //!    table). If not (the prediction cannot be trusted, e.g. user keys colliding in their

@@ -47,7 +47,8 @@ pub struct ReadTrace {
     /// Bytes read from storage.
     pub storage_bytes: u64,
     /// Storage reads of a few fixed-width entries (a learned get's window) instead of
-    /// their whole block; also counted in `storage_reads`.
+    /// their whole block; also counted in `storage_reads`, not in `data_misses` (no block
+    /// was loaded, so Leaper's prefetcher, which learns from block misses, skips them).
     pub chunk_reads: u32,
     /// Lookups answered by the table's learned index.
     pub learned_lookups: u32,
@@ -433,7 +434,7 @@ impl Table {
             // Only lookups served from memory are kept for the analyzer: a storage read's
             // time would swamp the index's (and the analyzer compares index paths). Reads
             // of a mapped file are copies out of the page cache: memory too.
-            if sampled && (trace.storage_reads == reads || self.file.is_mapped()) {
+            if sampled && (trace.storage_reads == reads || self.file.reads_from_memory()) {
                 self.usage.sample(learned.is_some(), ns);
                 trace.sampled_ns = ns;
                 trace.sampled_index_ns = index_ns;
@@ -476,7 +477,9 @@ impl Table {
         let reads = trace.storage_reads;
         let learned = self.learned.get();
         let r = self.search(index, learned, ikey, trace, None, false);
-        if let Some(t0) = timed.filter(|_| trace.storage_reads == reads || self.file.is_mapped()) {
+        if let Some(t0) =
+            timed.filter(|_| trace.storage_reads == reads || self.file.reads_from_memory())
+        {
             self.usage
                 .sample(learned.is_some(), nanos(t0.elapsed()).max(1));
         }

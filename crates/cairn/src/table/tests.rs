@@ -75,10 +75,19 @@ impl Fixture {
         cache: Option<Arc<dyn BlockCache>>,
         policy: IndexPolicy,
     ) -> crate::Result<Arc<Table>> {
+        self.open_table(path, cache, policy).map(Arc::new)
+    }
+
+    fn open_table(
+        &self,
+        path: &Path,
+        cache: Option<Arc<dyn BlockCache>>,
+        policy: IndexPolicy,
+    ) -> crate::Result<Table> {
         let f = self
             .env
             .open_read(path, FileKind::Table, 0, Some(0), false)?;
-        Table::open_with(f, 1, cache, policy).map(Arc::new)
+        Table::open_with(f, 1, cache, policy)
     }
 }
 
@@ -640,19 +649,28 @@ fn check_damaged_with(
 ) {
     let cache: Option<Arc<dyn BlockCache>> =
         cached.then(|| Arc::new(LruBlockCache::new(1 << 20, 2)) as Arc<dyn BlockCache>);
-    let t = match fx.open_with(path, cache, policy) {
-        Ok(t) => t,
-        Err(e) => {
-            assert!(e.is_corruption(), "unexpected error {e}");
-            return;
+    match fx.open_with(path, cache, policy) {
+        Ok(t) => {
+            check_damaged_table(&t, model, absent);
         }
-    };
+        Err(e) => assert!(e.is_corruption(), "unexpected error {e}"),
+    }
+}
+
+/// Reads everything from an open (possibly damaged) table: each call must fail with a
+/// corruption error or return exactly the model's answer. Returns the gets' trace and
+/// how many of them failed.
+fn check_damaged_table(t: &Arc<Table>, model: &[Entry], absent: &[Vec<u8>]) -> (ReadTrace, usize) {
     let mut tr = ReadTrace::default();
+    let mut errors = 0;
     for (k, v) in model {
         let pk = crate::types::parse_internal_key(k).unwrap();
         match t.get(&make_lookup_key(pk.user_key, pk.seq), &mut tr) {
             Ok(got) => assert_eq!(got, Some((k.clone(), v.clone())), "wrong answer"),
-            Err(e) => assert!(e.is_corruption(), "{e}"),
+            Err(e) => {
+                assert!(e.is_corruption(), "{e}");
+                errors += 1;
+            }
         }
     }
     for a in absent {
@@ -672,6 +690,7 @@ fn check_damaged_with(
         "wrong backward iteration"
     );
     assert!(back.len() == model.len() || it.status().is_err());
+    (tr, errors)
 }
 
 fn small_table(fx: &Fixture) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
@@ -716,6 +735,9 @@ fn small_table_with(fx: &Fixture, fixed: bool) -> (PathBuf, Vec<Entry>, Vec<Vec<
         "want several data blocks, got {}",
         s.blocks.len()
     );
+    let t = fx.open(&path, None).unwrap();
+    let index = t.index().unwrap();
+    assert!((0..index.num_blocks()).all(|i| index.block(i).fixed.is_some() == fixed));
     (path, model, absent)
 }
 
@@ -734,8 +756,16 @@ fn every_byte_flip_is_caught_or_harmless() {
         );
         let good = std::fs::read(&path).unwrap();
         check_damaged(&fx, &path, &model, &absent, false);
+        // The good table's model, installed on each damaged copy: learning at open would
+        // read (and checksum) every whole block first, so gets would never meet a damaged
+        // chunk.
+        let learned = fx
+            .open_with(&path, None, IndexPolicy::learn_all(2))
+            .unwrap();
+        let li = learned.learned_index().unwrap();
+        let (plr, space, n) = (li.plr().clone(), li.space().clone(), li.num_entries());
         let bad_path = fx.root.join("bad.sst");
-        let mut opened = 0;
+        let (mut opened, mut chunk_reads, mut chunk_errors) = (0, 0, 0);
         for i in 0..good.len() {
             let mut bad = good.clone();
             bad[i] ^= 1u8 << (i % 8) | 0x20;
@@ -744,15 +774,29 @@ fn every_byte_flip_is_caught_or_harmless() {
                 opened += 1;
             }
             check_damaged(&fx, &bad_path, &model, &absent, i % 2 == 0);
-            // Fixed-width tables: every flip through the learned path too, whose gets
-            // read only the chunks around the prediction when the block is not cached.
-            if fixed || i % 3 == 0 {
+            if i % 3 == 0 {
                 let learned = IndexPolicy::learn_all(2);
                 check_damaged_with(&fx, &bad_path, &model, &absent, i % 2 == 0, learned);
+            }
+            // Fixed-width tables: every flip through the learned gets' window reads.
+            if fixed {
+                if let Ok(mut t) = fx.open_table(&bad_path, None, IndexPolicy::Fence) {
+                    let l = LearnedIndex::from_plr(plr.clone(), space.clone(), n);
+                    t.set_learned_index(Some(l));
+                    let (tr, errors) = check_damaged_table(&Arc::new(t), &model, &absent);
+                    chunk_reads += tr.chunk_reads;
+                    chunk_errors += usize::from(tr.chunk_reads > 0 && errors > 0);
+                }
             }
         }
         // Flips inside data blocks are only seen when the block is read.
         assert!(opened > 0);
+        if fixed {
+            assert!(
+                chunk_reads > 0 && chunk_errors > 0,
+                "{chunk_reads} {chunk_errors}"
+            );
+        }
     }
 }
 
