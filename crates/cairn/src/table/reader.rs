@@ -644,14 +644,8 @@ impl Table {
     /// checksummed (its entry count is not checked against an index it did not consult).
     pub fn read_block_at(&self, handle: BlockHandle, trace: &mut ReadTrace) -> Result<Arc<Block>> {
         let key = self.cache_key(handle);
-        if let Some(cache) = &self.cache {
-            if let Some(b) = cache.lookup(&key).and_then(CacheValue::into_data) {
-                trace.data_hits += 1;
-                if b.take_warmed() {
-                    trace.warmed_hits += 1;
-                }
-                return Ok(b);
-            }
+        if let Some(b) = self.cached_block(&key, trace) {
+            return Ok(b);
         }
         if handle.end_with_trailer().is_none_or(|e| e > self.data_end) {
             return Err(Error::corruption(
@@ -682,23 +676,32 @@ impl Table {
         if let Some(ra) = readahead.as_deref_mut() {
             ra.visit(i);
         }
-        if let Some(cache) = &self.cache {
-            if let Some(b) = cache.lookup(&key).and_then(CacheValue::into_data) {
-                trace.data_hits += 1;
-                if b.take_warmed() {
-                    trace.warmed_hits += 1;
-                }
-                if let Some(ra) = readahead {
-                    ra.hit();
-                }
-                return Ok(b);
+        if let Some(b) = self.cached_block(&key, trace) {
+            if let Some(ra) = readahead {
+                ra.hit();
             }
+            return Ok(b);
         }
         let block = Arc::new(self.load_block(index, i, trace, readahead)?);
         if let Some(cache) = &self.cache {
             cache.insert(key, CacheValue::Data(block.clone()), block.charge());
         }
         Ok(block)
+    }
+
+    /// The data block under `key` if the cache holds it, counted as a hit (and as a
+    /// warmed hit the first time a prefetched block is read).
+    fn cached_block(&self, key: &BlockKey, trace: &mut ReadTrace) -> Option<Arc<Block>> {
+        let b = self
+            .cache
+            .as_ref()?
+            .lookup(key)
+            .and_then(CacheValue::into_data)?;
+        trace.data_hits += 1;
+        if b.take_warmed() {
+            trace.warmed_hits += 1;
+        }
+        Some(b)
     }
 
     /// Entries `entries` of data block `i`, for a learned get. A fixed-width block: the
@@ -723,15 +726,8 @@ impl Table {
         };
         // A cached block is searched in place: cheaper than copying and checking chunks
         // even out of a mapped file.
-        if let Some(cache) = &self.cache {
-            let key = self.cache_key(e.handle);
-            if let Some(b) = cache.lookup(&key).and_then(CacheValue::into_data) {
-                trace.data_hits += 1;
-                if b.take_warmed() {
-                    trace.warmed_hits += 1;
-                }
-                return Ok(b);
-            }
+        if let Some(b) = self.cached_block(&self.cache_key(e.handle), trace) {
+            return Ok(b);
         }
         let (span, _) = layout.chunk_span(n, entries.start, entries.end);
         let at = e.handle.offset + span.start as u64;
