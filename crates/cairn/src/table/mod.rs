@@ -1,6 +1,6 @@
 //! SSTables: immutable sorted files of internal entries.
 //!
-//! # File format (version 1)
+//! # File format (versions 1-3)
 //!
 //! ```text
 //! [data block 0][trailer] ... [data block n-1][trailer]
@@ -17,18 +17,23 @@
 //!   `[varint key_len][varint value_len][rest of internal key][value]`, then the offset of
 //!   every entry (u16 LE, u32 LE past 64 KiB), the prefix length (u16) and the entry count
 //!   with layout flags (u32); blocks of older tables (no prefix, u32 offsets, plain count)
-//!   still read. See [`block`]. Every entry is addressable by index, so a learned index
-//!   (Bourbon) that predicts a key's position (ordinal) in the table can jump straight to it.
+//!   still read. With `fixed_width_entries`, blocks of short entries are fixed-width
+//!   instead: chunks of four equal-sized entries, each chunk checksummed, so a few entries
+//!   can be read and verified without the rest of the block. See [`block`]. Every entry is
+//!   addressable by index, so a learned index (Bourbon) that predicts a key's position
+//!   (ordinal) in the table can jump straight to it.
 //! * **Index block** (fence pointers): same layout as a data block; one entry per data
 //!   block, keyed by the block's last internal key, valued `[varint offset][varint
 //!   size][varint first ordinal]` (the [`BlockHandle`] and the table position of the block's
-//!   first entry). Data blocks tile the file from offset 0 in order.
+//!   first entry), then, for a fixed-width block, `[varint layout]` (its key and value
+//!   widths). Data blocks tile the file from offset 0 in order.
 //! * **Filter block**: a bloom filter over the distinct user keys, bit array followed by the
 //!   probe count `k` (u8, 1..=30); xxh3 with double hashing (see [`bloom`]).
 //! * **Properties block**: see [`TableProperties`].
 //! * **Footer**: index, filter and properties handles (fixed u64 LE offset and size each;
 //!   a filter size of 0 means no filter), CRC32C of the other footer bytes (u32), format
-//!   version (u32, = 1), magic (u64, `"cairnTBL"`). See [`Footer`].
+//!   version (u32: 2, or 3 when the table holds a fixed-width block; 1 from older builds
+//!   still reads), magic (u64, `"cairnTBL"`). See [`Footer`].
 //!
 //! Decoders bounds-check every varint, length and offset against the bytes they were given,
 //! so arbitrary bytes yield errors, never panics or huge allocations.
@@ -51,7 +56,7 @@ mod learned_tests;
 #[cfg(test)]
 mod tests;
 
-pub use block::{Block, KeyRef};
+pub use block::{Block, FixedLayout, KeyRef, CHUNK_ENTRIES};
 pub use bloom::BloomFilter;
 pub use builder::{
     BlockRange, BlockSink, TableBuildOptions, TableBuilder, TableSummary, DEFAULT_BLOCK_SIZE,
