@@ -103,13 +103,16 @@ fn leaper_crash_options() -> Options {
 }
 
 /// Directory name that selects the learned index (every table learned in the
-/// background), AC-Key's read cache and tiering, with run limits changed while writes
+/// background, fixed-width blocks read through memory maps), AC-Key's read cache and
+/// tiering, with run limits changed while writes
 /// run (the child changes them every few milliseconds).
 const MIXED_DB: &str = "db-mixed";
 
 fn mixed_crash_options() -> Options {
     Options {
         index: cairn::IndexPolicy::learn_all(4),
+        fixed_width_entries: true,
+        mmap_reads: true,
         read_cache: cairn::ReadCachePolicy::AcKey(Default::default()),
         level_runs: vec![4, 4, 1],
         ..crash_options()

@@ -84,6 +84,8 @@ fn options(variant: usize) -> Options {
         _ => Options {
             index: cairn::IndexPolicy::learn_all(4),
             value_threshold: Some(0),
+            fixed_width_entries: true,
+            mmap_reads: true,
             ..base
         },
     }
