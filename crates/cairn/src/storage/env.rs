@@ -367,6 +367,23 @@ mod tests {
         assert!(r.read_at(4990, 11).unwrap_err().is_corruption());
         assert!(r.read_at(u64::MAX, 2).unwrap_err().is_corruption());
         assert_eq!(env.stats().snapshot().kind(FileKind::Table).read_ops, 10);
+        // read_with hands over the same bytes (the mapping itself when mapped), is checked
+        // and counted the same, and passes the reader's own error on.
+        for f in [&r, &q] {
+            let sum = f
+                .read_with(17, 300, |b| Ok(b.iter().map(|&x| x as u64).sum::<u64>()))
+                .unwrap();
+            assert_eq!(sum, bytes[17..317].iter().map(|&x| x as u64).sum::<u64>());
+            assert!(f
+                .read_with(4990, 11, |_| Ok(()))
+                .unwrap_err()
+                .is_corruption());
+            let e = f.read_with(0, 4, |_| -> Result<()> {
+                Err(Error::corruption("x", "bad"))
+            });
+            assert!(e.unwrap_err().is_corruption());
+        }
+        assert_eq!(env.stats().snapshot().kind(FileKind::Table).read_ops, 12);
         // WALs are read whole; direct reads bypass the page cache a map would use.
         assert!(!env
             .open_read(&p, FileKind::Wal, 0, None, false)

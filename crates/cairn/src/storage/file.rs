@@ -271,6 +271,21 @@ impl RandomAccessFile {
     /// Reads exactly `len` bytes at `offset`; a read past the end is a corruption error
     /// (a handle pointing outside its file).
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.read_with(offset, len, |bytes| Ok(bytes.to_vec()))
+    }
+
+    /// Reads exactly `len` bytes at `offset` and hands them to `f`, as [`read_at`]
+    /// (same checks, counts and delays) but without a copy when the file is mapped: `f`
+    /// sees the mapping itself. For a reader that keeps only part of what it reads (a
+    /// value out of its value-log record).
+    ///
+    /// [`read_at`]: Self::read_at
+    pub fn read_with<T>(
+        &self,
+        offset: u64,
+        len: usize,
+        f: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<T> {
         if offset
             .checked_add(len as u64)
             .is_none_or(|end| end > self.size)
@@ -283,13 +298,15 @@ impl RandomAccessFile {
                 ),
             ));
         }
-        if let Some(f) = &self.env.faults {
-            f.on_read(&self.path)?;
+        if let Some(faults) = &self.env.faults {
+            faults.on_read(&self.path)?;
         }
-        let out = if let Some(m) = &self.map {
+        if let Some(m) = &self.map {
+            self.count_read(len);
             // In bounds: checked against `size`, the mapping's length, above.
-            m[offset as usize..offset as usize + len].to_vec()
-        } else if self.direct {
+            return f(&m[offset as usize..offset as usize + len]);
+        }
+        let out = if self.direct {
             self.read_direct(offset, len)?
         } else {
             let mut v = vec![0u8; len];
@@ -298,11 +315,16 @@ impl RandomAccessFile {
                 .map_err(|e| Error::io(self.path.display().to_string(), e))?;
             v
         };
+        self.count_read(len);
+        f(&out)
+    }
+
+    /// Counts a read of `len` bytes and waits out its tier's simulated latency.
+    fn count_read(&self, len: usize) {
         self.env
             .stats
             .record_read(self.kind, self.tier, self.level, len as u64);
         self.env.delay(self.tier, false, len);
-        Ok(out)
     }
 
     pub(crate) fn read_direct(&self, offset: u64, len: usize) -> Result<Vec<u8>> {

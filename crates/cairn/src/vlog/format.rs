@@ -97,13 +97,22 @@ pub fn encode_record(key: &[u8], value: &[u8]) -> Vec<u8> {
 /// Decodes a record read through a pointer: checks the checksum, that the record fills
 /// the bytes read exactly, and that it holds `expected_key`. Returns the value.
 pub fn decode_record(file: &str, rec: &[u8], expected_key: &[u8]) -> Result<Vec<u8>> {
-    let bad = |d: &str| Err(Error::corruption(file, d.to_string()));
+    record_value(rec, expected_key)
+        .map(<[u8]>::to_vec)
+        .map_err(|d| Error::corruption(file, d.to_string()))
+}
+
+/// The value of record `rec` (as [`decode_record`], borrowed), or what is wrong with it.
+pub(crate) fn record_value<'a>(
+    rec: &'a [u8],
+    expected_key: &[u8],
+) -> std::result::Result<&'a [u8], &'static str> {
     if rec.len() < 6 {
-        return bad("value-log record too short");
+        return Err("value-log record too short");
     }
     let crc = u32::from_le_bytes(rec[..4].try_into().expect("4 bytes"));
     if crc32c::crc32c(&rec[4..]) != crc {
-        return bad("value-log record checksum mismatch");
+        return Err("value-log record checksum mismatch");
     }
     let mut r = Reader::new(&rec[4..]);
     let parsed = (|| {
@@ -112,18 +121,18 @@ pub fn decode_record(file: &str, rec: &[u8], expected_key: &[u8]) -> Result<Vec<
         Some((klen, vlen))
     })();
     let Some((klen, vlen)) = parsed else {
-        return bad("undecodable value-log record");
+        return Err("undecodable value-log record");
     };
     // Varints are canonical, so their width follows from their values.
     let head = varint_len(klen as u64) + varint_len(vlen as u64);
     if klen.checked_add(vlen).and_then(|n| n.checked_add(head)) != Some(rec.len() - 4) {
-        return bad("value-log record length does not match its pointer");
+        return Err("value-log record length does not match its pointer");
     }
     let start = 4 + head;
     if &rec[start..start + klen] != expected_key {
-        return bad("value-log record holds another key than its pointer's entry");
+        return Err("value-log record holds another key than its pointer's entry");
     }
-    Ok(rec[start + klen..].to_vec())
+    Ok(&rec[start + klen..])
 }
 
 /// Walks every record of a whole value-log file (`data`, header included), checking the

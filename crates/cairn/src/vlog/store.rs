@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::format::{check_header, decode_record, ValuePointer, HEADER_LEN};
+use super::format::{check_header, record_value, ValuePointer, HEADER_LEN};
 use super::vlog_path;
 use crate::storage::{FileKind, RandomAccessFile, StorageEnv};
 use crate::{Error, Result};
@@ -192,8 +192,13 @@ impl VlogStore {
     /// Reads the record `p` points to and checks it holds `user_key`.
     pub fn read(&self, p: &ValuePointer, user_key: &[u8]) -> Result<Vec<u8>> {
         let f = self.open(p.file_no)?;
-        let rec = f.read_at(p.offset, p.len as usize)?;
-        decode_record(&Self::name(p.file_no), &rec, user_key)
+        // Out of a mapping the value is the only copy made; the file's name is formatted
+        // only for an error.
+        f.read_with(p.offset, p.len as usize, |rec| {
+            record_value(rec, user_key)
+                .map(<[u8]>::to_vec)
+                .map_err(|d| Error::corruption(Self::name(p.file_no), d))
+        })
     }
 
     /// Checks at open that a file the manifest's tables reference is there and whole
