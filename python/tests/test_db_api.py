@@ -252,6 +252,21 @@ def test_presets_and_options_by_name(tmp_path, native):
         db.flush()
         assert db.options()["mmap_reads"] is True
         assert all(db[b"k%06d" % i] == b"v%d" % i for i in range(0, 3000, 7))
+    # Filters are cache-local by default; classic ones answer the same, across reopens
+    assert cairn.default_options()["cache_local_filter"] is True
+    written = set()
+    for local in (False, True, False):
+        opts = {"cache_local_filter": local, "write_buffer_size": 1 << 16}
+        with cairn.Db(tmp_path / "filters", options=opts) as db:
+            assert db.options()["cache_local_filter"] is local
+            for i in range(2000):
+                db[b"f%06d-%d" % (i, local)] = b"v%d" % i
+            db.flush()
+            written.add(local)
+            for layout in (False, True):
+                for i in range(0, 2000, 7):
+                    want = b"v%d" % i if layout in written else None
+                    assert db.get(b"f%06d-%d" % (i, layout)) == want
 
 
 def test_options_are_checked(tmp_path, native):

@@ -356,6 +356,10 @@ pub struct BudgetArgs {
     /// (cairn's mmap_reads, RocksDB's allow_mmap_reads; LevelDB's and Bourbon's default).
     #[arg(long)]
     pub mmap_reads: bool,
+    /// cairn writes LevelDB's classic bloom filter (a key's bits anywhere in the array)
+    /// instead of the cache-local one (one 64-byte line per key) [default: cache-local].
+    #[arg(long)]
+    pub classic_filter: bool,
     /// Sync the WAL on every write.
     #[arg(long)]
     pub sync: bool,
@@ -430,6 +434,7 @@ impl BudgetArgs {
             direct_io: self.direct_io,
             cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
             mmap_reads: self.mmap_reads,
+            classic_filter: self.classic_filter,
             sync: self.sync,
             device: self.device,
             level1_bytes: self.level1_bytes.map(|b| b as u64),

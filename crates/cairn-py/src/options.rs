@@ -82,6 +82,10 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
         "bool: write fixed-width data blocks (Bourbon's key + pointer entries)",
     ),
     (
+        "cache_local_filter",
+        "bool: write bloom filters with each key's bits in one cache line (default true)",
+    ),
+    (
         "latency_scale",
         "float: multiplier of the storage tiers' simulated latencies",
     ),
@@ -170,6 +174,7 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "cache_index_and_filter_blocks" => o.cache_index_and_filter_blocks = v.extract()?,
         "mmap_reads" => o.mmap_reads = v.extract()?,
         "fixed_width_entries" => o.fixed_width_entries = v.extract()?,
+        "cache_local_filter" => o.cache_local_filter = v.extract()?,
         "latency_scale" => o.latency_scale = v.extract()?,
         "wal_recovery" => {
             o.wal_recovery = match v.extract::<String>()?.as_str() {
@@ -233,6 +238,7 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
     )?;
     d.set_item("mmap_reads", o.mmap_reads)?;
     d.set_item("fixed_width_entries", o.fixed_width_entries)?;
+    d.set_item("cache_local_filter", o.cache_local_filter)?;
     d.set_item("latency_scale", o.latency_scale)?;
     d.set_item(
         "wal_recovery",

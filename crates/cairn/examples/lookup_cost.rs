@@ -46,6 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     block_size: 4096,
                     bloom_bits_per_key: 10.0,
                     fixed_width_entries: fixed,
+                    ..Default::default()
                 },
             );
             for i in 0..n {

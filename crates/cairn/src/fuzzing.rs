@@ -230,7 +230,9 @@ pub fn bloom(data: &[u8]) {
         return;
     };
     assert!((1..=30).contains(&f.num_probes()));
-    assert_eq!(f.size() + 1, data.len());
+    // The trailer: k, and the cache-local layout's marker.
+    let trailer = if f.is_cache_local() { 2 } else { 1 };
+    assert_eq!(f.size() + trailer, data.len());
     for k in keys_from(data) {
         let _ = f.may_contain(&k);
     }
@@ -683,6 +685,7 @@ fn plr_fixture() -> &'static PlrFixture {
                 block_size: 256,
                 bloom_bits_per_key: 10.0,
                 fixed_width_entries: false,
+                cache_local_filter: true,
             },
         );
         let file = scratch_files(&bytes, 1).pop().expect("one file");
@@ -1063,6 +1066,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         block_size,
         bloom_bits_per_key,
         fixed_width_entries: false,
+        cache_local_filter: true,
     };
     match target {
         "block" => {
@@ -1112,11 +1116,17 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             ]
         }
         "bloom" => {
-            let mut b = BloomBuilder::new(10.0);
+            let mut b = BloomBuilder::new(10.0, false);
+            let mut local = BloomBuilder::new(10.0, true);
             for (k, _) in &small {
                 b.add(crate::types::user_key(k));
+                local.add(crate::types::user_key(k));
             }
-            vec![b.finish(), BloomBuilder::new(3.0).finish()]
+            vec![
+                b.finish(),
+                local.finish(),
+                BloomBuilder::new(3.0, false).finish(),
+            ]
         }
         "table" => vec![
             build_table(&small, table_opts(128, 10.0)),

@@ -314,6 +314,13 @@ pub struct Options {
     /// are format version 3 (older builds refuse them); any build reads both layouts, so
     /// it can change between opens. Off by default; the `bourbon*` presets turn it on.
     pub fixed_width_entries: bool,
+    /// Write tables' bloom filters in the cache-local layout: all of a key's probe bits
+    /// lie in one 64-byte line, so a probe costs one cache miss and no division instead
+    /// of up to `k` misses (the layout of RocksDB's newer filters), for a slightly higher
+    /// false-positive rate at equal bits per key (about 1.0% against 0.8% at 10). Tables
+    /// written with it are format version 4 (older builds refuse them); any build reads
+    /// both layouts. On by default; off writes LevelDB's classic filter.
+    pub cache_local_filter: bool,
     /// Value-log garbage collection: when the value log's bytes exceed this many times
     /// the bytes tables still reference, the files with the most garbage are collected by
     /// rewriting the tables that point into them. Must be a finite number > 1; `None`
@@ -393,6 +400,7 @@ impl Default for Options {
             read_cache: ReadCachePolicy::Block,
             value_threshold: None,
             fixed_width_entries: false,
+            cache_local_filter: true,
             mmap_reads: false,
             vlog_gc_space_amp: Some(1.5),
             access: None,
@@ -436,6 +444,7 @@ impl std::fmt::Debug for Options {
             .field("read_cache", &self.read_cache)
             .field("value_threshold", &self.value_threshold)
             .field("fixed_width_entries", &self.fixed_width_entries)
+            .field("cache_local_filter", &self.cache_local_filter)
             .field("mmap_reads", &self.mmap_reads)
             .field("vlog_gc_space_amp", &self.vlog_gc_space_amp)
             .field("access", &self.access)

@@ -168,6 +168,7 @@ impl CairnEngine {
         opts.use_direct_reads = cfg.direct_io;
         opts.cache_index_and_filter_blocks = cfg.cache_index_and_filter_blocks;
         opts.mmap_reads = cfg.mmap_reads;
+        opts.cache_local_filter = !cfg.classic_filter;
         opts.create_if_missing = true;
         let profile = match cfg.device {
             super::Device::None => None,

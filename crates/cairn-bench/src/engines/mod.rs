@@ -27,6 +27,10 @@ pub struct BenchConfig {
     /// `allow_mmap_reads`).
     #[serde(default)]
     pub mmap_reads: bool,
+    /// cairn writes LevelDB's classic bloom filter instead of the cache-local one
+    /// (`Options::cache_local_filter`; RocksDB keeps its own).
+    #[serde(default)]
+    pub classic_filter: bool,
     /// fsync the WAL on every write.
     pub sync: bool,
     /// Latency added to every storage I/O (cairn's device profile; other engines ignore it).
@@ -171,6 +175,7 @@ impl Default for BenchConfig {
             direct_io: false,
             cache_index_and_filter_blocks: false,
             mmap_reads: false,
+            classic_filter: false,
             sync: false,
             device: Device::None,
             leaper_slot_ms: default_leaper_slot_ms(),

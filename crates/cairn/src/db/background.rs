@@ -137,6 +137,7 @@ impl DbInner {
             block_size: self.opts.block_size,
             bloom_bits_per_key: self.opts.bloom_bits_for_level(level, deepest),
             fixed_width_entries: self.opts.fixed_width_entries,
+            cache_local_filter: self.opts.cache_local_filter,
         }
     }
 

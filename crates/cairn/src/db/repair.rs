@@ -221,6 +221,7 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
         block_size: opts.block_size,
         bloom_bits_per_key: opts.bloom_bits_for_level(level, level),
         fixed_width_entries: opts.fixed_width_entries,
+        cache_local_filter: opts.cache_local_filter,
     };
     let mut edit = VersionEdit {
         last_seq: Some(max_seq),

@@ -5,7 +5,8 @@ use std::cmp::Ordering;
 use super::block::BlockBuilder;
 use super::bloom::{filter_enabled, BloomBuilder};
 use super::format::{
-    block_trailer, BlockHandle, BlockType, Footer, FORMAT_VERSION, PREFIXED_FORMAT_VERSION,
+    block_trailer, BlockHandle, BlockType, Footer, FIXED_FORMAT_VERSION, FORMAT_VERSION,
+    PREFIXED_FORMAT_VERSION,
 };
 use super::index::{FenceIndex, IndexEntry};
 use super::properties::TableProperties;
@@ -37,6 +38,10 @@ pub struct TableBuildOptions {
     /// (layout 3, Bourbon's key + pointer entries), so a learned lookup reads only the
     /// entries around its prediction. Such tables are format version 3.
     pub fixed_width_entries: bool,
+    /// Write the bloom filter in the cache-local layout (each key's bits in one 64-byte
+    /// line: one cache miss per probe) rather than LevelDB's classic one. Such tables
+    /// are format version 4.
+    pub cache_local_filter: bool,
 }
 
 impl Default for TableBuildOptions {
@@ -45,6 +50,7 @@ impl Default for TableBuildOptions {
             block_size: DEFAULT_BLOCK_SIZE,
             bloom_bits_per_key: 10.0,
             fixed_width_entries: false,
+            cache_local_filter: true,
         }
     }
 }
@@ -107,7 +113,7 @@ impl TableBuilder {
     /// Starts a table in `file` (which should be empty).
     pub fn new(file: WritableFile, opts: TableBuildOptions) -> Self {
         let bloom = filter_enabled(opts.bloom_bits_per_key)
-            .then(|| BloomBuilder::new(opts.bloom_bits_per_key));
+            .then(|| BloomBuilder::new(opts.bloom_bits_per_key, opts.cache_local_filter));
         TableBuilder {
             file,
             opts,
@@ -253,6 +259,7 @@ impl TableBuilder {
     /// Writes the pending block, filter, index, properties and footer, and fsyncs.
     pub fn finish(mut self) -> Result<TableSummary> {
         self.flush_block()?;
+        let local_filter = self.bloom.as_ref().is_some_and(|b| b.is_cache_local());
         let filter = match self.bloom.take() {
             Some(b) => self.write_block(&b.finish(), BlockType::Filter)?,
             None => BlockHandle::default(),
@@ -265,8 +272,12 @@ impl TableBuilder {
             filter,
             properties,
         };
-        let version = if self.any_fixed {
+        // The oldest version that names every layout the table holds, so older builds
+        // read what they can and refuse the rest by its version.
+        let version = if local_filter {
             FORMAT_VERSION
+        } else if self.any_fixed {
+            FIXED_FORMAT_VERSION
         } else {
             PREFIXED_FORMAT_VERSION
         };

@@ -12,11 +12,16 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"cairnTBL");
 /// The newest table format version this build writes and reads. Version 2 may hold
 /// prefix-compressed blocks (see `block.rs`), which builds that read only version 1 would
 /// take for corruption; version 3 may hold fixed-width blocks and index entries that name
-/// them. This build reads all three (each block says its own layout) and writes 3 only for
-/// tables with a fixed-width block, so tables without one stay readable by older builds.
-pub const FORMAT_VERSION: u32 = 3;
+/// them; version 4 may hold a cache-local bloom filter (see `bloom.rs`). This build reads
+/// all four (each block says its own layout) and writes the oldest version that covers
+/// the layouts a table holds, so tables without the newer ones stay readable by older
+/// builds.
+pub const FORMAT_VERSION: u32 = 4;
 
-/// The version of tables without fixed-width blocks.
+/// The version of tables with fixed-width blocks and a classic filter (or none).
+pub(crate) const FIXED_FORMAT_VERSION: u32 = 3;
+
+/// The version of tables without fixed-width blocks or a cache-local filter.
 pub(crate) const PREFIXED_FORMAT_VERSION: u32 = 2;
 
 /// The oldest table format version this build reads.
@@ -270,11 +275,11 @@ mod tests {
             Footer::decode(&bad, "t"),
             Err(Error::Corruption { .. })
         ));
-        let mut v4 = enc;
-        v4[52] = 4;
+        let mut v5 = enc;
+        v5[52] = 5;
         assert!(matches!(
-            Footer::decode(&v4, "t"),
-            Err(Error::UnsupportedVersion { found: 4, .. })
+            Footer::decode(&v5, "t"),
+            Err(Error::UnsupportedVersion { found: 5, .. })
         ));
         // Version 1 tables (blocks without prefixes) still open.
         let v1 = Footer::decode(&enc, "t").unwrap().encode_as(1);

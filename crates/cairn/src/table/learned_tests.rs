@@ -165,6 +165,7 @@ fn build_pair_with(
                 block_size,
                 bloom_bits_per_key: if cached { 10.0 } else { 0.0 },
                 fixed_width_entries,
+                cache_local_filter: !fixed_width_entries,
             },
         );
         for (k, v) in entries {

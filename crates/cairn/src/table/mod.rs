@@ -1,6 +1,6 @@
 //! SSTables: immutable sorted files of internal entries.
 //!
-//! # File format (versions 1-3)
+//! # File format (versions 1-4)
 //!
 //! ```text
 //! [data block 0][trailer] ... [data block n-1][trailer]
@@ -27,13 +27,17 @@
 //!   size][varint first ordinal]` (the [`BlockHandle`] and the table position of the block's
 //!   first entry), then, for a fixed-width block, `[varint layout]` (its key and value
 //!   widths). Data blocks tile the file from offset 0 in order.
-//! * **Filter block**: a bloom filter over the distinct user keys, bit array followed by the
-//!   probe count `k` (u8, 1..=30); xxh3 with double hashing (see [`bloom`]).
+//! * **Filter block**: a bloom filter over the distinct user keys, in one of two layouts
+//!   (see [`bloom`]): classic, the bit array followed by the probe count `k` (u8, 1..=30),
+//!   xxh3 with double hashing over the whole array; or cache-local (the default,
+//!   `cache_local_filter`), 64-byte lines followed by `k` and a marker byte, every key's
+//!   bits in the one line its hash picks.
 //! * **Properties block**: see [`TableProperties`].
 //! * **Footer**: index, filter and properties handles (fixed u64 LE offset and size each;
 //!   a filter size of 0 means no filter), CRC32C of the other footer bytes (u32), format
-//!   version (u32: 2, or 3 when the table holds a fixed-width block; 1 from older builds
-//!   still reads), magic (u64, `"cairnTBL"`). See [`Footer`].
+//!   version (u32: 4 when the filter is cache-local, else 3 when the table holds a
+//!   fixed-width block, else 2; 1 from older builds still reads), magic (u64,
+//!   `"cairnTBL"`). See [`Footer`].
 //!
 //! Decoders bounds-check every varint, length and offset against the bytes they were given,
 //! so arbitrary bytes yield errors, never panics or huge allocations.
@@ -86,7 +90,7 @@ pub(crate) fn block_for_tests(n: u32) -> std::sync::Arc<Block> {
 /// A small valid bloom filter, for tests of other modules (the cache).
 #[cfg(test)]
 pub(crate) fn filter_for_tests() -> std::sync::Arc<BloomFilter> {
-    let mut b = bloom::BloomBuilder::new(10.0);
+    let mut b = bloom::BloomBuilder::new(10.0, true);
     b.add(b"k");
     std::sync::Arc::new(BloomFilter::decode(b.finish(), "test").expect("valid test filter"))
 }

@@ -338,6 +338,7 @@ fn round_trip_against_model() {
             block_size,
             bloom_bits_per_key: bits,
             fixed_width_entries: fixed,
+            cache_local_filter: round % 2 == 0,
         };
         check_round_trip(&fx, &mut rng, &model, opts, cache.clone());
         // Blocks of short entries are fixed-width when asked for; blocks with a long key
@@ -453,6 +454,7 @@ fn layout_1_tables_read_back() {
             block_size,
             bloom_bits_per_key: 10.0,
             fixed_width_entries: false,
+            cache_local_filter: round % 2 == 0,
         };
         let (path, s) = fx.build("new.sst", &model, opts);
         assert!(blocks_prefixed(&path, &s).iter().all(|&p| p));
@@ -604,22 +606,48 @@ fn unsupported_version_and_bad_magic() {
     let mut rng = SmallRng::seed_from_u64(3);
     let fx = fixture();
     let model = random_entries(&mut rng, 20);
+    // Short entries, which fixed-width blocks take.
+    let short: Vec<Entry> = (0..20u32)
+        .map(|i| {
+            let k = make_internal_key(format!("k{i:03}").as_bytes(), 1, ValueKind::Value);
+            (k, b"v".to_vec())
+        })
+        .collect();
+    let version = |opts| {
+        let (path, _) = fx.build("v.sst", &short, opts);
+        let t = std::fs::read(&path).unwrap();
+        u32::from_le_bytes(t[t.len() - 12..t.len() - 8].try_into().unwrap())
+    };
+    // Each table says the oldest version that names its layouts, so older builds read
+    // what they can: 2 without fixed-width blocks or a cache-local filter, 3 with
+    // fixed-width blocks, 4 with a cache-local filter.
+    let classic = TableBuildOptions {
+        cache_local_filter: false,
+        ..Default::default()
+    };
+    assert_eq!(version(classic), 2);
+    let fixed = TableBuildOptions {
+        fixed_width_entries: true,
+        ..classic
+    };
+    assert_eq!(version(fixed), 3);
+    assert_eq!(version(TableBuildOptions::default()), 4);
+    let unfiltered = TableBuildOptions {
+        bloom_bits_per_key: 0.0,
+        ..Default::default()
+    };
+    assert_eq!(version(unfiltered), 2);
     let (path, _) = fx.build("v.sst", &model, TableBuildOptions::default());
     let good = std::fs::read(&path).unwrap();
     let n = good.len();
-    // Tables without fixed-width blocks say version 2, so older builds still read them.
-    assert_eq!(
-        u32::from_le_bytes(good[n - 12..n - 8].try_into().unwrap()),
-        2
-    );
-    let mut v4 = good.clone();
-    v4[n - 12..n - 8].copy_from_slice(&4u32.to_le_bytes());
-    std::fs::write(&path, &v4).unwrap();
+    let mut v5 = good.clone();
+    v5[n - 12..n - 8].copy_from_slice(&5u32.to_le_bytes());
+    std::fs::write(&path, &v5).unwrap();
     assert!(matches!(
         fx.open(&path, None),
         Err(Error::UnsupportedVersion {
-            found: 4,
-            supported: 3,
+            found: 5,
+            supported: 4,
             ..
         })
     ));
@@ -697,7 +725,8 @@ fn small_table(fx: &Fixture) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
     small_table_with(fx, false)
 }
 
-/// A small table of several blocks, fixed-width ones if `fixed`.
+/// A small table of several blocks, fixed-width ones if `fixed`. Its filter is
+/// cache-local, or classic with `fixed` (so the corruption tests cover both layouts).
 fn small_table_with(fx: &Fixture, fixed: bool) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
     let model: Vec<Entry> = (0..40u32)
         .flat_map(|i| {
@@ -728,6 +757,7 @@ fn small_table_with(fx: &Fixture, fixed: bool) -> (PathBuf, Vec<Entry>, Vec<Vec<
             block_size: 200,
             bloom_bits_per_key: 10.0,
             fixed_width_entries: fixed,
+            cache_local_filter: !fixed,
         },
     );
     assert!(
