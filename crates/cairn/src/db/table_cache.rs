@@ -81,6 +81,15 @@ impl TableCache {
     /// The open table of `f` (opened on first use with fence pointers, and handed to the
     /// learner under [`IndexPolicy::Learned`]), counted against `level`.
     pub(crate) fn get(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
+        if let Some(t) = f.open_table() {
+            return Ok(t.clone());
+        }
+        let t = self.get_shared(f, level)?;
+        f.keep_table(&t);
+        Ok(t)
+    }
+
+    fn get_shared(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
         let no = f.file_no();
         if let Some(t) = self.shard(no).read().get(&no) {
             return Ok(t.clone());

@@ -15,8 +15,9 @@ pub use set::{ObsoleteFiles, VersionSet};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use crate::table::Table;
 use crate::types::user_key;
 use crate::Error;
 
@@ -32,6 +33,10 @@ pub struct FileMeta {
     /// Seeks charged to this file (read-triggered compaction, level 0 only): each one had
     /// to position in this file and in at least one other run.
     read_charge: AtomicU64,
+    /// The open table, once a read asked the table cache for it: later reads of this
+    /// version's file skip the cache's lock and map (it lives as long as the cache's
+    /// entry, which goes when the file is deleted, after this is dropped).
+    table: OnceLock<Arc<Table>>,
 }
 
 impl FileMeta {
@@ -42,6 +47,7 @@ impl FileMeta {
             obsolete,
             _vlogs: Vec::new(),
             read_charge: AtomicU64::new(0),
+            table: OnceLock::new(),
         }
     }
     /// Takes a hold, in `registry`, on every value-log file the table references.
@@ -77,6 +83,14 @@ impl FileMeta {
     /// Seeks charged to the file so far.
     pub fn read_charges(&self) -> u64 {
         self.read_charge.load(Ordering::Relaxed)
+    }
+    /// The open table, if the table cache handed it out for this file before.
+    pub(crate) fn open_table(&self) -> Option<&Arc<Table>> {
+        self.table.get()
+    }
+    /// Keeps the open table the table cache handed out for this file.
+    pub(crate) fn keep_table(&self, t: &Arc<Table>) {
+        let _ = self.table.set(t.clone());
     }
     /// True if the file's user-key range intersects [lo, hi] (inclusive).
     pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
