@@ -56,6 +56,9 @@ impl Segment {
 #[derive(Clone, Debug, Default)]
 pub struct Plr {
     segments: Vec<Segment>,
+    /// The segments' starts alone, which a lookup searches: a third of the bytes, so
+    /// fewer cache lines per probe than searching the segments themselves.
+    starts: Vec<u64>,
     delta: u32,
     last_x: u64,
 }
@@ -68,7 +71,12 @@ impl Plr {
     pub fn from_parts(mut segments: Vec<Segment>, delta: u32, last_x: u64) -> Plr {
         segments.sort_by_key(|s| s.start);
         segments.dedup_by_key(|s| s.start);
+        Plr::new(segments, delta, last_x)
+    }
+
+    fn new(segments: Vec<Segment>, delta: u32, last_x: u64) -> Plr {
         Plr {
+            starts: segments.iter().map(|s| s.start).collect(),
             segments,
             delta,
             last_x,
@@ -95,9 +103,7 @@ impl Plr {
         if self.segments.is_empty() || x > self.last_x {
             return None;
         }
-        self.segments
-            .partition_point(|s| s.start <= x)
-            .checked_sub(1)
+        self.starts.partition_point(|&s| s <= x).checked_sub(1)
     }
 
     /// The predicted position of `x` (rounded to the nearest integer, at least 0), or
@@ -110,7 +116,9 @@ impl Plr {
 
     /// Bytes held in memory.
     pub fn memory(&self) -> usize {
-        self.segments.capacity() * std::mem::size_of::<Segment>() + std::mem::size_of::<Self>()
+        self.segments.capacity() * std::mem::size_of::<Segment>()
+            + self.starts.capacity() * std::mem::size_of::<u64>()
+            + std::mem::size_of::<Self>()
     }
 }
 
@@ -219,11 +227,7 @@ impl PlrBuilder {
         if let Some(c) = self.cone.take() {
             self.segments.push(c.close());
         }
-        Plr {
-            segments: self.segments,
-            delta: self.delta,
-            last_x,
-        }
+        Plr::new(self.segments, self.delta, last_x)
     }
 }
 
