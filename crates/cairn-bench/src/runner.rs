@@ -424,7 +424,12 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                                 .map(|p| p.ops / threads + u64::from((t as u64) < p.ops % threads))
                                 .collect();
                             let mut seen = vec![0u64; share.len()];
-                            for (i, op) in gen.enumerate() {
+                            let mut gen = gen.peekable();
+                            let mut i = 0u64;
+                            while let Some(op) = gen.next() {
+                                if let Some(next) = gen.peek() {
+                                    ctx.keys.prefetch(next.key);
+                                }
                                 let k = seen.get_mut(op.phase);
                                 let tail = match k {
                                     Some(k) => {
@@ -447,7 +452,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                                     missions,
                                     live,
                                 )?;
-                                if (i as u64 + 1).is_multiple_of(PROGRESS_BATCH) {
+                                i += 1;
+                                if i.is_multiple_of(PROGRESS_BATCH) {
                                     pb.inc(PROGRESS_BATCH);
                                 }
                             }
