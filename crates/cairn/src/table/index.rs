@@ -164,7 +164,22 @@ impl FenceIndex {
         if ordinal >= self.num_entries {
             return None;
         }
-        Some(self.first_ordinals.partition_point(|&o| o <= ordinal) - 1)
+        let o = &self.first_ordinals;
+        // Blocks hold similar numbers of entries (fixed-width ones the same): start from
+        // the proportional guess and step to the block, binary searching only if that
+        // takes more than a few steps.
+        let mut b = ((ordinal as u128 * o.len() as u128) / self.num_entries as u128) as usize;
+        b = b.min(o.len() - 1);
+        for _ in 0..4 {
+            if o[b] > ordinal {
+                b -= 1; // o[0] == 0 <= ordinal
+            } else if o.get(b + 1).is_some_and(|&next| next <= ordinal) {
+                b += 1;
+            } else {
+                return Some(b);
+            }
+        }
+        Some(o.partition_point(|&f| f <= ordinal) - 1)
     }
 
     /// Bytes held in memory.
@@ -201,6 +216,7 @@ impl TableIndex for FenceIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::format::BLOCK_TRAILER_LEN;
     use crate::types::{make_internal_key, ValueKind};
     use rand::{Rng, SeedableRng};
 
@@ -253,6 +269,37 @@ mod tests {
         assert_eq!(idx.block_for_ordinal(8), Some(2));
         assert_eq!(idx.block_for_ordinal(9), None);
         assert_eq!(idx.name(), "fence");
+    }
+
+    #[test]
+    fn block_for_ordinal_matches_a_search() {
+        // Equal blocks (the guess is exact), slightly uneven ones (a step or two) and
+        // wildly uneven ones (past the steps: the binary search).
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        for (round, spread) in [(0, 0u64), (1, 3), (2, 400), (3, 5000)] {
+            let blocks = 1 + round * 37;
+            let counts: Vec<u64> = (0..blocks)
+                .map(|_| 1 + 100 + rng.random_range(0..=spread) - spread.min(100))
+                .collect();
+            let mut entries = Vec::new();
+            let (mut first, mut at) = (0u64, 0u64);
+            for (i, &c) in counts.iter().enumerate() {
+                entries.push(IndexEntry {
+                    last_key: ik(&format!("k{i:05}")),
+                    handle: BlockHandle::new(at, 10),
+                    first_ordinal: first,
+                    fixed: None,
+                });
+                first += c;
+                at += 10 + BLOCK_TRAILER_LEN as u64;
+            }
+            let idx = FenceIndex::decode(FenceIndex::encode(&entries), "t", at, first).unwrap();
+            for o in (0..first).step_by(7).chain([first - 1]) {
+                let want = entries.partition_point(|e| e.first_ordinal <= o) - 1;
+                assert_eq!(idx.block_for_ordinal(o), Some(want), "ordinal {o}");
+            }
+            assert_eq!(idx.block_for_ordinal(first), None);
+        }
     }
 
     #[test]
