@@ -59,9 +59,18 @@ pub struct Plr {
     /// The segments' starts alone, which a lookup searches: a third of the bytes, so
     /// fewer cache lines per probe than searching the segments themselves.
     starts: Vec<u64>,
+    /// A radix table over the starts (RadixSpline's idea): the segments whose starts
+    /// share the top bits of `x - starts[0]` (`x >> shift`, bucket `b`) are
+    /// `radix[b]..radix[b + 1]`, so a lookup searches a few starts, not all of them (with
+    /// many tables, the models do not all fit in the CPU caches).
+    radix: Vec<u32>,
+    shift: u32,
     delta: u32,
     last_x: u64,
 }
+
+/// Largest radix table: 2^16 + 1 entries.
+const MAX_RADIX_BITS: u32 = 16;
 
 impl Plr {
     /// A model from given parts (segments sorted by start, domain ending at `last_x`);
@@ -75,8 +84,28 @@ impl Plr {
     }
 
     fn new(segments: Vec<Segment>, delta: u32, last_x: u64) -> Plr {
+        let starts: Vec<u64> = segments.iter().map(|s| s.start).collect();
+        let base = starts.first().copied().unwrap_or(0);
+        // About one bucket per segment, each bucket an equal slice of the domain.
+        let bits = (usize::BITS - starts.len().leading_zeros()).min(MAX_RADIX_BITS);
+        let span_bits = u64::BITS - last_x.saturating_sub(base).leading_zeros();
+        let shift = span_bits.saturating_sub(bits);
+        let buckets = 1usize << bits;
+        // Starts past the domain lie beyond every bucket.
+        let bucket = |s: u64| {
+            if s > last_x {
+                buckets
+            } else {
+                ((s - base) >> shift) as usize
+            }
+        };
+        let radix = (0..=buckets)
+            .map(|b| starts.partition_point(|&s| bucket(s) < b) as u32)
+            .collect();
         Plr {
-            starts: segments.iter().map(|s| s.start).collect(),
+            starts,
+            radix,
+            shift,
             segments,
             delta,
             last_x,
@@ -100,10 +129,14 @@ impl Plr {
 
     /// The index of the segment covering `x`, or `None` outside the trained domain.
     pub fn segment_for(&self, x: u64) -> Option<usize> {
-        if self.segments.is_empty() || x > self.last_x {
+        let base = *self.starts.first()?;
+        if x > self.last_x || x < base {
             return None;
         }
-        self.starts.partition_point(|&s| s <= x).checked_sub(1)
+        // Starts before bucket `b` are <= x, starts after it > x: search the bucket.
+        let b = ((x - base) >> self.shift) as usize;
+        let (lo, hi) = (self.radix[b] as usize, self.radix[b + 1] as usize);
+        (lo + self.starts[lo..hi].partition_point(|&s| s <= x)).checked_sub(1)
     }
 
     /// The predicted position of `x` (rounded to the nearest integer, at least 0), or
@@ -118,6 +151,7 @@ impl Plr {
     pub fn memory(&self) -> usize {
         self.segments.capacity() * std::mem::size_of::<Segment>()
             + self.starts.capacity() * std::mem::size_of::<u64>()
+            + self.radix.capacity() * std::mem::size_of::<u32>()
             + std::mem::size_of::<Self>()
     }
 }
@@ -243,6 +277,68 @@ pub fn train(points: impl IntoIterator<Item = (u64, u64)>, delta: u32) -> Plr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The segment covering `x` by a plain search over all starts.
+    fn reference(plr: &Plr, x: u64) -> Option<usize> {
+        let first = plr.segments().first()?.start;
+        if x > plr.last_x() || x < first {
+            return None;
+        }
+        plr.segments()
+            .partition_point(|s| s.start <= x)
+            .checked_sub(1)
+    }
+
+    #[test]
+    fn radix_table_finds_the_segment_a_search_finds() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        for round in 0..300 {
+            let n = [1, 2, 3, 17, 1000, 20_000][round % 6];
+            // Starts dense, spread, clustered or near the top of the domain.
+            let scale = [1u64, 1000, 1 << 40, u64::MAX / 4][round % 4];
+            let mut starts: Vec<u64> = (0..n)
+                .map(|i| match round % 3 {
+                    0 => rng.random_range(0..scale.saturating_mul(n as u64).max(1)),
+                    1 => (i as u64).saturating_mul(scale),
+                    _ => rng.random_range(0..8) + if i % 2 == 0 { 0 } else { scale },
+                })
+                .collect();
+            starts.sort();
+            let segments: Vec<Segment> = starts
+                .iter()
+                .map(|&start| Segment {
+                    start,
+                    slope: 0.5,
+                    intercept: 3.0,
+                })
+                .collect();
+            let top = *starts.last().unwrap();
+            // The domain may end before the last starts (a model loaded from elsewhere).
+            let last_x = match round % 5 {
+                0 => top / 2,
+                1 => u64::MAX,
+                _ => top.saturating_add(rng.random_range(0..1000)),
+            };
+            let plr = Plr::from_parts(segments, 8, last_x);
+            let probes = (0..2000)
+                .map(|_| rng.random_range(0..=last_x.max(top).saturating_add(10)))
+                .chain(plr.segments().iter().flat_map(|s| {
+                    [
+                        s.start.saturating_sub(1),
+                        s.start,
+                        s.start.saturating_add(1),
+                    ]
+                }))
+                .chain([0, last_x, last_x.saturating_add(1), u64::MAX]);
+            for x in probes {
+                assert_eq!(
+                    plr.segment_for(x),
+                    reference(&plr, x),
+                    "x {x}, round {round}"
+                );
+            }
+        }
+    }
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
