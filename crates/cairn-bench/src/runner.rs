@@ -426,9 +426,15 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                             let mut seen = vec![0u64; share.len()];
                             let mut gen = gen.peekable();
                             let mut i = 0u64;
+                            // Generating an op early takes an insert's key early, which
+                            // other workers would then see before it is written: look
+                            // ahead only when this is the one worker.
+                            let look_ahead = threads == 1;
                             while let Some(op) = gen.next() {
-                                if let Some(next) = gen.peek() {
-                                    ctx.keys.prefetch(next.key);
+                                if look_ahead {
+                                    if let Some(next) = gen.peek() {
+                                        ctx.keys.prefetch(next.key);
+                                    }
                                 }
                                 let k = seen.get_mut(op.phase);
                                 let tail = match k {

@@ -383,7 +383,9 @@ mod tests {
             });
             assert!(e.unwrap_err().is_corruption());
         }
+        // Each: the in-bounds read and the one whose reader failed; the refused one not.
         assert_eq!(env.stats().snapshot().kind(FileKind::Table).read_ops, 12);
+        assert_eq!(plain.stats().snapshot().kind(FileKind::Table).read_ops, 7);
         // WALs are read whole; direct reads bypass the page cache a map would use.
         assert!(!env
             .open_read(&p, FileKind::Wal, 0, None, false)
