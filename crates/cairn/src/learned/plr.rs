@@ -56,13 +56,10 @@ impl Segment {
 #[derive(Clone, Debug, Default)]
 pub struct Plr {
     segments: Vec<Segment>,
-    /// The segments' starts alone, which a lookup searches: a third of the bytes, so
-    /// fewer cache lines per probe than searching the segments themselves.
-    starts: Vec<u64>,
-    /// A radix table over the starts (RadixSpline's idea): the segments whose starts
-    /// share the top bits of `x - starts[0]` (`x >> shift`, bucket `b`) are
-    /// `radix[b]..radix[b + 1]`, so a lookup searches a few starts, not all of them (with
-    /// many tables, the models do not all fit in the CPU caches).
+    /// A radix table over the segments' starts (RadixSpline's idea): the segments whose
+    /// starts share the top bits of `x - segments[0].start` (`x >> shift`, bucket `b`) are
+    /// `radix[b]..radix[b + 1]`, so a lookup searches a few segments, not all of them
+    /// (with many tables, the models do not all fit in the CPU caches).
     radix: Vec<u32>,
     shift: u32,
     delta: u32,
@@ -84,10 +81,9 @@ impl Plr {
     }
 
     fn new(segments: Vec<Segment>, delta: u32, last_x: u64) -> Plr {
-        let starts: Vec<u64> = segments.iter().map(|s| s.start).collect();
-        let base = starts.first().copied().unwrap_or(0);
+        let base = segments.first().map_or(0, |s| s.start);
         // About one bucket per segment, each bucket an equal slice of the domain.
-        let bits = (usize::BITS - starts.len().leading_zeros()).min(MAX_RADIX_BITS);
+        let bits = (usize::BITS - segments.len().leading_zeros()).min(MAX_RADIX_BITS);
         let span_bits = u64::BITS - last_x.saturating_sub(base).leading_zeros();
         let shift = span_bits.saturating_sub(bits);
         let buckets = 1usize << bits;
@@ -100,10 +96,9 @@ impl Plr {
             }
         };
         let radix = (0..=buckets)
-            .map(|b| starts.partition_point(|&s| bucket(s) < b) as u32)
+            .map(|b| segments.partition_point(|s| bucket(s.start) < b) as u32)
             .collect();
         Plr {
-            starts,
             radix,
             shift,
             segments,
@@ -129,14 +124,14 @@ impl Plr {
 
     /// The index of the segment covering `x`, or `None` outside the trained domain.
     pub fn segment_for(&self, x: u64) -> Option<usize> {
-        let base = *self.starts.first()?;
+        let base = self.segments.first()?.start;
         if x > self.last_x || x < base {
             return None;
         }
         // Starts before bucket `b` are <= x, starts after it > x: search the bucket.
         let b = ((x - base) >> self.shift) as usize;
         let (lo, hi) = (self.radix[b] as usize, self.radix[b + 1] as usize);
-        (lo + self.starts[lo..hi].partition_point(|&s| s <= x)).checked_sub(1)
+        (lo + self.segments[lo..hi].partition_point(|s| s.start <= x)).checked_sub(1)
     }
 
     /// The predicted position of `x` (rounded to the nearest integer, at least 0), or
@@ -150,7 +145,6 @@ impl Plr {
     /// Bytes held in memory.
     pub fn memory(&self) -> usize {
         self.segments.capacity() * std::mem::size_of::<Segment>()
-            + self.starts.capacity() * std::mem::size_of::<u64>()
             + self.radix.capacity() * std::mem::size_of::<u32>()
             + std::mem::size_of::<Self>()
     }
