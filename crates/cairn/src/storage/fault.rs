@@ -3,7 +3,11 @@
 //!
 //! It does three things, all deterministic for one sequence of operations:
 //! - **fails the Nth operation** of a kind (create, write, sync, rename, directory sync,
-//!   read) with EIO or ENOSPC, or tears a write in half (half the bytes reach the file);
+//!   read) with EIO or ENOSPC, tears a write in half (half the bytes reach the file), or
+//!   reports EIO for an operation that took effect (`FaultError::IoPersisted`);
+//! - **drops what a failed fsync covered**, as Linux does (the dirty pages are marked
+//!   clean after a writeback error): a later fsync succeeds, and a power loss takes those
+//!   bytes even when later ones stay;
 //! - **cuts the power** after N more operations: from then on every operation fails;
 //! - **remembers what is durable**: the length of each file at its last fsync, and whether
 //!   its directory entry was synced since it was created or renamed. After the database is
@@ -48,13 +52,21 @@ pub enum FaultError {
     NoSpace,
     /// Half the bytes are written, then EIO (only for writes; else as `Io`).
     TornWrite,
+    /// EIO, though the operation took effect: a write's bytes reached the file, an
+    /// fsync's bytes or a directory sync's entries are durable (as a device may report a
+    /// failure after the data landed). For other operations, as `Io`.
+    IoPersisted,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Tracked {
     len: u64,
     synced: u64,
     entry_durable: bool,
+    /// Byte ranges a failed fsync dropped: Linux marks the dirty pages clean after a
+    /// writeback error, so a later fsync succeeds without them and a power loss takes
+    /// them even if later bytes stay (zeroed by `apply_power_loss`).
+    dropped: Vec<(u64, u64)>,
 }
 
 #[derive(Default)]
@@ -205,14 +217,10 @@ impl FaultInjector {
     pub(crate) fn on_create(&self, path: &Path) -> Result<()> {
         self.check(FaultOp::Create, path)
             .map_err(|(e, w)| os_error(e, &w))?;
-        self.state.lock().files.insert(
-            path.to_path_buf(),
-            Tracked {
-                len: 0,
-                synced: 0,
-                entry_durable: false,
-            },
-        );
+        self.state
+            .lock()
+            .files
+            .insert(path.to_path_buf(), Tracked::default());
         Ok(())
     }
 
@@ -222,6 +230,7 @@ impl FaultInjector {
         match self.check(FaultOp::Write, path) {
             Ok(()) => Ok(None),
             Err((FaultError::TornWrite, _)) => Ok(Some(len / 2)),
+            Err((FaultError::IoPersisted, _)) => Ok(Some(len)),
             Err((e, w)) => Err(os_error(e, &w)),
         }
     }
@@ -239,12 +248,17 @@ impl FaultInjector {
     }
 
     pub(crate) fn on_sync(&self, path: &Path) -> Result<()> {
-        self.check(FaultOp::Sync, path)
-            .map_err(|(e, w)| os_error(e, &w))?;
-        if let Some(t) = self.state.lock().files.get_mut(path) {
-            t.synced = t.len;
+        let r = self.check(FaultOp::Sync, path);
+        let mut s = self.state.lock();
+        let Some(t) = s.files.get_mut(path) else {
+            return r.map_err(|(e, w)| os_error(e, &w));
+        };
+        match r {
+            Ok(()) | Err((FaultError::IoPersisted, _)) => t.synced = t.len,
+            Err(_) if t.len > t.synced => t.dropped.push((t.synced, t.len)),
+            Err(_) => {}
         }
-        Ok(())
+        r.map_err(|(e, w)| os_error(e, &w))
     }
 
     pub(crate) fn on_rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -272,7 +286,7 @@ impl FaultInjector {
                 Tracked {
                     len,
                     synced: len,
-                    entry_durable: false,
+                    ..Default::default()
                 },
             );
         }
@@ -280,8 +294,19 @@ impl FaultInjector {
     }
 
     pub(crate) fn on_dir_sync(&self, dir: &Path) -> Result<()> {
-        self.check(FaultOp::DirSync, dir)
-            .map_err(|(e, w)| os_error(e, &w))?;
+        match self.check(FaultOp::DirSync, dir) {
+            Ok(()) => {}
+            Err((FaultError::IoPersisted, w)) => {
+                self.dir_synced(dir);
+                return Err(os_error(FaultError::Io, &w));
+            }
+            Err((e, w)) => return Err(os_error(e, &w)),
+        }
+        self.dir_synced(dir);
+        Ok(())
+    }
+
+    fn dir_synced(&self, dir: &Path) {
         let mut s = self.state.lock();
         for (p, t) in s.files.iter_mut() {
             if p.parent() == Some(dir) {
@@ -289,7 +314,6 @@ impl FaultInjector {
             }
         }
         s.renames.retain(|(p, _)| p.parent() != Some(dir));
-        Ok(())
     }
 
     pub(crate) fn on_read(&self, path: &Path) -> Result<()> {
@@ -322,11 +346,18 @@ impl FaultInjector {
             }
             if !t.entry_durable {
                 std::fs::remove_file(&path)?;
-            } else if std::fs::metadata(&path)?.len() > t.synced {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&path)?
-                    .set_len(t.synced)?;
+                continue;
+            }
+            let f = std::fs::OpenOptions::new().write(true).open(&path)?;
+            if f.metadata()?.len() > t.synced {
+                f.set_len(t.synced)?;
+            }
+            for &(from, to) in &t.dropped {
+                let to = to.min(t.synced);
+                if from < to {
+                    use std::os::unix::fs::FileExt;
+                    f.write_all_at(&vec![0; (to - from) as usize], from)?;
+                }
             }
         }
         s.power_off = false;
