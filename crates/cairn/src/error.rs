@@ -149,3 +149,25 @@ impl Error {
         }
     }
 }
+
+/// The first error after which the database must not take writes until it is reopened:
+/// corruption found by background work, or a failed fsync of the WAL or the manifest (on
+/// Linux a failed fsync may drop the dirty pages it covered, so a retry can succeed
+/// while earlier acknowledged bytes are gone, as PostgreSQL learned; RocksDB stops writes
+/// on it too). Shared, lock-free to read, by everything that can hit such an error.
+#[derive(Debug, Default)]
+pub(crate) struct Halt(std::sync::OnceLock<Error>);
+
+impl Halt {
+    /// Records `e` unless an earlier error stopped the database already.
+    pub(crate) fn stop(&self, e: &Error) {
+        if self.0.set(e.duplicate()).is_ok() {
+            log::error!("cairn: writes stop until the database is reopened: {e}");
+        }
+    }
+
+    /// The error that stopped the database, if one did.
+    pub(crate) fn error(&self) -> Option<&Error> {
+        self.0.get()
+    }
+}

@@ -46,11 +46,7 @@ impl DbInner {
             self.queue_cv.notify_all();
         }
         if e.is_corruption() {
-            let mut bg = self.bg.lock();
-            if bg.fatal.is_none() {
-                bg.fatal = Some(e);
-            }
-            drop(bg);
+            self.halt.stop(&e);
             self.queue_cv.notify_all();
         } else if !matches!(e, Error::Closed(_)) {
             // The whole pause: other threads' notifications (a finished job, a flush) must
@@ -237,6 +233,10 @@ impl DbInner {
     /// Flushes the oldest immutable memtable of any column family. Returns false if there
     /// was none.
     pub(crate) fn flush_one(&self) -> Result<bool> {
+        if self.halt.error().is_some() {
+            return Ok(false); // nothing more may reach the manifest
+        }
+        let _claim = self.flush_lock.lock();
         let Some((cf, mem)) = self.oldest_imm() else {
             return Ok(false);
         };
@@ -378,7 +378,7 @@ impl DbInner {
             if self.stopping() {
                 return Ok(any);
             }
-            if self.bg.lock().fatal.is_some() {
+            if self.halt.error().is_some() {
                 return Ok(any);
             }
             let mut did = false;

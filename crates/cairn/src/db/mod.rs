@@ -111,7 +111,6 @@ pub(crate) struct WalState {
 
 #[derive(Default)]
 pub(crate) struct BgState {
-    pub(crate) fatal: Option<Error>,
     /// The last I/O error of a background flush, until a flush succeeds (it is retried).
     pub(crate) flush_error: Option<Error>,
     /// The same for compactions.
@@ -138,6 +137,12 @@ pub(crate) struct DbInner {
     pub(crate) read_cache: Option<Arc<ReadCache>>,
     pub(crate) bg: Mutex<BgState>,
     pub(crate) bg_cv: Condvar,
+    /// The error that stopped writes until reopen (shared with the version set).
+    pub(crate) halt: Arc<crate::error::Halt>,
+    /// Held by the flush in progress: the oldest immutable memtable is claimed by whoever
+    /// holds it, so two callers never write the same memtable, and runs are installed in
+    /// memtable order (an older run above a newer one would serve stale values).
+    pub(crate) flush_lock: Mutex<()>,
     /// Held for reading by compaction jobs (which may run side by side, see `jobs`), for
     /// writing by work that must run alone (manual and proactive compactions, value-log
     /// GC, dropping a column family).
@@ -528,9 +533,7 @@ impl Db {
 
     /// Takes a snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
-        self.inner
-            .snapshots
-            .acquire(self.inner.last_seq.load(Ordering::Acquire))
+        self.inner.snapshots.acquire(&self.inner.last_seq)
     }
 
     /// An iterator over a column family (unpositioned: call a seek first).
@@ -718,7 +721,8 @@ impl Db {
         self.inner.save_query_stores();
         let mut wal = self.inner.wal.lock();
         let poisoned = wal.poisoned;
-        if let Some(w) = wal.writer.as_mut() {
+        if let (Some(w), None) = (wal.writer.as_mut(), self.inner.halt.error()) {
+            // After a failed fsync a retry proves nothing (see `Halt`): leave the log.
             if poisoned {
                 // The buffer holds the failed write: appending it after its torn part
                 // would turn a torn tail into corruption in the middle of the log.
@@ -759,8 +763,10 @@ impl DbInner {
         if self.shutdown.load(Ordering::Acquire) {
             return Err(Error::Closed("database is closed".into()));
         }
-        if let Some(e) = &self.bg.lock().fatal {
-            return Err(Error::Closed(format!("background error: {e}")));
+        if let Some(e) = self.halt.error() {
+            return Err(Error::Closed(format!(
+                "writes stopped until the database is reopened: {e}"
+            )));
         }
         Ok(())
     }

@@ -299,6 +299,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     let first_wal = vs.new_file_no();
     let tuner = super::tuner::TunerRuntime::new(&opts, path);
     let placement = super::placement::PlacementState::new(&opts);
+    let halt = vs.halt.clone();
     let inner = DbInner {
         path: path.to_path_buf(),
         opts,
@@ -320,6 +321,8 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         read_cache,
         bg: Mutex::new(BgState::default()),
         bg_cv: Condvar::new(),
+        halt,
+        flush_lock: Mutex::new(()),
         compaction_lock: RwLock::new(()),
         jobs: Default::default(),
         stats,

@@ -149,19 +149,21 @@ impl DbInner {
         let record = batch.encode(first);
         let logged = {
             let mut wal = self.wal.lock();
-            match wal.writer.as_mut() {
+            let r = match wal.writer.as_mut() {
                 None => Err(Error::Closed("no write-ahead log".into())),
-                Some(w) => {
-                    let r = w
-                        .add_record(&record)
-                        .and_then(|_| if sync { w.sync() } else { w.flush() });
-                    if r.is_err() {
-                        // Part of the record may be in the file: never append after it.
-                        wal.poisoned = true;
+                Some(w) => w.add_record(&record).and_then(|_| w.flush()).and_then(|_| {
+                    // A failed fsync may have dropped what it covered: stop (see `Halt`).
+                    match sync {
+                        true => w.sync_written().inspect_err(|e| self.halt.stop(e)),
+                        false => Ok(()),
                     }
-                    r
-                }
+                }),
+            };
+            if r.is_err() && wal.writer.is_some() {
+                // Part of the record may be in the file: never append after it.
+                wal.poisoned = true;
             }
+            r
         };
         if let Err(e) = logged {
             // Burn the sequence numbers: the record may survive in the abandoned log, and
@@ -330,11 +332,11 @@ impl DbInner {
             // later write without the earlier ones. A poisoned log's buffer holds its
             // failed, unacknowledged write: only what reached the file is synced (a torn
             // record there is dropped at recovery).
-            let r = if poisoned {
-                old.sync_written()
-            } else {
-                old.sync()
-            };
+            let flushed = if poisoned { Ok(()) } else { old.flush() };
+            let r = flushed.and_then(|_| {
+                // A failed fsync may have dropped what it covered: stop (see `Halt`).
+                old.sync_written().inspect_err(|e| self.halt.stop(e))
+            });
             if let Err(e) = r {
                 drop(wal);
                 let _ = self.env.remove(&path);

@@ -69,6 +69,21 @@ pub struct VersionSet {
     /// Which value-log files installed tables reference.
     pub vlogs: Arc<crate::vlog::VlogRegistry>,
     saw_format: bool,
+    /// Set when a manifest write failed after its bytes may have reached the disk: the
+    /// state in memory may then differ from what a restart reads, so no later edit is
+    /// written (the database stops until reopened).
+    pub(crate) halt: Arc<crate::error::Halt>,
+    /// The states such failed edits would have installed, kept so that the files they
+    /// add are never queued for deletion: the manifest may name them after a restart.
+    limbo: Vec<BTreeMap<u32, CfEntry>>,
+}
+
+/// How a failed manifest write left the disk.
+enum Outcome {
+    /// The edit is certainly not what a restart reads.
+    NotWritten(Error),
+    /// A restart may read the edit.
+    Unknown(Error),
 }
 
 /// Path of the `CURRENT` file.
@@ -105,6 +120,8 @@ impl VersionSet {
             obsolete: Arc::new(ObsoleteFiles::default()),
             vlogs: Arc::new(crate::vlog::VlogRegistry::default()),
             saw_format: false,
+            halt: Arc::default(),
+            limbo: Vec::new(),
         }
     }
 
@@ -295,8 +312,16 @@ impl VersionSet {
         }
     }
 
-    /// Writes `edit` durably to the manifest, then installs it.
+    /// Writes `edit` durably to the manifest, then installs it. An error after the
+    /// record's bytes may have reached the disk (a failed write or fsync of the record, a
+    /// failed directory sync after `CURRENT` named a new manifest) stops the version set:
+    /// the edit is neither installed nor undone, its new files are kept, and every later
+    /// call fails with [`Error::Closed`] until the database is reopened and recovery reads
+    /// what the disk holds.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        if let Some(e) = self.halt.error() {
+            return Err(Error::Closed(format!("manifest write failed before: {e}")));
+        }
         edit.next_file_no = Some(self.next_file_no.max(edit.next_file_no.unwrap_or(0)));
         edit.next_run_id = Some(self.next_run_id.max(edit.next_run_id.unwrap_or(0)));
         edit.last_seq = Some(self.last_seq.max(edit.last_seq.unwrap_or(0)));
@@ -307,48 +332,76 @@ impl VersionSet {
             .manifest
             .as_ref()
             .is_none_or(|m| m.len() > MAX_MANIFEST_BYTES);
-        if needs_new {
-            // Reserve the manifest's number before describing the state.
-            let no = self.new_file_no();
-            let mut snapshot = self.snapshot_edit(&next);
-            snapshot.next_file_no = Some(self.next_file_no);
-            snapshot.next_run_id = edit.next_run_id;
-            snapshot.last_seq = edit.last_seq;
-            snapshot.log_number = edit.log_number;
-            match self.write_new_manifest(no, &snapshot) {
-                Ok(w) => {
-                    let old = self.manifest_no;
-                    self.manifest = Some(w);
-                    self.manifest_no = no;
-                    if old != 0 && old != no {
-                        let _ = self.env.remove(&manifest_path(self.env.root(), old));
-                    }
-                }
-                Err(e) => {
-                    // If CURRENT already names the new manifest (renamed, but the
-                    // directory sync failed), it may be what a restart reads: keep it.
-                    let root = self.env.root();
-                    let named = self
-                        .env
-                        .read_whole(&current_path(root), FileKind::Manifest)
-                        .is_ok_and(|c| c == format!("MANIFEST-{no:06}\n").as_bytes());
-                    if !named {
-                        let _ = self.env.remove(&manifest_path(root, no));
-                    }
-                    return Err(e);
-                }
-            }
+        let written = if needs_new {
+            self.roll_manifest(&next, &edit)
         } else {
-            let w = self.manifest.as_mut().expect("checked above");
-            let r = w.add_record(&edit.encode()).and_then(|_| w.sync());
-            if let Err(e) = r {
-                // The record may be half written: never append after it.
-                self.manifest = None;
-                return Err(e);
+            self.append_record(&edit)
+        };
+        match written {
+            Ok(()) => {
+                self.install(&edit, next);
+                Ok(())
+            }
+            Err(Outcome::NotWritten(e)) => Err(e),
+            Err(Outcome::Unknown(e)) => {
+                self.halt.stop(&e);
+                self.limbo.push(next);
+                Err(e)
             }
         }
-        self.install(&edit, next);
-        Ok(())
+    }
+
+    /// Appends `edit` to the open manifest and syncs it.
+    fn append_record(&mut self, edit: &VersionEdit) -> std::result::Result<(), Outcome> {
+        let w = self.manifest.as_mut().expect("callers checked");
+        let r = w.add_record(&edit.encode()).and_then(|_| w.sync());
+        r.map_err(|e| {
+            // The record may be half written: never append after it.
+            self.manifest = None;
+            Outcome::Unknown(e)
+        })
+    }
+
+    /// Starts a new manifest describing `next` (with `edit`'s counters) and points
+    /// `CURRENT` at it.
+    fn roll_manifest(
+        &mut self,
+        next: &BTreeMap<u32, CfEntry>,
+        edit: &VersionEdit,
+    ) -> std::result::Result<(), Outcome> {
+        // Reserve the manifest's number before describing the state.
+        let no = self.new_file_no();
+        let mut snapshot = self.snapshot_edit(next);
+        snapshot.next_file_no = Some(self.next_file_no);
+        snapshot.next_run_id = edit.next_run_id;
+        snapshot.last_seq = edit.last_seq;
+        snapshot.log_number = edit.log_number;
+        match self.write_new_manifest(no, &snapshot) {
+            Ok(w) => {
+                let old = self.manifest_no;
+                self.manifest = Some(w);
+                self.manifest_no = no;
+                if old != 0 && old != no {
+                    let _ = self.env.remove(&manifest_path(self.env.root(), old));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // If CURRENT already names the new manifest (renamed, but the directory
+                // sync failed), it may be what a restart reads: keep it, and the outcome
+                // is unknown. Otherwise the old manifest still rules and lacks the edit.
+                let root = self.env.root();
+                let named = self
+                    .env
+                    .read_whole(&current_path(root), FileKind::Manifest)
+                    .is_ok_and(|c| c == format!("MANIFEST-{no:06}\n").as_bytes());
+                if named {
+                    return Err(Outcome::Unknown(e));
+                }
+                let _ = self.env.remove(&manifest_path(root, no));
+                Err(Outcome::NotWritten(e))
+            }
+        }
     }
 
     /// Makes the directory entries of the files an edit adds durable before the edit
