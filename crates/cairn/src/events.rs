@@ -1,6 +1,10 @@
 //! Flush and compaction events: what Leaper, AC-Key and Bourbon react to.
 
+use std::cell::Cell;
+use std::sync::Arc;
+
 use crate::table::BlockRange;
+use crate::{Error, Result};
 
 /// A table written by a flush or compaction, with the key range of every data block.
 #[derive(Clone, Debug)]
@@ -65,7 +69,11 @@ pub struct CompactionInfo {
 }
 
 /// Receives flush and compaction events on the background thread that runs them. Keep
-/// handlers short: they delay the background work.
+/// handlers short: they delay the background work. A handler may read the database and
+/// write to it, but calls that wait for background work (`flush`, `compact_range`,
+/// `drop_cf`, `run_background_work`, and a write that would have to wait for a flush)
+/// fail with [`Error::InvalidArgument`] there: the work they wait for is the handler's
+/// own caller, so they would wait forever.
 pub trait EventListener: Send + Sync {
     /// A flush starts.
     fn on_flush_begin(&self, _info: &FlushInfo) {}
@@ -75,4 +83,37 @@ pub trait EventListener: Send + Sync {
     fn on_compaction_begin(&self, _info: &CompactionInfo) {}
     /// A compaction finished and its result is installed.
     fn on_compaction_end(&self, _info: &CompactionInfo) {}
+}
+
+thread_local! {
+    /// Whether this thread is inside a listener's callback.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Calls `f` on every listener, with the thread marked as inside a callback.
+pub(crate) fn notify(listeners: &[Arc<dyn EventListener>], f: impl Fn(&dyn EventListener)) {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_CALLBACK.set(self.0);
+        }
+    }
+    if listeners.is_empty() {
+        return;
+    }
+    let _restore = Restore(IN_CALLBACK.replace(true));
+    for l in listeners {
+        f(l.as_ref());
+    }
+}
+
+/// Refuses `what` inside a listener's callback (see [`EventListener`]).
+pub(crate) fn refuse_in_callback(what: &str) -> Result<()> {
+    if IN_CALLBACK.get() {
+        return Err(Error::InvalidArgument(format!(
+            "{what} cannot be called from an event listener: it would wait for the \
+             background work that is running the listener"
+        )));
+    }
+    Ok(())
 }

@@ -274,9 +274,7 @@ impl DbInner {
             memtable_id: mem.id(),
             outputs: Vec::new(),
         };
-        for l in &self.opts.listeners {
-            l.on_flush_begin(&info);
-        }
+        crate::events::notify(&self.opts.listeners, |l| l.on_flush_begin(&info));
         let deepest = cf.sv.load().version.deepest_nonempty();
         let warmer = self.prefetch.flush_warmer(cf.id);
         let (mut edit, files) = self.write_level0(cf.id, mem, deepest, warmer)?;
@@ -342,9 +340,7 @@ impl DbInner {
         drop(vs);
         self.remove_old_wals(log_number);
         info.outputs = files;
-        for l in &self.opts.listeners {
-            l.on_flush_end(&info);
-        }
+        crate::events::notify(&self.opts.listeners, |l| l.on_flush_end(&info));
         Ok(())
     }
 
@@ -558,14 +554,10 @@ impl DbInner {
                     outputs: Vec::new(),
                     trivial_move: true,
                 };
-                for l in &self.opts.listeners {
-                    l.on_compaction_begin(&info);
-                }
+                crate::events::notify(&self.opts.listeners, |l| l.on_compaction_begin(&info));
                 self.install_edit(cf, edit)?;
                 self.stats.trivial_moves.fetch_add(1, Ordering::Relaxed);
-                for l in &self.opts.listeners {
-                    l.on_compaction_end(&info);
-                }
+                crate::events::notify(&self.opts.listeners, |l| l.on_compaction_end(&info));
                 Ok(())
             }
             Task::Merge {
@@ -600,9 +592,7 @@ impl DbInner {
                     outputs: Vec::new(),
                     trivial_move: false,
                 };
-                for l in &self.opts.listeners {
-                    l.on_compaction_begin(&info);
-                }
+                crate::events::notify(&self.opts.listeners, |l| l.on_compaction_begin(&info));
                 self.stats
                     .compactions_running
                     .fetch_add(1, Ordering::Relaxed);
@@ -626,9 +616,7 @@ impl DbInner {
                     .fetch_sub(1, Ordering::Relaxed);
                 info.outputs = r?;
                 self.stats.compactions.fetch_add(1, Ordering::Relaxed);
-                for l in &self.opts.listeners {
-                    l.on_compaction_end(&info);
-                }
+                crate::events::notify(&self.opts.listeners, |l| l.on_compaction_end(&info));
                 Ok(())
             }
         }

@@ -251,43 +251,41 @@ impl Db {
         };
         if db.inner.opts.background_work {
             let mut t = db.threads.lock();
-            let i = db.inner.clone();
-            t.push(
-                std::thread::Builder::new()
-                    .name("cairn-flush".into())
-                    .spawn(move || i.flush_loop())
-                    .map_err(|e| Error::io("spawn flush thread", e))?,
-            );
+            t.push(db.spawn("cairn-flush".into(), |i| i.flush_loop())?);
             for n in 0..db.inner.opts.max_background_compactions {
-                let i = db.inner.clone();
-                t.push(
-                    std::thread::Builder::new()
-                        .name(format!("cairn-compact-{n}"))
-                        .spawn(move || i.compaction_loop())
-                        .map_err(|e| Error::io("spawn compaction thread", e))?,
-                );
+                t.push(db.spawn(format!("cairn-compact-{n}"), |i| i.compaction_loop())?);
             }
             if db.inner.tuner.is_some() {
-                let i = db.inner.clone();
-                t.push(
-                    std::thread::Builder::new()
-                        .name("cairn-tuner".into())
-                        .spawn(move || i.tuner_loop())
-                        .map_err(|e| Error::io("spawn tuner thread", e))?,
-                );
+                t.push(db.spawn("cairn-tuner".into(), |i| i.tuner_loop())?);
             }
             if db.inner.tables.learner().is_some() {
-                let i = db.inner.clone();
-                t.push(
-                    std::thread::Builder::new()
-                        .name("cairn-learn".into())
-                        .spawn(move || i.learn_loop())
-                        .map_err(|e| Error::io("spawn learner thread", e))?,
-                );
+                t.push(db.spawn("cairn-learn".into(), |i| i.learn_loop())?);
             }
         }
         db.inner.request_compaction();
         Ok(db)
+    }
+
+    /// Starts a background thread. A panic there (a bug, or a listener's) stops writes
+    /// with an error: the work the thread did would never be done again, and writers
+    /// waiting for it would wait forever.
+    fn spawn(
+        &self,
+        name: String,
+        work: impl FnOnce(Arc<DbInner>) + Send + 'static,
+    ) -> Result<JoinHandle<()>> {
+        let inner = self.inner.clone();
+        let thread = name.clone();
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let i = inner.clone();
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(i)));
+                if let Err(panic) = r {
+                    inner.panicked(&thread, panic.as_ref());
+                }
+            })
+            .map_err(|e| Error::io("spawn a background thread", e))
     }
 
     /// The database directory.
@@ -392,6 +390,7 @@ impl Db {
     /// Drops a column family and its data (the default one cannot be dropped). Unflushed
     /// data of the dropped family in the WAL is ignored on recovery.
     pub fn drop_cf(&self, cf: &ColumnFamily) -> Result<()> {
+        crate::events::refuse_in_callback("drop_cf")?;
         self.inner.check_open()?;
         if cf.id == 0 {
             return Err(Error::InvalidArgument(
@@ -585,6 +584,7 @@ impl Db {
 
     /// Flushes every memtable holding data to level 0 and waits for it.
     pub fn flush(&self) -> Result<()> {
+        crate::events::refuse_in_callback("flush")?;
         self.inner.flush_and_wait()
     }
 
@@ -601,6 +601,7 @@ impl Db {
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
+        crate::events::refuse_in_callback("compact_range")?;
         self.inner.flush_and_wait()?;
         self.inner.compact_range(cf.id, start, end)
     }
@@ -610,6 +611,7 @@ impl Db {
     /// under [`IndexPolicy::Learned`](crate::IndexPolicy)). For tests and tools that open
     /// with `background_work = false`.
     pub fn run_background_work(&self) -> Result<()> {
+        crate::events::refuse_in_callback("run_background_work")?;
         self.inner.check_open()?;
         while self.inner.flush_one()? {}
         self.inner.compact_until_done()?;
@@ -757,6 +759,20 @@ impl DbInner {
             std::thread::sleep(l.tick());
             l.pass();
         }
+    }
+
+    /// Stops writes after a panic in `thread` and wakes everyone waiting, so that they
+    /// see the error.
+    pub(crate) fn panicked(&self, thread: &str, panic: &(dyn std::any::Any + Send)) {
+        let msg = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        self.halt
+            .stop(&Error::Closed(format!("{thread} panicked: {msg}")));
+        self.queue_cv.notify_all();
+        self.bg_cv.notify_all();
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {

@@ -444,9 +444,7 @@ impl DbInner {
             outputs: Vec::new(),
             trivial_move: false,
         };
-        for l in &self.opts.listeners {
-            l.on_compaction_begin(&info);
-        }
+        crate::events::notify(&self.opts.listeners, |l| l.on_compaction_begin(&info));
         // The prefetch policy sees this job as any compaction (Leaper's metric and
         // warming), and its end however the job ends.
         // The hot and the cold pass each merge every input of the upper level: count them
@@ -559,9 +557,7 @@ impl DbInner {
             rc.on_compaction(state.id, &gone, &files);
         }
         info.outputs = files;
-        for l in &self.opts.listeners {
-            l.on_compaction_end(&info);
-        }
+        crate::events::notify(&self.opts.listeners, |l| l.on_compaction_end(&info));
         let s = &self.stats;
         s.compactions.fetch_add(1, Ordering::Relaxed);
         s.proactive_compactions.fetch_add(1, Ordering::Relaxed);

@@ -82,18 +82,18 @@ impl DbInner {
             }
             self.queue_cv.wait(&mut q);
         }
-        // This writer leads.
-        let (count, result) = if slot.switch {
-            (1, self.switch_memtables())
-        } else {
-            match self.make_room(&mut q) {
-                Err(e) => (1, Err(e)),
-                Ok(()) => {
-                    let group = Self::take_group(&q, &slot);
-                    let n = group.len();
-                    let r = MutexGuard::unlocked(&mut q, || self.commit_group(&group));
-                    (n, r)
-                }
+        // This writer leads. A panic here would leave it at the head of the queue and
+        // every later writer waiting forever: stop writes, dequeue it, and let the next
+        // writers fail fast (their groups may be half applied).
+        let led =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.lead(&mut q, &slot)));
+        let (count, result) = match led {
+            Ok(r) => r,
+            Err(panic) => {
+                self.panicked("a write leader", panic.as_ref());
+                q.pop_front();
+                drop(q);
+                std::panic::resume_unwind(panic);
             }
         };
         for _ in 0..count {
@@ -107,6 +107,24 @@ impl DbInner {
         }
         self.queue_cv.notify_all();
         result
+    }
+
+    /// The leader's work: a memtable switch, or room for a group and its commit. Returns
+    /// how many queued slots it handled.
+    fn lead(&self, q: &mut Queue<'_>, slot: &Arc<Slot>) -> (usize, Result<()>) {
+        if slot.switch {
+            (1, self.switch_memtables())
+        } else {
+            match self.make_room(q) {
+                Err(e) => (1, Err(e)),
+                Ok(()) => {
+                    let group = Self::take_group(q, slot);
+                    let n = group.len();
+                    let r = MutexGuard::unlocked(q, || self.commit_group(&group));
+                    (n, r)
+                }
+            }
+        }
     }
 
     fn take_group(q: &Queue<'_>, leader: &Arc<Slot>) -> Vec<Arc<Slot>> {
@@ -289,6 +307,8 @@ impl DbInner {
                 return Ok(());
             }
             if imms + 1 >= self.opts.max_write_buffers || l0_runs >= self.opts.l0_stop_trigger {
+                // The flush this write waits for may be the listener's own caller.
+                crate::events::refuse_in_callback("a write that waits for a flush")?;
                 let t = Instant::now();
                 self.request_flush();
                 self.request_compaction();

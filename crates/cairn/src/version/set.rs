@@ -462,6 +462,14 @@ impl VersionSet {
                 }
             }
         }
+        // The largest id ever used, though its family was dropped: recorded as added and
+        // dropped at once (a form every manifest reader knows), so that no later family
+        // takes it and the dropped family's WAL records are never replayed into one.
+        let live_max = cfs.keys().next_back().copied().unwrap_or(0);
+        if self.max_cf_id > live_max {
+            e.cf_added.push((self.max_cf_id, "dropped".into()));
+            e.cf_dropped.push(self.max_cf_id);
+        }
         e
     }
 
