@@ -30,7 +30,7 @@ use super::recovery::{lock_dir, max_file_no_on_disk};
 use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
 use crate::batch::{BatchOpKind, WriteBatch};
-use crate::compaction::merge::{merge, MergeParams};
+use crate::compaction::merge::{merge, MergeOutput, MergeParams};
 use crate::iter::InternalIterator;
 use crate::log::LogReader;
 use crate::memtable::Memtable;
@@ -169,12 +169,47 @@ fn move_to_lost(env: &StorageEnv, path: &Path) -> Result<PathBuf> {
     Ok(to)
 }
 
+/// What the rebuild found on disk.
+#[derive(Default)]
+struct Found {
+    plans: BTreeMap<u32, CfPlan>,
+    /// Tables read whole, by (tier, number): removed once the new manifest is durable.
+    inputs: Vec<(usize, u64)>,
+    lost: Vec<(PathBuf, String)>,
+    max_seq: u64,
+}
+
 fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
     let root = env.root().to_path_buf();
-    let mut plans: BTreeMap<u32, CfPlan> = BTreeMap::new();
-    let mut lost = Vec::new();
-    let mut inputs: Vec<(usize, u64)> = Vec::new();
-    let mut max_seq = 0u64;
+    let mut found = scan_tables(env)?;
+    let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut found.plans)?;
+    found.max_seq = found.max_seq.max(wal_max_seq);
+    found.plans.entry(0).or_default();
+
+    let mut vs = VersionSet::blank(env.clone(), opts.num_levels, initial_k(opts));
+    vs.next_file_no =
+        max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
+    let mut edit = VersionEdit {
+        last_seq: Some(found.max_seq),
+        ..Default::default()
+    };
+    let (entries, column_families) = write_families(env, opts, &mut vs, &found.plans, &mut edit)?;
+    install(env, &mut vs, edit)?;
+    remove_merged(env, &found.inputs, &wals, vs.manifest_no())?;
+    Ok(RepairReport {
+        method: RepairMethod::Rebuilt,
+        tables_merged: found.inputs.len(),
+        entries,
+        wal_entries,
+        lost: found.lost,
+        column_families,
+    })
+}
+
+/// Reads every table whole, grouping those that pass by column family; a table that
+/// fails goes to `lost/`.
+fn scan_tables(env: &StorageEnv) -> Result<Found> {
+    let mut found = Found::default();
     let mut vlog_sizes = HashMap::new();
     for tier in 0..env.num_tiers() {
         let dir = env.tier_dir(tier).to_path_buf();
@@ -190,50 +225,42 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
             .collect();
         numbers.sort_unstable();
         for no in numbers {
-            let path = table_path(env, tier, no);
             match read_table_whole(env, tier, no, &mut vlog_sizes) {
                 Ok(scan) => {
                     let ((cf, name), seq) = (scan.cf, scan.max_seq);
-                    let plan = plans.entry(cf).or_default();
+                    let plan = found.plans.entry(cf).or_default();
                     plan.name.get_or_insert(name);
                     plan.table_max_seq = plan.table_max_seq.max(seq);
                     plan.tables.push(scan.table);
-                    max_seq = max_seq.max(seq);
-                    inputs.push((tier, no));
+                    found.max_seq = found.max_seq.max(seq);
+                    found.inputs.push((tier, no));
                 }
                 Err(e) => {
-                    let to = move_to_lost(env, &path)?;
-                    lost.push((to, e.to_string()));
+                    let to = move_to_lost(env, &table_path(env, tier, no))?;
+                    found.lost.push((to, e.to_string()));
                 }
             }
         }
     }
-    let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut plans)?;
-    max_seq = max_seq.max(wal_max_seq);
-    plans.entry(0).or_default();
+    Ok(found)
+}
 
-    let mut vs = VersionSet::blank(env.clone(), opts.num_levels, initial_k(opts));
-    let mut next_no =
-        max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
+/// Merges each column family into one run at the bottom level, recording the new tables
+/// and families in `edit`. On failure the tables already written are removed. Returns the
+/// entries written and the families, by id.
+fn write_families(
+    env: &StorageEnv,
+    opts: &Options,
+    vs: &mut VersionSet,
+    plans: &BTreeMap<u32, CfPlan>,
+    edit: &mut VersionEdit,
+) -> Result<(u64, Vec<(u32, String)>)> {
     let level = opts.num_levels - 1;
     let tier = env.tier_for_level(level);
-    let build = TableBuildOptions {
-        block_size: opts.block_size,
-        bloom_bits_per_key: opts.bloom_bits_for_level(level, level),
-        fixed_width_entries: opts.fixed_width_entries,
-        cache_local_filter: opts.cache_local_filter,
-    };
-    let mut edit = VersionEdit {
-        last_seq: Some(max_seq),
-        // The logs' entries are in the new tables: none is replayed again. (Replaced
-        // below by a new empty log, as an open requires the log its log number names.)
-        log_number: Some(wals.last().map_or(0, |&n| n + 1)),
-        ..Default::default()
-    };
     let mut entries = 0;
     let mut written: Vec<PathBuf> = Vec::new();
     let mut column_families = Vec::new();
-    for (&id, plan) in &plans {
+    for (&id, plan) in plans {
         let name = match (&plan.name, id) {
             (Some(n), _) => n.clone(),
             (None, 0) => "default".to_string(),
@@ -241,91 +268,116 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
         };
         edit.cf_added.push((id, name.clone()));
         column_families.push((id, name.clone()));
-        let mut children: Vec<Box<dyn InternalIterator>> = plan
-            .tables
-            .iter()
-            .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
-            .collect();
-        if let Some(m) = &plan.mem {
-            children.push(Box::new(m.iter()));
-        }
-        if children.is_empty() {
-            continue;
-        }
-        let mut it = MergingIterator::new(children);
-        let mut new_file = || {
-            let no = next_no;
-            next_no += 1;
-            (no, table_path(env, tier, no))
-        };
-        let mut params = MergeParams {
-            env,
-            tier,
-            level,
-            column_family: (id, &name),
-            build,
-            target_file_size: opts.target_file_size,
-            snapshots: &[],
-            bottommost: true,
-            new_file: &mut new_file,
-            should_stop: &|| false,
-            block_sink: None,
-            values: None,
-        };
-        let outputs = match merge(&mut it, &mut params) {
-            Ok((outputs, counts)) => {
-                entries += counts.entries_out;
-                outputs
-            }
+        let (outputs, n) = match write_family(env, opts, vs, (id, &name), plan) {
+            Ok(x) => x,
             Err(e) => {
                 remove_all(env, &written);
                 return Err(e);
             }
         };
+        entries += n;
         let run = vs.new_run_id();
         for o in outputs {
             written.push(table_path(env, tier, o.desc.file_no));
             edit.added.push((id, level as u32, run, o.desc));
         }
     }
-    vs.next_file_no = next_no;
-    // An open requires the log the log number names: a new empty one, durable (file and
-    // directory entry) before the manifest names it. A crash before then leaves an empty
-    // log for the next repair.
+    Ok((entries, column_families))
+}
+
+/// One column family's merge: its tables and log entries, newest version of each key by
+/// sequence number. Returns the tables written and the entries in them.
+fn write_family(
+    env: &StorageEnv,
+    opts: &Options,
+    vs: &mut VersionSet,
+    column_family: (u32, &str),
+    plan: &CfPlan,
+) -> Result<(Vec<MergeOutput>, u64)> {
+    let mut children: Vec<Box<dyn InternalIterator>> = plan
+        .tables
+        .iter()
+        .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
+        .collect();
+    if let Some(m) = &plan.mem {
+        children.push(Box::new(m.iter()));
+    }
+    if children.is_empty() {
+        return Ok((Vec::new(), 0));
+    }
+    let level = opts.num_levels - 1;
+    let tier = env.tier_for_level(level);
+    let mut new_file = || {
+        let no = vs.new_file_no();
+        (no, table_path(env, tier, no))
+    };
+    let mut params = MergeParams {
+        env,
+        tier,
+        level,
+        column_family,
+        build: TableBuildOptions {
+            block_size: opts.block_size,
+            bloom_bits_per_key: opts.bloom_bits_for_level(level, level),
+            fixed_width_entries: opts.fixed_width_entries,
+            cache_local_filter: opts.cache_local_filter,
+        },
+        target_file_size: opts.target_file_size,
+        snapshots: &[],
+        bottommost: true,
+        new_file: &mut new_file,
+        should_stop: &|| false,
+        block_sink: None,
+        values: None,
+    };
+    let (outputs, counts) = merge(&mut MergingIterator::new(children), &mut params)?;
+    Ok((outputs, counts.entries_out))
+}
+
+/// Makes the rebuilt state durable: a new empty log (an open requires the log the log
+/// number names), then the manifest and `CURRENT`.
+fn install(env: &StorageEnv, vs: &mut VersionSet, mut edit: VersionEdit) -> Result<()> {
+    let root = env.root();
+    // The log, file and directory entry, is durable before the manifest names it. A
+    // crash before then leaves an empty log for the next repair.
     let wal_no = vs.new_file_no();
     let mut wal =
-        crate::log::LogWriter::new(env.create(&wal_path(&root, wal_no), FileKind::Wal, 0, None)?);
+        crate::log::LogWriter::new(env.create(&wal_path(root, wal_no), FileKind::Wal, 0, None)?);
     wal.sync()?;
-    env.sync_dir(&root)?;
+    env.sync_dir(root)?;
+    // The logs' entries are in the new tables: none is replayed again.
     edit.log_number = Some(wal_no);
     // (log_and_apply syncs the new tables' directory entries before naming them.)
     // On failure nothing is removed: CURRENT may already name the new manifest. The
     // old files are untouched either way, and a second repair merges both again.
-    vs.log_and_apply(edit)?;
-    // The new state is durable: the merged tables (and their learned models) and logs go.
-    for &(tier, no) in &inputs {
+    vs.log_and_apply(edit)
+}
+
+/// Once the new state is durable: removes the merged tables (and their learned models),
+/// the logs read, and every other manifest.
+fn remove_merged(
+    env: &StorageEnv,
+    inputs: &[(usize, u64)],
+    wals: &[u64],
+    manifest_no: u64,
+) -> Result<()> {
+    let root = env.root();
+    for &(tier, no) in inputs {
         let _ = env.remove(&table_path(env, tier, no));
         let model = model_path(env, tier, no);
         if model.exists() {
             let _ = env.remove(&model);
         }
     }
-    for no in &wals {
-        let _ = env.remove(&wal_path(&root, *no));
+    for no in wals {
+        let _ = env.remove(&wal_path(root, *no));
     }
-    for no in manifest_numbers(&root)? {
-        if no != vs.manifest_no() {
-            let _ = env.remove(&manifest_path(&root, no));
+    for no in manifest_numbers(root)? {
+        if no != manifest_no {
+            let _ = env.remove(&manifest_path(root, no));
         }
     }
-    Ok(RepairReport {
-        method: RepairMethod::Rebuilt,
-        tables_merged: inputs.len(),
-        entries,
-        wal_entries,
-        lost,
-        column_families,
-    })
+    Ok(())
 }
 
 fn remove_all(env: &StorageEnv, paths: &[PathBuf]) {
