@@ -11,15 +11,20 @@
 //!    for each column family the entries newer than its tables are kept. Then, per column
 //!    family, one merge of all its tables and log entries (newest version of each key by
 //!    sequence number, so the order the tables once had does not matter) writes a single
-//!    run at the bottom level. The new tables are synced, their directory entries synced,
-//!    and only then is a manifest written and named by `CURRENT`; a crash before that
-//!    leaves the old files in place for the next repair. The merged tables and logs are
-//!    deleted last.
+//!    run at the bottom level. Tombstones are kept, not dropped as at the bottom: a stale
+//!    copy of an older table or log (an unlink not yet durable when the power went) may
+//!    reach a later repair, and the tombstone is what keeps its version from coming
+//!    back. The new tables are synced, their directory entries synced, and only then is
+//!    a manifest written and named by `CURRENT`; a crash before that leaves the old files
+//!    in place for the next repair. The merged tables and logs are deleted last.
 //!
 //! What cannot come back: a column family whose tables all predate the column-family
 //! property (they go to `default`), the name of a column family that only has log
 //! entries (it comes back as `lost-cf-<id>`), and a column family dropped while its files
-//! were still on disk (it comes back).
+//! were still on disk (it comes back). Nor can repair tell an obsolete table from a live
+//! one: a compaction's input left behind by a crash before its unlink is merged too, and
+//! where that compaction dropped a tombstone at the bottom level the deleted key comes
+//! back (as with RocksDB's `RepairDB`); tables do not record which tables they replaced.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -286,7 +291,8 @@ fn write_families(
 }
 
 /// One column family's merge: its tables and log entries, newest version of each key by
-/// sequence number. Returns the tables written and the entries in them.
+/// sequence number, tombstones included. Returns the tables written and the entries in
+/// them.
 fn write_family(
     env: &StorageEnv,
     opts: &Options,
@@ -324,7 +330,10 @@ fn write_family(
         },
         target_file_size: opts.target_file_size,
         snapshots: &[],
-        bottommost: true,
+        // Tombstones are kept: an older version of their key may survive outside this
+        // merge (a stale table or log whose unlink was not durable, found by a later
+        // repair), and without the tombstone it would come back.
+        bottommost: false,
         new_file: &mut new_file,
         should_stop: &|| false,
         block_sink: None,
