@@ -4,27 +4,31 @@
 //! Two ways, tried in order:
 //! 1. The newest manifest on disk recovers cleanly and every table and value-log file it
 //!    names is present: `CURRENT` is pointed at it. Nothing else changes.
-//! 2. Otherwise the state is rebuilt from the files themselves. Every table is read whole
-//!    (each block's checksum, each key, each value pointer checked against its value-log
-//!    file); a table that fails is moved to `lost/`, never deleted. Each table's properties
-//!    name its column family. The write-ahead logs are read (skipping damaged records), and
-//!    for each column family the entries newer than its tables are kept. Then, per column
-//!    family, one merge of all its tables and log entries (newest version of each key by
-//!    sequence number, so the order the tables once had does not matter) writes a single
-//!    run at the bottom level. Tombstones are kept, not dropped as at the bottom: a stale
-//!    copy of an older table or log (an unlink not yet durable when the power went) may
-//!    reach a later repair, and the tombstone is what keeps its version from coming
-//!    back. The new tables are synced, their directory entries synced, and only then is
-//!    a manifest written and named by `CURRENT`; a crash before that leaves the old files
-//!    in place for the next repair. The merged tables and logs are deleted last.
+//! 2. Otherwise the state is rebuilt from the files themselves:
+//!    - Every table is read whole (each block's checksum, each key, each value pointer
+//!      checked against its value-log file); a table that fails is moved to `lost/`, never
+//!      deleted. Each table's properties name its column family.
+//!    - Every write-ahead log is read (skipping damaged records) and every entry replayed
+//!      with its sequence number, even one at or below a table's: the table that held it
+//!      may be the one lost. An entry a table holds too is merged away as a duplicate.
+//!    - Per column family, one merge of all its tables and log entries (newest version of
+//!      each key by sequence number, so the order the tables once had does not matter)
+//!      writes a single run at the bottom level. Tombstones are kept, not dropped as at
+//!      the bottom: a stale copy of an older table or log (an unlink not yet durable when
+//!      the power went) may reach a later repair, and the tombstone is what keeps its
+//!      older version from coming back.
+//!    - The new tables are synced, their directory entries synced, and only then is a
+//!      manifest written and named by `CURRENT`; a crash before that leaves the old files
+//!      in place for the next repair. The merged tables and logs are deleted last.
 //!
 //! What cannot come back: a column family whose tables all predate the column-family
 //! property (they go to `default`), the name of a column family that only has log
 //! entries (it comes back as `lost-cf-<id>`), and a column family dropped while its files
-//! were still on disk (it comes back). Nor can repair tell an obsolete table from a live
-//! one: a compaction's input left behind by a crash before its unlink is merged too, and
-//! where that compaction dropped a tombstone at the bottom level the deleted key comes
-//! back (as with RocksDB's `RepairDB`); tables do not record which tables they replaced.
+//! were still on disk (it comes back). Nor can repair tell an obsolete file from a live
+//! one: a compaction's input, or a log already flushed, left behind by a crash before its
+//! unlink is merged too, and where a compaction since dropped a tombstone at the bottom
+//! level the key it deleted comes back (as with RocksDB's `RepairDB`); tables do not
+//! record which tables they replaced.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -67,7 +71,8 @@ pub struct RepairReport {
     pub tables_merged: usize,
     /// Entries written to the new tables (rebuild only).
     pub entries: u64,
-    /// Write-ahead log entries newer than the tables, kept (rebuild only).
+    /// Write-ahead log entries replayed (rebuild only): every one read, those already in
+    /// a table too.
     pub wal_entries: u64,
     /// Files that could not be read, moved to `lost/`, with the reason.
     pub lost: Vec<(PathBuf, String)>,
@@ -80,9 +85,6 @@ pub struct RepairReport {
 struct CfPlan {
     name: Option<String>,
     tables: Vec<Arc<Table>>,
-    /// Largest sequence number in its tables: log entries at or below it are already
-    /// there (a flush takes whole memtables, in order).
-    table_max_seq: u64,
     mem: Option<Arc<Memtable>>,
 }
 
@@ -235,7 +237,6 @@ fn scan_tables(env: &StorageEnv) -> Result<Found> {
                     let ((cf, name), seq) = (scan.cf, scan.max_seq);
                     let plan = found.plans.entry(cf).or_default();
                     plan.name.get_or_insert(name);
-                    plan.table_max_seq = plan.table_max_seq.max(seq);
                     plan.tables.push(scan.table);
                     found.max_seq = found.max_seq.max(seq);
                     found.inputs.push((tier, no));
@@ -395,9 +396,12 @@ fn remove_all(env: &StorageEnv, paths: &[PathBuf]) {
     }
 }
 
-/// Reads every write-ahead log, oldest first, into per-family memtables, keeping entries
-/// newer than the family's tables. Damaged records are skipped (repair salvages what it
-/// can). Returns the entries kept, the log numbers read and the largest sequence number.
+/// Reads every write-ahead log, oldest first, into per-family memtables. Every entry is
+/// kept, with its sequence number: one a table holds too is merged away as a duplicate,
+/// and one the tables do not hold (its table lost or gone) is not. Skipping entries at or
+/// below the tables' sequence numbers would drop those. Damaged records are skipped
+/// (repair salvages what it can). Returns the entries kept, the log numbers read and the
+/// largest sequence number.
 fn read_wals(env: &StorageEnv, plans: &mut BTreeMap<u32, CfPlan>) -> Result<(u64, Vec<u64>, u64)> {
     let root = env.root();
     let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
@@ -421,17 +425,17 @@ fn read_wals(env: &StorageEnv, plans: &mut BTreeMap<u32, CfPlan>) -> Result<(u64
                 continue;
             };
             for (seq, op) in (first..).zip(batch.iter()) {
-                let plan = plans.entry(op.cf).or_default();
-                if seq > plan.table_max_seq {
-                    let m = plan.mem.get_or_insert_with(|| Arc::new(Memtable::new(0)));
-                    match op.kind {
-                        BatchOpKind::Put => m.add(seq, ValueKind::Value, op.key, op.value),
-                        BatchOpKind::Delete => m.add(seq, ValueKind::Deletion, op.key, &[]),
-                        BatchOpKind::DeleteRange => {}
-                    }
-                    kept += 1;
-                }
                 max_seq = max_seq.max(seq);
+                let kind = match op.kind {
+                    BatchOpKind::Put => ValueKind::Value,
+                    BatchOpKind::Delete => ValueKind::Deletion,
+                    // Expanded to point tombstones before they reach a log.
+                    BatchOpKind::DeleteRange => continue,
+                };
+                let plan = plans.entry(op.cf).or_default();
+                let m = plan.mem.get_or_insert_with(|| Arc::new(Memtable::new(0)));
+                m.add(seq, kind, op.key, op.value);
+                kept += 1;
             }
         }
     }
