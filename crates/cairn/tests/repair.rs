@@ -520,3 +520,45 @@ fn log_entries_of_a_missing_table_are_replayed() {
         db.close().unwrap();
     }
 }
+
+/// Two repairs each move a damaged table of the same name to `lost/` (the second a copy
+/// put back and damaged anew): both are kept, the second beside the first.
+#[test]
+fn a_later_repair_keeps_what_an_earlier_one_moved_to_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        write_buffer_size: 1 << 20,
+        target_file_size: 1 << 20,
+        background_work: false,
+        ..opts()
+    };
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..200u32 {
+        db.put(&wo, format!("a{i:04}").as_bytes(), b"first")
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let tables = files_ending(dir.path(), ".sst");
+    assert_eq!(tables.len(), 1);
+    let table = tables[0].clone();
+    let good = std::fs::read(&table).unwrap();
+
+    let mut kept = Vec::new();
+    for at in [20, 21] {
+        let mut bad = good.clone();
+        bad[at] ^= 0xff;
+        std::fs::write(&table, &bad).unwrap();
+        remove_matching(dir.path(), |n| n == "CURRENT" || n.starts_with("MANIFEST-"));
+        let r = Db::repair(dir.path(), o.clone()).unwrap();
+        assert_eq!(r.lost.len(), 1, "{r:?}");
+        assert!(r.lost[0].0.starts_with(dir.path().join("lost")), "{r:?}");
+        kept.push((r.lost[0].0.clone(), bad));
+    }
+    assert_ne!(kept[0].0, kept[1].0, "both repairs moved to the same name");
+    for (path, bytes) in &kept {
+        assert_eq!(&std::fs::read(path).unwrap(), bytes, "{}", path.display());
+    }
+    assert_eq!(walk(&dir.path().join("lost")).len(), 2);
+}

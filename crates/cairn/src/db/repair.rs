@@ -7,7 +7,8 @@
 //! 2. Otherwise the state is rebuilt from the files themselves:
 //!    - Every table is read whole (each block's checksum, each key, each value pointer
 //!      checked against its value-log file); a table that fails is moved to `lost/`, never
-//!      deleted. Each table's properties name its column family.
+//!      deleted, nor onto a file an earlier repair left there (a suffix `.1`, `.2`, ...
+//!      keeps both). Each table's properties name its column family.
 //!    - Every write-ahead log is read (skipping damaged records) and every entry replayed
 //!      with its sequence number, even one at or below a table's: the table that held it
 //!      may be the one lost. An entry a table holds too is merged away as a duplicate.
@@ -74,7 +75,7 @@ pub struct RepairReport {
     /// Write-ahead log entries replayed (rebuild only): every one read, those already in
     /// a table too.
     pub wal_entries: u64,
-    /// Files that could not be read, moved to `lost/`, with the reason.
+    /// Files that could not be read, where they now are in `lost/`, with the reason.
     pub lost: Vec<(PathBuf, String)>,
     /// Column families of the repaired database, by id.
     pub column_families: Vec<(u32, String)>,
@@ -168,12 +169,39 @@ fn try_newest_manifest(env: &StorageEnv, opts: &Options) -> Result<Option<Repair
     }))
 }
 
+/// Moves a damaged file into `lost/`, under its own name or, where an earlier repair left
+/// a file of that name there, with the first free suffix `.1`, `.2`, ...: a rename onto
+/// it would replace it. (The repair holds the database's lock: nothing else writes
+/// `lost/` between the check and the rename.)
 fn move_to_lost(env: &StorageEnv, path: &Path) -> Result<PathBuf> {
     let lost = env.root().join("lost");
     std::fs::create_dir_all(&lost).map_err(|e| Error::io(lost.display().to_string(), e))?;
-    let to = lost.join(path.file_name().unwrap_or_default());
+    let to = free_name_in(&lost, path.file_name().unwrap_or_default())?;
     env.rename(path, &to)?;
     Ok(to)
+}
+
+/// The first of `name`, `name.1`, `name.2`, ... that names nothing in `dir`.
+fn free_name_in(dir: &Path, name: &std::ffi::OsStr) -> Result<PathBuf> {
+    for n in 0..=u16::MAX {
+        let mut candidate = name.to_os_string();
+        if n > 0 {
+            candidate.push(format!(".{n}"));
+        }
+        let to = dir.join(candidate);
+        match std::fs::symlink_metadata(&to) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(to),
+            Err(e) => return Err(Error::io(to.display().to_string(), e)),
+            Ok(_) => {}
+        }
+    }
+    Err(Error::io(
+        dir.join(name).display().to_string(),
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "every name for it in lost/ is taken",
+        ),
+    ))
 }
 
 /// What the rebuild found on disk.
