@@ -562,3 +562,37 @@ fn a_later_repair_keeps_what_an_earlier_one_moved_to_lost() {
     }
     assert_eq!(walk(&dir.path().join("lost")).len(), 2);
 }
+
+/// The newest table is damaged: the rebuilt tables are numbered above it, not given its
+/// number again beside its copy in `lost/`.
+#[test]
+fn rebuilt_tables_do_not_reuse_the_number_of_a_lost_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        write_buffer_size: 1 << 20,
+        target_file_size: 1 << 20,
+        background_work: false,
+        ..opts()
+    };
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let wo = WriteOptions::default();
+    db.put(&wo, b"x", b"1").unwrap();
+    db.flush().unwrap();
+    db.put(&wo, b"y", b"2").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let newest = files_ending(dir.path(), ".sst").pop().unwrap();
+    let mut bad = std::fs::read(&newest).unwrap();
+    bad[20] ^= 0xff;
+    std::fs::write(&newest, &bad).unwrap();
+    remove_matching(dir.path(), |n| n == "CURRENT" || n.starts_with("MANIFEST-"));
+    let r = Db::repair(dir.path(), o.clone()).unwrap();
+    assert_eq!(r.lost.len(), 1, "{r:?}");
+    assert!(
+        !newest.exists(),
+        "a rebuilt table took the lost one's number: {r:?}"
+    );
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_eq!(db.get(b"x").unwrap(), Some(b"1".to_vec()));
+    db.close().unwrap();
+}

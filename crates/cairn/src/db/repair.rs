@@ -216,14 +216,17 @@ struct Found {
 
 fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
     let root = env.root().to_path_buf();
+    // Counted before the scan moves damaged tables to lost/: no new file takes the
+    // number of one there.
+    let next_file_no =
+        max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
     let mut found = scan_tables(env)?;
     let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut found.plans)?;
     found.max_seq = found.max_seq.max(wal_max_seq);
     found.plans.entry(0).or_default();
 
     let mut vs = VersionSet::blank(env.clone(), opts.num_levels, initial_k(opts));
-    vs.next_file_no =
-        max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
+    vs.next_file_no = next_file_no;
     let mut edit = VersionEdit {
         last_seq: Some(found.max_seq),
         ..Default::default()
