@@ -20,7 +20,8 @@
 //!      older version from coming back.
 //!    - The new tables are synced, their directory entries synced, and only then is a
 //!      manifest written and named by `CURRENT`; a crash before that leaves the old files
-//!      in place for the next repair. The merged tables and logs are deleted last.
+//!      in place for the next repair. The merged tables and logs are deleted last. New
+//!      files are numbered above every file found, those moved to `lost/` included.
 //!
 //! What cannot come back: a column family whose tables all predate the column-family
 //! property (they go to `default`), the name of a column family that only has log
