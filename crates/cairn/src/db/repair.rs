@@ -4,22 +4,33 @@
 //! Two ways, tried in order:
 //! 1. The newest manifest on disk recovers cleanly and every table and value-log file it
 //!    names is present: `CURRENT` is pointed at it. Nothing else changes.
-//! 2. Otherwise the state is rebuilt from the files themselves. Every table is read whole
-//!    (each block's checksum, each key, each value pointer checked against its value-log
-//!    file); a table that fails is moved to `lost/`, never deleted. Each table's properties
-//!    name its column family. The write-ahead logs are read (skipping damaged records), and
-//!    for each column family the entries newer than its tables are kept. Then, per column
-//!    family, one merge of all its tables and log entries (newest version of each key by
-//!    sequence number, so the order the tables once had does not matter) writes a single
-//!    run at the bottom level. The new tables are synced, their directory entries synced,
-//!    and only then is a manifest written and named by `CURRENT`; a crash before that
-//!    leaves the old files in place for the next repair. The merged tables and logs are
-//!    deleted last.
+//! 2. Otherwise the state is rebuilt from the files themselves:
+//!    - Every table is read whole (each block's checksum, each key, each value pointer
+//!      checked against its value-log file); a table that fails is moved to `lost/`, never
+//!      deleted, nor onto a file an earlier repair left there (a suffix `.1`, `.2`, ...
+//!      keeps both). Each table's properties name its column family.
+//!    - Every write-ahead log is read (skipping damaged records) and every entry replayed
+//!      with its sequence number, even one at or below a table's: the table that held it
+//!      may be the one lost. An entry a table holds too is merged away as a duplicate.
+//!    - Per column family, one merge of all its tables and log entries (newest version of
+//!      each key by sequence number, so the order the tables once had does not matter)
+//!      writes a single run at the bottom level. Tombstones are kept, not dropped as at
+//!      the bottom: a stale copy of an older table or log (an unlink not yet durable when
+//!      the power went) may reach a later repair, and the tombstone is what keeps its
+//!      older version from coming back.
+//!    - The new tables are synced, their directory entries synced, and only then is a
+//!      manifest written and named by `CURRENT`; a crash before that leaves the old files
+//!      in place for the next repair. The merged tables and logs are deleted last. New
+//!      files are numbered above every file found, those moved to `lost/` included.
 //!
 //! What cannot come back: a column family whose tables all predate the column-family
 //! property (they go to `default`), the name of a column family that only has log
 //! entries (it comes back as `lost-cf-<id>`), and a column family dropped while its files
-//! were still on disk (it comes back).
+//! were still on disk (it comes back). Nor can repair tell an obsolete file from a live
+//! one: a compaction's input, or a log already flushed, left behind by a crash before its
+//! unlink is merged too, and where a compaction since dropped a tombstone at the bottom
+//! level the key it deleted comes back (as with RocksDB's `RepairDB`); tables do not
+//! record which tables they replaced.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -30,7 +41,7 @@ use super::recovery::{lock_dir, max_file_no_on_disk};
 use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
 use crate::batch::{BatchOpKind, WriteBatch};
-use crate::compaction::merge::{merge, MergeParams};
+use crate::compaction::merge::{merge, MergeOutput, MergeParams};
 use crate::iter::InternalIterator;
 use crate::log::LogReader;
 use crate::memtable::Memtable;
@@ -62,9 +73,10 @@ pub struct RepairReport {
     pub tables_merged: usize,
     /// Entries written to the new tables (rebuild only).
     pub entries: u64,
-    /// Write-ahead log entries newer than the tables, kept (rebuild only).
+    /// Write-ahead log entries replayed (rebuild only): every one read, those already in
+    /// a table too.
     pub wal_entries: u64,
-    /// Files that could not be read, moved to `lost/`, with the reason.
+    /// Files that could not be read, where they now are in `lost/`, with the reason.
     pub lost: Vec<(PathBuf, String)>,
     /// Column families of the repaired database, by id.
     pub column_families: Vec<(u32, String)>,
@@ -75,9 +87,6 @@ pub struct RepairReport {
 struct CfPlan {
     name: Option<String>,
     tables: Vec<Arc<Table>>,
-    /// Largest sequence number in its tables: log entries at or below it are already
-    /// there (a flush takes whole memtables, in order).
-    table_max_seq: u64,
     mem: Option<Arc<Memtable>>,
 }
 
@@ -161,20 +170,85 @@ fn try_newest_manifest(env: &StorageEnv, opts: &Options) -> Result<Option<Repair
     }))
 }
 
+/// Moves a damaged file into `lost/`, under its own name or, where an earlier repair left
+/// a file of that name there, with the first free suffix `.1`, `.2`, ...: a rename onto
+/// it would replace it. (The repair holds the database's lock: nothing else writes
+/// `lost/` between the check and the rename.)
 fn move_to_lost(env: &StorageEnv, path: &Path) -> Result<PathBuf> {
     let lost = env.root().join("lost");
     std::fs::create_dir_all(&lost).map_err(|e| Error::io(lost.display().to_string(), e))?;
-    let to = lost.join(path.file_name().unwrap_or_default());
+    let to = free_name_in(&lost, path.file_name().unwrap_or_default())?;
     env.rename(path, &to)?;
     Ok(to)
 }
 
+/// The first of `name`, `name.1`, `name.2`, ... that names nothing in `dir`.
+fn free_name_in(dir: &Path, name: &std::ffi::OsStr) -> Result<PathBuf> {
+    for n in 0..=u16::MAX {
+        let mut candidate = name.to_os_string();
+        if n > 0 {
+            candidate.push(format!(".{n}"));
+        }
+        let to = dir.join(candidate);
+        match std::fs::symlink_metadata(&to) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(to),
+            Err(e) => return Err(Error::io(to.display().to_string(), e)),
+            Ok(_) => {}
+        }
+    }
+    Err(Error::io(
+        dir.join(name).display().to_string(),
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "every name for it in lost/ is taken",
+        ),
+    ))
+}
+
+/// What the rebuild found on disk.
+#[derive(Default)]
+struct Found {
+    plans: BTreeMap<u32, CfPlan>,
+    /// Tables read whole, by (tier, number): removed once the new manifest is durable.
+    inputs: Vec<(usize, u64)>,
+    lost: Vec<(PathBuf, String)>,
+    max_seq: u64,
+}
+
 fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
     let root = env.root().to_path_buf();
-    let mut plans: BTreeMap<u32, CfPlan> = BTreeMap::new();
-    let mut lost = Vec::new();
-    let mut inputs: Vec<(usize, u64)> = Vec::new();
-    let mut max_seq = 0u64;
+    // Counted before the scan moves damaged tables to lost/: no new file takes the
+    // number of one there.
+    let next_file_no =
+        max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
+    let mut found = scan_tables(env)?;
+    let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut found.plans)?;
+    found.max_seq = found.max_seq.max(wal_max_seq);
+    found.plans.entry(0).or_default();
+
+    let mut vs = VersionSet::blank(env.clone(), opts.num_levels, initial_k(opts));
+    vs.next_file_no = next_file_no;
+    let mut edit = VersionEdit {
+        last_seq: Some(found.max_seq),
+        ..Default::default()
+    };
+    let (entries, column_families) = write_families(env, opts, &mut vs, &found.plans, &mut edit)?;
+    install(env, &mut vs, edit)?;
+    remove_merged(env, &found.inputs, &wals, vs.manifest_no())?;
+    Ok(RepairReport {
+        method: RepairMethod::Rebuilt,
+        tables_merged: found.inputs.len(),
+        entries,
+        wal_entries,
+        lost: found.lost,
+        column_families,
+    })
+}
+
+/// Reads every table whole, grouping those that pass by column family; a table that
+/// fails goes to `lost/`.
+fn scan_tables(env: &StorageEnv) -> Result<Found> {
+    let mut found = Found::default();
     let mut vlog_sizes = HashMap::new();
     for tier in 0..env.num_tiers() {
         let dir = env.tier_dir(tier).to_path_buf();
@@ -190,50 +264,41 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
             .collect();
         numbers.sort_unstable();
         for no in numbers {
-            let path = table_path(env, tier, no);
             match read_table_whole(env, tier, no, &mut vlog_sizes) {
                 Ok(scan) => {
                     let ((cf, name), seq) = (scan.cf, scan.max_seq);
-                    let plan = plans.entry(cf).or_default();
+                    let plan = found.plans.entry(cf).or_default();
                     plan.name.get_or_insert(name);
-                    plan.table_max_seq = plan.table_max_seq.max(seq);
                     plan.tables.push(scan.table);
-                    max_seq = max_seq.max(seq);
-                    inputs.push((tier, no));
+                    found.max_seq = found.max_seq.max(seq);
+                    found.inputs.push((tier, no));
                 }
                 Err(e) => {
-                    let to = move_to_lost(env, &path)?;
-                    lost.push((to, e.to_string()));
+                    let to = move_to_lost(env, &table_path(env, tier, no))?;
+                    found.lost.push((to, e.to_string()));
                 }
             }
         }
     }
-    let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut plans)?;
-    max_seq = max_seq.max(wal_max_seq);
-    plans.entry(0).or_default();
+    Ok(found)
+}
 
-    let mut vs = VersionSet::blank(env.clone(), opts.num_levels, initial_k(opts));
-    let mut next_no =
-        max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
+/// Merges each column family into one run at the bottom level, recording the new tables
+/// and families in `edit`. On failure the tables already written are removed. Returns the
+/// entries written and the families, by id.
+fn write_families(
+    env: &StorageEnv,
+    opts: &Options,
+    vs: &mut VersionSet,
+    plans: &BTreeMap<u32, CfPlan>,
+    edit: &mut VersionEdit,
+) -> Result<(u64, Vec<(u32, String)>)> {
     let level = opts.num_levels - 1;
     let tier = env.tier_for_level(level);
-    let build = TableBuildOptions {
-        block_size: opts.block_size,
-        bloom_bits_per_key: opts.bloom_bits_for_level(level, level),
-        fixed_width_entries: opts.fixed_width_entries,
-        cache_local_filter: opts.cache_local_filter,
-    };
-    let mut edit = VersionEdit {
-        last_seq: Some(max_seq),
-        // The logs' entries are in the new tables: none is replayed again. (Replaced
-        // below by a new empty log, as an open requires the log its log number names.)
-        log_number: Some(wals.last().map_or(0, |&n| n + 1)),
-        ..Default::default()
-    };
     let mut entries = 0;
     let mut written: Vec<PathBuf> = Vec::new();
     let mut column_families = Vec::new();
-    for (&id, plan) in &plans {
+    for (&id, plan) in plans {
         let name = match (&plan.name, id) {
             (Some(n), _) => n.clone(),
             (None, 0) => "default".to_string(),
@@ -241,91 +306,120 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
         };
         edit.cf_added.push((id, name.clone()));
         column_families.push((id, name.clone()));
-        let mut children: Vec<Box<dyn InternalIterator>> = plan
-            .tables
-            .iter()
-            .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
-            .collect();
-        if let Some(m) = &plan.mem {
-            children.push(Box::new(m.iter()));
-        }
-        if children.is_empty() {
-            continue;
-        }
-        let mut it = MergingIterator::new(children);
-        let mut new_file = || {
-            let no = next_no;
-            next_no += 1;
-            (no, table_path(env, tier, no))
-        };
-        let mut params = MergeParams {
-            env,
-            tier,
-            level,
-            column_family: (id, &name),
-            build,
-            target_file_size: opts.target_file_size,
-            snapshots: &[],
-            bottommost: true,
-            new_file: &mut new_file,
-            should_stop: &|| false,
-            block_sink: None,
-            values: None,
-        };
-        let outputs = match merge(&mut it, &mut params) {
-            Ok((outputs, counts)) => {
-                entries += counts.entries_out;
-                outputs
-            }
+        let (outputs, n) = match write_family(env, opts, vs, (id, &name), plan) {
+            Ok(x) => x,
             Err(e) => {
                 remove_all(env, &written);
                 return Err(e);
             }
         };
+        entries += n;
         let run = vs.new_run_id();
         for o in outputs {
             written.push(table_path(env, tier, o.desc.file_no));
             edit.added.push((id, level as u32, run, o.desc));
         }
     }
-    vs.next_file_no = next_no;
-    // An open requires the log the log number names: a new empty one, durable (file and
-    // directory entry) before the manifest names it. A crash before then leaves an empty
-    // log for the next repair.
+    Ok((entries, column_families))
+}
+
+/// One column family's merge: its tables and log entries, newest version of each key by
+/// sequence number, tombstones included. Returns the tables written and the entries in
+/// them.
+fn write_family(
+    env: &StorageEnv,
+    opts: &Options,
+    vs: &mut VersionSet,
+    column_family: (u32, &str),
+    plan: &CfPlan,
+) -> Result<(Vec<MergeOutput>, u64)> {
+    let mut children: Vec<Box<dyn InternalIterator>> = plan
+        .tables
+        .iter()
+        .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
+        .collect();
+    if let Some(m) = &plan.mem {
+        children.push(Box::new(m.iter()));
+    }
+    if children.is_empty() {
+        return Ok((Vec::new(), 0));
+    }
+    let level = opts.num_levels - 1;
+    let tier = env.tier_for_level(level);
+    let mut new_file = || {
+        let no = vs.new_file_no();
+        (no, table_path(env, tier, no))
+    };
+    let mut params = MergeParams {
+        env,
+        tier,
+        level,
+        column_family,
+        build: TableBuildOptions {
+            block_size: opts.block_size,
+            bloom_bits_per_key: opts.bloom_bits_for_level(level, level),
+            fixed_width_entries: opts.fixed_width_entries,
+            cache_local_filter: opts.cache_local_filter,
+        },
+        target_file_size: opts.target_file_size,
+        snapshots: &[],
+        // Tombstones are kept: an older version of their key may survive outside this
+        // merge (a stale table or log whose unlink was not durable, found by a later
+        // repair), and without the tombstone it would come back.
+        bottommost: false,
+        new_file: &mut new_file,
+        should_stop: &|| false,
+        block_sink: None,
+        values: None,
+    };
+    let (outputs, counts) = merge(&mut MergingIterator::new(children), &mut params)?;
+    Ok((outputs, counts.entries_out))
+}
+
+/// Makes the rebuilt state durable: a new empty log (an open requires the log the log
+/// number names), then the manifest and `CURRENT`.
+fn install(env: &StorageEnv, vs: &mut VersionSet, mut edit: VersionEdit) -> Result<()> {
+    let root = env.root();
+    // The log, file and directory entry, is durable before the manifest names it. A
+    // crash before then leaves an empty log for the next repair.
     let wal_no = vs.new_file_no();
     let mut wal =
-        crate::log::LogWriter::new(env.create(&wal_path(&root, wal_no), FileKind::Wal, 0, None)?);
+        crate::log::LogWriter::new(env.create(&wal_path(root, wal_no), FileKind::Wal, 0, None)?);
     wal.sync()?;
-    env.sync_dir(&root)?;
+    env.sync_dir(root)?;
+    // The logs' entries are in the new tables: none is replayed again.
     edit.log_number = Some(wal_no);
     // (log_and_apply syncs the new tables' directory entries before naming them.)
     // On failure nothing is removed: CURRENT may already name the new manifest. The
     // old files are untouched either way, and a second repair merges both again.
-    vs.log_and_apply(edit)?;
-    // The new state is durable: the merged tables (and their learned models) and logs go.
-    for &(tier, no) in &inputs {
+    vs.log_and_apply(edit)
+}
+
+/// Once the new state is durable: removes the merged tables (and their learned models),
+/// the logs read, and every other manifest.
+fn remove_merged(
+    env: &StorageEnv,
+    inputs: &[(usize, u64)],
+    wals: &[u64],
+    manifest_no: u64,
+) -> Result<()> {
+    let root = env.root();
+    for &(tier, no) in inputs {
         let _ = env.remove(&table_path(env, tier, no));
         let model = model_path(env, tier, no);
         if model.exists() {
             let _ = env.remove(&model);
         }
     }
-    for no in &wals {
-        let _ = env.remove(&wal_path(&root, *no));
+    for no in wals {
+        let _ = env.remove(&wal_path(root, *no));
     }
-    for no in manifest_numbers(&root)? {
-        if no != vs.manifest_no() {
-            let _ = env.remove(&manifest_path(&root, no));
+    for no in manifest_numbers(root)? {
+        if no != manifest_no {
+            let _ = env.remove(&manifest_path(root, no));
         }
     }
-    Ok(RepairReport {
-        method: RepairMethod::Rebuilt,
-        tables_merged: inputs.len(),
-        entries,
-        wal_entries,
-        lost,
-        column_families,
-    })
+    Ok(())
 }
 
 fn remove_all(env: &StorageEnv, paths: &[PathBuf]) {
@@ -334,9 +428,12 @@ fn remove_all(env: &StorageEnv, paths: &[PathBuf]) {
     }
 }
 
-/// Reads every write-ahead log, oldest first, into per-family memtables, keeping entries
-/// newer than the family's tables. Damaged records are skipped (repair salvages what it
-/// can). Returns the entries kept, the log numbers read and the largest sequence number.
+/// Reads every write-ahead log, oldest first, into per-family memtables. Every entry is
+/// kept, with its sequence number: one a table holds too is merged away as a duplicate,
+/// and one the tables do not hold (its table lost or gone) is not. Skipping entries at or
+/// below the tables' sequence numbers would drop those. Damaged records are skipped
+/// (repair salvages what it can). Returns the entries kept, the log numbers read and the
+/// largest sequence number.
 fn read_wals(env: &StorageEnv, plans: &mut BTreeMap<u32, CfPlan>) -> Result<(u64, Vec<u64>, u64)> {
     let root = env.root();
     let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
@@ -360,17 +457,17 @@ fn read_wals(env: &StorageEnv, plans: &mut BTreeMap<u32, CfPlan>) -> Result<(u64
                 continue;
             };
             for (seq, op) in (first..).zip(batch.iter()) {
-                let plan = plans.entry(op.cf).or_default();
-                if seq > plan.table_max_seq {
-                    let m = plan.mem.get_or_insert_with(|| Arc::new(Memtable::new(0)));
-                    match op.kind {
-                        BatchOpKind::Put => m.add(seq, ValueKind::Value, op.key, op.value),
-                        BatchOpKind::Delete => m.add(seq, ValueKind::Deletion, op.key, &[]),
-                        BatchOpKind::DeleteRange => {}
-                    }
-                    kept += 1;
-                }
                 max_seq = max_seq.max(seq);
+                let kind = match op.kind {
+                    BatchOpKind::Put => ValueKind::Value,
+                    BatchOpKind::Delete => ValueKind::Deletion,
+                    // Expanded to point tombstones before they reach a log.
+                    BatchOpKind::DeleteRange => continue,
+                };
+                let plan = plans.entry(op.cf).or_default();
+                let m = plan.mem.get_or_insert_with(|| Arc::new(Memtable::new(0)));
+                m.add(seq, kind, op.key, op.value);
+                kept += 1;
             }
         }
     }
