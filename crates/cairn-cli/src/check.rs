@@ -131,8 +131,8 @@ pub fn repair(path: &Path, args: &OpenArgs) -> Result<ExitCode> {
             println!("repaired: CURRENT now names MANIFEST-{no:06}, which was intact")
         }
         RepairMethod::Rebuilt => println!(
-            "repaired: manifest rebuilt from {} tables ({} entries written, {} from write-ahead logs)",
-            r.tables_merged, r.entries, r.wal_entries
+            "repaired: manifest rebuilt from {} tables and {} write-ahead log entries ({} entries written)",
+            r.tables_merged, r.wal_entries, r.entries
         ),
     }
     let cfs: Vec<String> = r
