@@ -70,6 +70,10 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
     ),
     ("use_direct_reads", "bool: read tables with O_DIRECT"),
     (
+        "max_open_files",
+        "int | None: most table and value-log files kept open (None or -1: unbounded; else >= 20)",
+    ),
+    (
         "cache_index_and_filter_blocks",
         "bool: keep index and filter blocks in the block cache, charged to its budget",
     ),
@@ -171,6 +175,17 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "max_subcompactions" => o.max_subcompactions = v.extract()?,
         "max_background_compactions" => o.max_background_compactions = v.extract()?,
         "use_direct_reads" => o.use_direct_reads = v.extract()?,
+        "max_open_files" => {
+            // RocksDB's -1 means unbounded too; a bound below 20 is refused at open.
+            o.max_open_files = match v.extract::<Option<i64>>()? {
+                None | Some(-1) => None,
+                Some(n) => Some(usize::try_from(n).map_err(|_| {
+                    InvalidArgument::new_err(format!(
+                        "option \"max_open_files\" is {n}, expected None, -1 or a count >= 20"
+                    ))
+                })?),
+            }
+        }
         "cache_index_and_filter_blocks" => o.cache_index_and_filter_blocks = v.extract()?,
         "mmap_reads" => o.mmap_reads = v.extract()?,
         "fixed_width_entries" => o.fixed_width_entries = v.extract()?,
@@ -232,6 +247,7 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
     d.set_item("max_subcompactions", o.max_subcompactions)?;
     d.set_item("max_background_compactions", o.max_background_compactions)?;
     d.set_item("use_direct_reads", o.use_direct_reads)?;
+    d.set_item("max_open_files", o.max_open_files)?;
     d.set_item(
         "cache_index_and_filter_blocks",
         o.cache_index_and_filter_blocks,

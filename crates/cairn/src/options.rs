@@ -277,6 +277,29 @@ pub struct Options {
     /// any mapped file, a device read error or another process truncating a mapped file
     /// raises SIGBUS instead of returning an error; checksums still catch damaged bytes.
     pub mmap_reads: bool,
+    /// The most table and value-log files the database keeps open at once (RocksDB's
+    /// `max_open_files`, whose table cache its blob files share). `None` (the default, as
+    /// RocksDB's -1) keeps every file open from its first read until it is deleted.
+    ///
+    /// A bound `n` keeps an LRU of `n - 10` open tables and value-log files (10 are left
+    /// for the write-ahead log, manifest, lock file and the files of running flushes and
+    /// compactions, which read their inputs one file per sorted run at a time). Opening
+    /// one more closes the least recently read file that no reader or iterator is using;
+    /// a closed file opens again when next read (a table's index and filter are read
+    /// again). Files in use are never closed under their users: while they outnumber
+    /// the LRU's share, it holds them beyond it, as RocksDB's table cache does. A learned
+    /// table (Bourbon) closed this way gets its model back from the model file saved
+    /// beside it when opened again, or is learned again if it had none. Must be at
+    /// least [`MIN_OPEN_FILES`].
+    ///
+    /// Unbounded is the default because it is the fastest: once a version's table has
+    /// been read it is read with no lock at all, and no table is opened twice. With the
+    /// default 64 MiB tables, the common 1024-descriptor limit covers some 60 GiB; a
+    /// larger tree, or a process with a lower `RLIMIT_NOFILE`, needs a bound (or a
+    /// higher limit), or reads fail with `EMFILE` (an I/O error) once the process runs
+    /// out of descriptors. Bounded, each table read takes the lock of one of up to 16
+    /// shards of the LRU, and a tree much larger than the bound reopens tables often.
+    pub max_open_files: Option<usize>,
     /// Keep each table's index and bloom filter in the block cache, charged to its budget
     /// and evicted like data blocks (RocksDB's `cache_index_and_filter_blocks`), instead of
     /// pinned in memory beside it. Memory then stays within the cache's budget however many
@@ -390,6 +413,7 @@ impl Default for Options {
             max_subcompactions: 1,
             max_background_compactions: 1,
             use_direct_reads: false,
+            max_open_files: None,
             cache_index_and_filter_blocks: false,
             tiers: Vec::new(),
             latency_scale: 1.0,
@@ -435,6 +459,7 @@ impl std::fmt::Debug for Options {
                 &self.max_background_compactions,
             )
             .field("use_direct_reads", &self.use_direct_reads)
+            .field("max_open_files", &self.max_open_files)
             .field(
                 "cache_index_and_filter_blocks",
                 &self.cache_index_and_filter_blocks,
@@ -455,6 +480,11 @@ impl std::fmt::Debug for Options {
 
 /// Largest number of levels supported.
 pub const MAX_LEVELS: usize = 16;
+
+/// Smallest bound [`Options::max_open_files`] accepts: room for the files the database
+/// keeps open besides tables and value logs, and for a few of those (RocksDB raises
+/// smaller values to 20).
+pub const MIN_OPEN_FILES: usize = 20;
 
 fn invalid<T>(msg: String) -> Result<T> {
     Err(Error::InvalidArgument(msg))
@@ -548,6 +578,13 @@ impl Options {
                 "max_background_compactions {} outside 1..=64",
                 self.max_background_compactions
             ));
+        }
+        if let Some(n) = self.max_open_files {
+            if n < MIN_OPEN_FILES {
+                return invalid(format!(
+                    "max_open_files {n} is below {MIN_OPEN_FILES} (None: unbounded)"
+                ));
+            }
         }
         if let Err(e) = self.tuner.validate() {
             return invalid(e);
@@ -732,6 +769,19 @@ mod tests {
             ..Options::default()
         };
         assert!(o.validate().is_err());
+        for (n, ok) in [
+            (Some(0), false),
+            (Some(MIN_OPEN_FILES - 1), false),
+            (Some(MIN_OPEN_FILES), true),
+            (Some(1 << 20), true),
+            (None, true),
+        ] {
+            let o = Options {
+                max_open_files: n,
+                ..Options::default()
+            };
+            assert_eq!(o.validate().is_ok(), ok, "max_open_files {n:?}");
+        }
         for (delta, ok) in [
             (0, false),
             (1, true),

@@ -461,6 +461,12 @@ pub struct DbStats {
     pub scan_latency: Latency,
     /// Bytes held by the block cache.
     pub block_cache_usage: usize,
+    /// Table and value-log files in the open-file cache now: bounded, about
+    /// `Options::max_open_files` less 10 (more while more are in use). Compaction inputs
+    /// are not counted.
+    pub open_files: u64,
+    /// Files the open-file cache closed to stay within `Options::max_open_files`.
+    pub open_file_evictions: u64,
     /// The read cache's components (AC-Key's KV, KP and block caches; only `block_*` is
     /// non-zero for a plain block cache).
     pub read_cache: ReadCacheStats,

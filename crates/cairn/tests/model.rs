@@ -43,6 +43,10 @@ fn options(rng: &mut SmallRng, background: bool) -> Options {
     let compaction_jobs = side.random_range(1..=3);
     let cache_meta = side.random_bool(0.5);
     let mmap_reads = side.random_bool(0.5);
+    // Half the runs close tables and value logs at the smallest bound.
+    let max_open_files = side
+        .random_bool(0.5)
+        .then_some(cairn::options::MIN_OPEN_FILES);
     Options {
         write_buffer_size: [16 << 10, 32 << 10, 64 << 10][rng.random_range(0..3)],
         max_write_buffers: rng.random_range(2..=3),
@@ -60,6 +64,7 @@ fn options(rng: &mut SmallRng, background: bool) -> Options {
         max_background_compactions: compaction_jobs,
         cache_index_and_filter_blocks: cache_meta,
         mmap_reads,
+        max_open_files,
         background_work: background,
         ..Options::default()
     }

@@ -7,6 +7,7 @@ mod component;
 pub mod efficiency;
 pub mod ghost;
 mod lru_cache;
+pub(crate) mod open_files;
 pub mod read_cache;
 pub mod replace;
 mod shared;

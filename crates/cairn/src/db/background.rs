@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::iter::{sorted_chains, RunIterator};
 use super::table_cache::table_path;
 use super::write::wal_path;
 use super::{CfState, DbInner, SuperVersion};
@@ -646,16 +647,13 @@ impl DbInner {
             Some(self.prefetch.compaction_begin(id, &job_inputs)),
         );
         let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
-        let mut tables = Vec::new();
-        let mut bytes_in = 0u64;
-        for (level, f) in inputs
-            .iter()
-            .map(|f| (from, f))
-            .chain(dest_inputs.iter().map(|f| (to, f)))
-        {
-            tables.push(self.tables.open_uncached(f, level)?);
-            bytes_in += f.size();
-        }
+        let bytes_in: u64 = inputs.iter().chain(dest_inputs).map(|f| f.size()).sum();
+        // Inputs are read a file per sorted run at a time (`Options::max_open_files`).
+        let chains: Vec<(usize, Vec<Arc<crate::version::FileMeta>>)> = sorted_chains(inputs)
+            .into_iter()
+            .map(|c| (from, c))
+            .chain(sorted_chains(dest_inputs).into_iter().map(|c| (to, c)))
+            .collect();
         let tier = self.env.tier_for_level(to);
         let deepest = cf.sv.load().version.deepest_nonempty().max(to);
         let snapshots = self.snapshots.all();
@@ -691,9 +689,17 @@ impl DbInner {
                            hi: Option<Vec<u8>>,
                            values: Option<&mut dyn crate::compaction::merge::ValueRewriter>|
          -> Result<Vec<MergeOutput>> {
-            let children: Vec<Box<dyn InternalIterator>> = tables
+            let children: Vec<Box<dyn InternalIterator>> = chains
                 .iter()
-                .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
+                .map(|(level, files)| {
+                    Box::new(RunIterator::compaction_input(
+                        files.clone(),
+                        *level,
+                        self.tables.clone(),
+                        self.stats.clone(),
+                        self.prefetch.clone(),
+                    )) as Box<dyn InternalIterator>
+                })
                 .collect();
             let mut it = Bounded::new(MergingIterator::new(children), lo, hi);
             // Shortens the rewriter's lifetime to this call's.
@@ -730,20 +736,30 @@ impl DbInner {
         let rewrite_values = !vlog.is_noop();
         // Level-0 merges are split, as RocksDB splits them: they are what writes wait on.
         let cuts = if from == 0 && to > 0 && !rewrite_values && self.opts.max_subcompactions > 1 {
-            let indexes = tables
+            // Each input opened alone, its block ends copied out of its index.
+            let mut owned: Vec<Vec<(Vec<u8>, u64)>> = Vec::new();
+            for (level, f) in inputs
                 .iter()
-                .map(|t| t.index())
-                .collect::<Result<Vec<_>>>()?;
-            let ends: Vec<split::BlockEnds<'_>> = indexes
-                .iter()
-                .map(|index| {
+                .map(|f| (from, f))
+                .chain(dest_inputs.iter().map(|f| (to, f)))
+            {
+                let table = self.tables.open_uncached(f, level)?;
+                let index = table.index()?;
+                owned.push(
                     (0..index.num_blocks())
                         .map(|i| {
                             let b = index.block(i);
-                            (user_key(&b.last_key), b.handle.offset + b.handle.size)
+                            (
+                                user_key(&b.last_key).to_vec(),
+                                b.handle.offset + b.handle.size,
+                            )
                         })
-                        .collect()
-                })
+                        .collect(),
+                );
+            }
+            let ends: Vec<split::BlockEnds<'_>> = owned
+                .iter()
+                .map(|t| t.iter().map(|(k, o)| (k.as_slice(), *o)).collect())
                 .collect();
             // A range writes at least one table: none smaller than a target file or 1 MiB,
             // whichever is smaller.

@@ -18,11 +18,15 @@ use crate::types::{make_internal_key, make_lookup_key, parse_internal_key, SeqNo
 use crate::version::{FileMeta, Run};
 use crate::{Error, Result};
 
-/// Iterates one sorted run: its files in key order, opening each table when reached.
+/// Iterates one sorted run: its files in key order, opening each table when reached (and
+/// holding only that one open).
 pub(crate) struct RunIterator {
     files: Vec<Arc<FileMeta>>,
     level: usize,
     tables: Arc<TableCache>,
+    /// A compaction's input: tables opened outside the table cache, and no reads told to
+    /// the level's scan counters or the prefetcher.
+    compaction: bool,
     stats: Arc<StatsInner>,
     /// Told of the data-block misses and warmed hits of each step (a scan's reads count
     /// in Leaper's invalidation metric and precision as a get's do).
@@ -48,6 +52,36 @@ impl RunIterator {
             files: run.files.clone(),
             level,
             tables,
+            compaction: false,
+            stats,
+            prefetch,
+            seen: (0, 0),
+            backward: false,
+            index: 0,
+            cur: None,
+            err: None,
+        }
+    }
+
+    /// Iterates a compaction's input `files` of `level` (sorted by key, their ranges
+    /// disjoint) through tables opened outside the table cache, one at a time: a
+    /// compaction keeps one input file per sorted run open, not every input
+    /// (`Options::max_open_files`).
+    pub(crate) fn compaction_input(
+        files: Vec<Arc<FileMeta>>,
+        level: usize,
+        tables: Arc<TableCache>,
+        stats: Arc<StatsInner>,
+        prefetch: Arc<Prefetcher>,
+    ) -> Self {
+        debug_assert!(files
+            .windows(2)
+            .all(|w| w[0].largest_user() < w[1].smallest_user()));
+        RunIterator {
+            files,
+            level,
+            tables,
+            compaction: true,
             stats,
             prefetch,
             seen: (0, 0),
@@ -63,6 +97,9 @@ impl RunIterator {
     /// loaded holds it); run off the table, on the key of the end it left by (its last or
     /// first block held that).
     fn observe(&mut self) {
+        if self.compaction {
+            return;
+        }
         let Some(c) = &self.cur else { return };
         let Some(f) = self.files.get(self.index) else {
             return;
@@ -91,7 +128,9 @@ impl RunIterator {
     fn retire(&mut self) {
         self.observe();
         if let Some(c) = self.cur.take() {
-            self.stats.level(self.level).record_scan(c.trace());
+            if !self.compaction {
+                self.stats.level(self.level).record_scan(c.trace());
+            }
         }
         self.seen = (0, 0);
     }
@@ -103,7 +142,12 @@ impl RunIterator {
         if i >= self.files.len() {
             return false;
         }
-        match self.tables.get(&self.files[i], self.level) {
+        let t = if self.compaction {
+            self.tables.open_uncached(&self.files[i], self.level)
+        } else {
+            self.tables.get(&self.files[i], self.level)
+        };
+        match t {
             Ok(t) => {
                 self.cur = Some(t.iter());
                 true
@@ -228,6 +272,27 @@ impl InternalIterator for RunIterator {
             None => Ok(()),
         }
     }
+}
+
+/// Splits `files` into as few chains as may be of files sorted by key whose user-key
+/// ranges do not touch (a sorted run's files, or a level-0 compaction's flushes, each
+/// chain read as one [`RunIterator::compaction_input`]). Greedy by smallest key, which
+/// needs no more chains than files overlap at any key.
+pub(crate) fn sorted_chains(files: &[Arc<FileMeta>]) -> Vec<Vec<Arc<FileMeta>>> {
+    let mut sorted: Vec<&Arc<FileMeta>> = files.iter().collect();
+    sorted.sort_by(|a, b| a.smallest_user().cmp(b.smallest_user()));
+    let mut chains: Vec<Vec<Arc<FileMeta>>> = Vec::new();
+    for f in sorted {
+        // Strictly after: a user key split between two files keeps them apart.
+        match chains.iter_mut().find(|c| {
+            c.last()
+                .is_some_and(|l| l.largest_user() < f.smallest_user())
+        }) {
+            Some(c) => c.push(f.clone()),
+            None => chains.push(vec![f.clone()]),
+        }
+    }
+    chains
 }
 
 /// One `next` or `prev` in this many is timed, standing for all of them in the scan

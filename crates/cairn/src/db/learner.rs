@@ -82,19 +82,23 @@ impl Learner {
         (self.wait / 4).clamp(Duration::from_millis(1), Duration::from_millis(10))
     }
 
-    /// A table was opened for reads at `level` (its file in `tier`).
+    /// A table was opened for reads at `level` (its file in `tier`). A table opened again
+    /// after the table cache closed it (`Options::max_open_files`) replaces the closed
+    /// one: it keeps its age (its lifetime runs from its first opening), and unless it
+    /// loaded its saved model it is learned again, at once if it is old enough.
     pub(crate) fn register(&self, t: &Arc<Table>, level: usize, tier: usize) {
-        self.state
-            .lock()
-            .tables
-            .entry(t.file_no())
-            .or_insert(Tracked {
-                table: Arc::downgrade(t),
-                level: level.min(MAX_TRACKED_LEVELS - 1),
-                tier,
-                born: Instant::now(),
-                done: t.is_learned(),
-            });
+        let mut s = self.state.lock();
+        let tracked = s.tables.entry(t.file_no()).or_insert(Tracked {
+            table: Arc::downgrade(t),
+            level: level.min(MAX_TRACKED_LEVELS - 1),
+            tier,
+            born: Instant::now(),
+            done: t.is_learned(),
+        });
+        if !std::ptr::eq(tracked.table.as_ptr(), Arc::as_ptr(t)) {
+            tracked.table = Arc::downgrade(t);
+            tracked.done = t.is_learned();
+        }
     }
 
     /// Installs the model saved beside a table opened for reads, if there is a sound one

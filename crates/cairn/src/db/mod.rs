@@ -663,6 +663,8 @@ impl Db {
         let mut s = DbStats::collect(&self.inner.stats);
         s.io = self.inner.env.stats().snapshot();
         s.block_cache_usage = self.inner.block_cache.usage();
+        s.open_files = self.inner.tables.open_files().len() as u64;
+        s.open_file_evictions = self.inner.tables.open_files().evictions();
         s.read_cache = match &self.inner.read_cache {
             Some(rc) => rc.read_cache_stats(),
             None => ReadCacheStats {

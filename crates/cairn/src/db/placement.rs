@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::background::JobGuard;
+use super::iter::{sorted_chains, RunIterator};
 use super::learner::thread_cpu_nanos;
 use super::table_cache::table_path;
 use super::{CfState, ColumnFamily, Db, DbInner};
@@ -412,10 +413,27 @@ impl DbInner {
         let bottommost = picker::is_bottommost(&v, c, dest_run, &mlo, &mhi);
         let snapshots = self.snapshots.all();
         let stop = || self.shutdown.load(Ordering::Acquire);
+        // Every run of the hot levels, each read a file at a time (`max_open_files`).
+        let run_input = |level: usize, files: Vec<Arc<FileMeta>>| -> Box<dyn InternalIterator> {
+            Box::new(RunIterator::compaction_input(
+                files,
+                level,
+                self.tables.clone(),
+                self.stats.clone(),
+                self.prefetch.clone(),
+            ))
+        };
         let open_inputs = || -> Result<Vec<Box<dyn InternalIterator>>> {
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-            for (l, f) in &inputs {
-                children.push(Box::new(self.tables.open_uncached(f, *l)?.iter()));
+            for l in 0..=h {
+                let files: Vec<Arc<FileMeta>> = inputs
+                    .iter()
+                    .filter(|(fl, _)| *fl == l)
+                    .map(|(_, f)| f.clone())
+                    .collect();
+                for chain in sorted_chains(&files) {
+                    children.push(run_input(l, chain));
+                }
             }
             Ok(children)
         };
@@ -507,8 +525,8 @@ impl DbInner {
                     placement.clone(),
                     true,
                 ))];
-            for f in &dest_inputs {
-                children.push(Box::new(self.tables.open_uncached(f, c)?.iter()));
+            for chain in sorted_chains(&dest_inputs) {
+                children.push(run_input(c, chain));
             }
             let mut cold_it = MergingIterator::new(children);
             let cold_out = run_side(c, &mut cold_it, bottommost, &mut created)?;

@@ -203,7 +203,14 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     }
     // Every value-log file a table references must be there: a missing one would turn
     // reads of its values into errors later, so it is corruption now.
-    let vlog = Arc::new(crate::vlog::VlogStore::new(env.clone()));
+    // Tables and value-log files share one budget of open files.
+    let open_files = Arc::new(crate::cache::open_files::OpenFiles::new(
+        opts.max_open_files,
+    ));
+    let vlog = Arc::new(crate::vlog::VlogStore::with_open_files(
+        env.clone(),
+        open_files.clone(),
+    ));
     for no in vs.vlogs.live_files() {
         vlog.check_present(no)?;
     }
@@ -262,6 +269,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         opts.use_direct_reads,
         opts.index,
         stats.clone(),
+        open_files,
     ));
     let cfs: BTreeMap<u32, Arc<CfState>> = vs
         .cfs

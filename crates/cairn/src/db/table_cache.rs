@@ -1,12 +1,18 @@
-//! Open tables by file number, so each table's index and filter are read once.
+//! Open tables by file number, so each table's index and filter are read once while it
+//! stays open. Tables share the database's open-file cache ([`OpenFiles`]) with the
+//! value-log files: unbounded by default, else at most `Options::max_open_files` (less a
+//! reserve) tables and value-log files stay open, least recently used closed first.
+//!
+//! Learned models survive a table's closing: when a table is opened again, its model is
+//! loaded from the model file the learner saved beside it (`NNNNNN.plr`), and a table
+//! that was never learned (or whose model was not saved) is handed to the learner again
+//! (see [`Learner::register`]).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
-
 use super::learner::Learner;
+use crate::cache::open_files::{FileKey, OpenFile, OpenFiles};
 use crate::cache::BlockCache;
 use crate::options::IndexPolicy;
 use crate::stats::StatsInner;
@@ -14,8 +20,6 @@ use crate::storage::{FileKind, StorageEnv};
 use crate::table::Table;
 use crate::version::FileMeta;
 use crate::Result;
-
-const SHARDS: usize = 16;
 
 /// Path of a table file in a tier.
 pub(crate) fn table_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
@@ -34,7 +38,8 @@ pub(crate) struct TableCache {
     cache_meta: bool,
     direct: bool,
     learner: Option<Arc<Learner>>,
-    shards: Vec<RwLock<HashMap<u64, Arc<Table>>>>,
+    /// Shared with the value-log store.
+    files: Arc<OpenFiles>,
 }
 
 impl TableCache {
@@ -45,6 +50,7 @@ impl TableCache {
         direct: bool,
         policy: IndexPolicy,
         stats: Arc<StatsInner>,
+        files: Arc<OpenFiles>,
     ) -> Self {
         TableCache {
             env: env.clone(),
@@ -65,12 +71,13 @@ impl TableCache {
                     env.clone(),
                 ))),
             },
-            shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
+            files,
         }
     }
 
-    fn shard(&self, file_no: u64) -> &RwLock<HashMap<u64, Arc<Table>>> {
-        &self.shards[(file_no as usize) % SHARDS]
+    /// The open-file cache (tables and value-log files).
+    pub(crate) fn open_files(&self) -> &OpenFiles {
+        &self.files
     }
 
     /// The background learner, under [`IndexPolicy::Learned`].
@@ -80,19 +87,26 @@ impl TableCache {
 
     /// The open table of `f` (opened on first use with fence pointers, and handed to the
     /// learner under [`IndexPolicy::Learned`]), counted against `level`.
+    ///
+    /// Unbounded, the table is also kept in `f`, so that later reads of the same version's
+    /// file take no lock at all. Bounded, it is not: a version's files would otherwise
+    /// keep every table they ever opened open, whatever the cache closed.
     pub(crate) fn get(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
         if let Some(t) = f.open_table() {
             return Ok(t.clone());
         }
         let t = self.get_shared(f, level)?;
-        f.keep_table(&t);
+        if !self.files.is_bounded() {
+            f.keep_table(&t);
+        }
         Ok(t)
     }
 
     fn get_shared(&self, f: &FileMeta, level: usize) -> Result<Arc<Table>> {
         let no = f.file_no();
-        if let Some(t) = self.shard(no).read().get(&no) {
-            return Ok(t.clone());
+        let key = FileKey::Table(no);
+        if let Some(OpenFile::Table(t)) = self.files.get(key) {
+            return Ok(t);
         }
         let tier = f.desc.tier as usize;
         let path = table_path(&self.env, tier, no);
@@ -103,16 +117,19 @@ impl TableCache {
             Some(c) if self.cache_meta => Table::open_caching_meta(file, no, c.clone())?,
             _ => Table::open(file, no, self.cache.clone())?,
         });
-        let mut shard = self.shard(no).write();
-        if let Some(t) = shard.get(&no) {
-            return Ok(t.clone()); // opened meanwhile by another reader
+        let cached = self.files.insert(key, OpenFile::Table(t), |added| {
+            // Once per opening that goes in (under the cache's lock, as a reader that
+            // opened the table meanwhile must not load or register it twice). A table
+            // opened again after the cache closed it gets its saved model back here.
+            if let (Some(l), OpenFile::Table(t)) = (&self.learner, added) {
+                l.load_model(t, tier, level);
+                l.register(t, level, tier);
+            }
+        });
+        match cached {
+            OpenFile::Table(t) => Ok(t),
+            OpenFile::ValueLog(_) => unreachable!("a table key holds a table"),
         }
-        if let Some(l) = &self.learner {
-            l.load_model(&t, tier, level);
-            l.register(&t, level, tier);
-        }
-        shard.insert(no, t.clone());
-        Ok(t)
     }
 
     /// Opens a table outside the cache (compaction inputs: no block-cache pollution), with
@@ -129,7 +146,7 @@ impl TableCache {
     /// Forgets a deleted table and, if `erase_blocks`, its cached blocks (the `Lru`
     /// prefetch policy leaves them to age out, as RocksDB does).
     pub(crate) fn evict(&self, file_no: u64, erase_blocks: bool) {
-        self.shard(file_no).write().remove(&file_no);
+        self.files.remove(FileKey::Table(file_no));
         if let Some(l) = &self.learner {
             l.retire(file_no);
             // The model file's tier is not known here: try each (few) tier.

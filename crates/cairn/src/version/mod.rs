@@ -33,9 +33,11 @@ pub struct FileMeta {
     /// Seeks charged to this file (read-triggered compaction, level 0 only): each one had
     /// to position in this file and in at least one other run.
     read_charge: AtomicU64,
-    /// The open table, once a read asked the table cache for it: later reads of this
-    /// version's file skip the cache's lock and map (it lives as long as the cache's
-    /// entry, which goes when the file is deleted, after this is dropped).
+    /// The open table, once a read asked the table cache for it, when the cache is
+    /// unbounded (`Options::max_open_files` unset): later reads of this version's file
+    /// skip the cache's lock and map (it lives as long as the cache's entry, which goes
+    /// when the file is deleted, after this is dropped). Under a bound it stays empty, or
+    /// every version's files would keep their tables open whatever the cache closed.
     table: OnceLock<Arc<Table>>,
 }
 
@@ -88,7 +90,8 @@ impl FileMeta {
     pub(crate) fn open_table(&self) -> Option<&Arc<Table>> {
         self.table.get()
     }
-    /// Keeps the open table the table cache handed out for this file.
+    /// Keeps the open table the table cache handed out for this file (unbounded cache
+    /// only).
     pub(crate) fn keep_table(&self, t: &Arc<Table>) {
         let _ = self.table.set(t.clone());
     }

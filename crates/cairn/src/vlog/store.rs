@@ -5,10 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use super::format::{check_header, record_value, ValuePointer, HEADER_LEN};
 use super::vlog_path;
+use crate::cache::open_files::{FileKey, OpenFile, OpenFiles};
 use crate::storage::{FileKind, RandomAccessFile, StorageEnv};
 use crate::{Error, Result};
 
@@ -125,20 +126,28 @@ pub struct VlogStats {
 }
 
 /// Reads separated values (one read of exactly a record's bytes, checksum verified) and
-/// keeps the sizes of value-log files and the counters.
+/// keeps the sizes of value-log files and the counters. Files are opened on first read
+/// and kept in the database's open-file cache, beside its tables: with
+/// `Options::max_open_files` set, the least recently read close first and open again
+/// when read (their header checked again).
 pub struct VlogStore {
     env: StorageEnv,
-    files: RwLock<HashMap<u64, Arc<RandomAccessFile>>>,
+    files: Arc<OpenFiles>,
     sizes: Mutex<BTreeMap<u64, u64>>,
     pub(crate) counters: VlogCounters,
 }
 
 impl VlogStore {
-    /// A store over the database's directory.
+    /// A store over the database's directory that keeps every file it opens open.
     pub fn new(env: StorageEnv) -> Self {
+        Self::with_open_files(env, Arc::new(OpenFiles::new(None)))
+    }
+
+    /// A store that keeps its open files in `files` (shared with the table cache).
+    pub(crate) fn with_open_files(env: StorageEnv, files: Arc<OpenFiles>) -> Self {
         VlogStore {
             env,
-            files: RwLock::new(HashMap::new()),
+            files,
             sizes: Mutex::new(BTreeMap::new()),
             counters: VlogCounters::default(),
         }
@@ -149,8 +158,9 @@ impl VlogStore {
     }
 
     fn open(&self, file_no: u64) -> Result<Arc<RandomAccessFile>> {
-        if let Some(f) = self.files.read().get(&file_no) {
-            return Ok(f.clone());
+        let key = FileKey::ValueLog(file_no);
+        if let Some(OpenFile::ValueLog(f)) = self.files.get(key) {
+            return Ok(f);
         }
         let path = vlog_path(self.env.root(), file_no);
         let f = match self
@@ -170,9 +180,13 @@ impl VlogStore {
             return Err(Error::corruption(Self::name(file_no), "truncated header"));
         }
         check_header(&Self::name(file_no), &f.read_at(0, HEADER_LEN as usize)?)?;
-        let f = Arc::new(f);
-        self.files.write().insert(file_no, f.clone());
-        Ok(f)
+        match self
+            .files
+            .insert(key, OpenFile::ValueLog(Arc::new(f)), |_| {})
+        {
+            OpenFile::ValueLog(f) => Ok(f),
+            OpenFile::Table(_) => unreachable!("a value-log key holds a value-log file"),
+        }
     }
 
     /// Resolves a `ValueKind::ValuePointer` entry of `user_key` to its value. The one
@@ -217,7 +231,7 @@ impl VlogStore {
     /// Forgets a deleted file.
     pub fn forget(&self, file_no: u64) {
         self.sizes.lock().remove(&file_no);
-        self.files.write().remove(&file_no);
+        self.files.remove(FileKey::ValueLog(file_no));
     }
 
     /// Removes a file no table references any more.
