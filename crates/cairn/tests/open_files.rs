@@ -39,7 +39,10 @@ fn key_no(k: &[u8]) -> u32 {
 /// every seventh key (kept in the table).
 fn val(i: u32, round: u32) -> Vec<u8> {
     let mut v = format!("v{i}-{round}|").into_bytes();
-    v.resize(if i.is_multiple_of(7) { 20 } else { 100 }, b'a' + (i % 26) as u8);
+    v.resize(
+        if i.is_multiple_of(7) { 20 } else { 100 },
+        b'a' + (i % 26) as u8,
+    );
     v
 }
 
@@ -133,8 +136,9 @@ impl Drop for FdMonitor {
 /// directory, the test harness's pipes), and files in use beyond the reserve (tables an
 /// iterator or get holds while the cache is full of others in use, compaction inputs, a
 /// value-log file being written). Seen: 23 to 27 above the descriptors open before, for a
-/// bound of 20; unbounded, 760.
-const SLACK: usize = 16;
+/// bound of 20; unbounded, 760. Twice the margin seen, for a loaded machine where level 0
+/// runs deeper (an iterator holds a table per run).
+const SLACK: usize = 32;
 
 /// A bound of 20 on a tree of hundreds of tables and value-log files: the descriptors
 /// stay within the bound (plus a few) while writers, compactions, value-log GC, gets and

@@ -206,8 +206,9 @@ impl Db {
     /// Repairs the database at `path` whose `CURRENT` file or manifest is missing or
     /// damaged (an open then fails with a corruption error), as RocksDB's `RepairDB` does.
     /// If the newest manifest is intact, `CURRENT` is pointed at it; otherwise the manifest
-    /// is rebuilt from the tables (their properties name their column families) and every
-    /// entry of the write-ahead logs, and every column family's data is merged into one run
+    /// is rebuilt from the tables (their properties name their column families) and the
+    /// write-ahead logs (every entry when a table is lost; else those newer than the
+    /// tables), and every column family's data is merged into one run
     /// at the bottom level, newest version of each key by sequence number, tombstones
     /// kept. Unreadable tables are moved to `lost/`, never deleted nor written over an
     /// earlier repair's file there. See [`RepairReport`] for what it did; open the

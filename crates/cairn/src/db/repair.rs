@@ -9,9 +9,13 @@
 //!      checked against its value-log file); a table that fails is moved to `lost/`, never
 //!      deleted, nor onto a file an earlier repair left there (a suffix `.1`, `.2`, ...
 //!      keeps both). Each table's properties name its column family.
-//!    - Every write-ahead log is read (skipping damaged records) and every entry replayed
-//!      with its sequence number, even one at or below a table's: the table that held it
-//!      may be the one lost. An entry a table holds too is merged away as a duplicate.
+//!    - Every write-ahead log is read (skipping damaged records) and its entries replayed
+//!      with their sequence numbers. An entry at or below the largest sequence number of
+//!      its family's tables is skipped (it is in a table, or superseded there: an old log
+//!      left behind must not bring back a key whose tombstone a compaction dropped),
+//!      unless a table is known lost (moved to `lost/`, or named by the newest readable
+//!      manifest and missing): then every entry is replayed, since the lost table may
+//!      have held the only copy, and duplicates merge away.
 //!    - Per column family, one merge of all its tables and log entries (newest version of
 //!      each key by sequence number, so the order the tables once had does not matter)
 //!      writes a single run at the bottom level. Tombstones are kept, not dropped as at
@@ -73,8 +77,8 @@ pub struct RepairReport {
     pub tables_merged: usize,
     /// Entries written to the new tables (rebuild only).
     pub entries: u64,
-    /// Write-ahead log entries replayed (rebuild only): every one read, those already in
-    /// a table too.
+    /// Write-ahead log entries replayed (rebuild only); with a table known lost, those
+    /// already in a table too.
     pub wal_entries: u64,
     /// Files that could not be read, where they now are in `lost/`, with the reason.
     pub lost: Vec<(PathBuf, String)>,
@@ -86,6 +90,8 @@ pub struct RepairReport {
 #[derive(Default)]
 struct CfPlan {
     name: Option<String>,
+    /// Largest sequence number in the family's readable tables.
+    table_max_seq: u64,
     tables: Vec<Arc<Table>>,
     mem: Option<Arc<Memtable>>,
 }
@@ -221,8 +227,10 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
     // number of one there.
     let next_file_no =
         max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
+    let named_missing = newest_manifest_names_missing_tables(env, opts);
     let mut found = scan_tables(env)?;
-    let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut found.plans)?;
+    let replay_all = named_missing || !found.lost.is_empty();
+    let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut found.plans, replay_all)?;
     found.max_seq = found.max_seq.max(wal_max_seq);
     found.plans.entry(0).or_default();
 
@@ -269,6 +277,7 @@ fn scan_tables(env: &StorageEnv) -> Result<Found> {
                     let ((cf, name), seq) = (scan.cf, scan.max_seq);
                     let plan = found.plans.entry(cf).or_default();
                     plan.name.get_or_insert(name);
+                    plan.table_max_seq = plan.table_max_seq.max(seq);
                     plan.tables.push(scan.table);
                     found.max_seq = found.max_seq.max(seq);
                     found.inputs.push((tier, no));
@@ -434,7 +443,40 @@ fn remove_all(env: &StorageEnv, paths: &[PathBuf]) {
 /// below the tables' sequence numbers would drop those. Damaged records are skipped
 /// (repair salvages what it can). Returns the entries kept, the log numbers read and the
 /// largest sequence number.
-fn read_wals(env: &StorageEnv, plans: &mut BTreeMap<u32, CfPlan>) -> Result<(u64, Vec<u64>, u64)> {
+/// Whether the newest readable manifest names a table that is not on disk: its writes may
+/// then be only in the logs.
+fn newest_manifest_names_missing_tables(env: &StorageEnv, opts: &Options) -> bool {
+    let Some(&no) = manifest_numbers(env.root())
+        .ok()
+        .and_then(|n| n.last().copied())
+        .as_ref()
+    else {
+        return false;
+    };
+    let Ok(vs) = VersionSet::recover_manifest(env.clone(), opts.num_levels, initial_k(opts), no)
+    else {
+        return false;
+    };
+    vs.cfs.values().any(|e| {
+        e.version.levels.iter().flat_map(|l| &l.runs).any(|r| {
+            r.files
+                .iter()
+                .any(|f| !table_path(env, f.desc.tier as usize, f.file_no()).exists())
+        })
+    })
+}
+
+/// Replays the logs into per-family memtables. A log entry at or below the largest
+/// sequence number of its family's tables is normally in a table already, or was
+/// superseded there: an old log left behind (its unlink not durable) must not bring back
+/// a key whose tombstone a compaction has since dropped. When a table is known lost
+/// (moved to `lost/`, or named by the manifest and missing), such entries may be the only
+/// copy left, so every entry is replayed (the merge keeps the newest version of a key).
+fn read_wals(
+    env: &StorageEnv,
+    plans: &mut BTreeMap<u32, CfPlan>,
+    replay_all: bool,
+) -> Result<(u64, Vec<u64>, u64)> {
     let root = env.root();
     let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
     let mut wals: Vec<u64> = rd
@@ -465,6 +507,9 @@ fn read_wals(env: &StorageEnv, plans: &mut BTreeMap<u32, CfPlan>) -> Result<(u64
                     BatchOpKind::DeleteRange => continue,
                 };
                 let plan = plans.entry(op.cf).or_default();
+                if !replay_all && seq <= plan.table_max_seq {
+                    continue;
+                }
                 let m = plan.mem.get_or_insert_with(|| Arc::new(Memtable::new(0)));
                 m.add(seq, kind, op.key, op.value);
                 kept += 1;
