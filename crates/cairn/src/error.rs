@@ -151,23 +151,59 @@ impl Error {
 }
 
 /// The first error after which the database must not take writes until it is reopened:
-/// corruption found by background work, or a failed fsync of the WAL or the manifest (on
-/// Linux a failed fsync may drop the dirty pages it covered, so a retry can succeed
-/// while earlier acknowledged bytes are gone, as PostgreSQL learned; RocksDB stops writes
-/// on it too). Shared, lock-free to read, by everything that can hit such an error.
+/// corruption found by background work, a panic inside the engine, or a failed fsync of
+/// the WAL or the manifest (on Linux a failed fsync may drop the dirty pages it covered,
+/// so a retry can succeed while earlier acknowledged bytes are gone, as PostgreSQL
+/// learned; RocksDB stops writes on it too). Shared, lock-free to read, by everything that
+/// can hit such an error.
+///
+/// After a WAL fsync failure alone the manifest is sound, and flushing the memtables is
+/// the one way left to make their acknowledged writes durable: flushes go on (as
+/// RocksDB's recovery from a WAL error flushes), and only writes stop. Any other cause
+/// stops manifest writes too.
 #[derive(Debug, Default)]
-pub(crate) struct Halt(std::sync::OnceLock<Error>);
+pub(crate) struct Halt {
+    first: std::sync::OnceLock<Error>,
+    wal_sync_failed: std::sync::atomic::AtomicBool,
+    manifest_stopped: std::sync::atomic::AtomicBool,
+}
 
 impl Halt {
-    /// Records `e` unless an earlier error stopped the database already.
+    /// Stops writes and manifest edits after `e`.
     pub(crate) fn stop(&self, e: &Error) {
-        if self.0.set(e.duplicate()).is_ok() {
+        self.record(e);
+        self.manifest_stopped
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Stops writes after a failed fsync of the WAL.
+    pub(crate) fn stop_wal_sync(&self, e: &Error) {
+        self.record(e);
+        self.wal_sync_failed
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn record(&self, e: &Error) {
+        if self.first.set(e.duplicate()).is_ok() {
             log::error!("cairn: writes stop until the database is reopened: {e}");
         }
     }
 
     /// The error that stopped the database, if one did.
     pub(crate) fn error(&self) -> Option<&Error> {
-        self.0.get()
+        self.first.get()
+    }
+
+    /// Whether manifest edits (flushes installing their tables) may still be written.
+    pub(crate) fn manifest_writable(&self) -> bool {
+        !self
+            .manifest_stopped
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether a WAL fsync failed (a retry would prove nothing).
+    pub(crate) fn wal_sync_failed(&self) -> bool {
+        self.wal_sync_failed
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 }

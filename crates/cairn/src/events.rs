@@ -69,11 +69,12 @@ pub struct CompactionInfo {
 }
 
 /// Receives flush and compaction events on the background thread that runs them. Keep
-/// handlers short: they delay the background work. A handler may read the database and
-/// write to it, but calls that wait for background work (`flush`, `compact_range`,
-/// `drop_cf`, `run_background_work`, and a write that would have to wait for a flush)
-/// fail with [`Error::InvalidArgument`] there: the work they wait for is the handler's
-/// own caller, so they would wait forever.
+/// handlers short: they delay the background work. A handler may read the database; its
+/// writes and the calls that wait for background work (`flush`, `compact_range`,
+/// `drop_cf`, `run_background_work`, `proactive_compact`) fail with
+/// [`Error::InvalidArgument`] there, since they can wait for the work that is running the
+/// handler (a write may have to wait for a flush, or queue behind a writer that does).
+/// Other databases may be used freely.
 pub trait EventListener: Send + Sync {
     /// A flush starts.
     fn on_flush_begin(&self, _info: &FlushInfo) {}
@@ -86,13 +87,18 @@ pub trait EventListener: Send + Sync {
 }
 
 thread_local! {
-    /// Whether this thread is inside a listener's callback.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// The database (its address) whose listener this thread is inside, or 0.
+    static IN_CALLBACK: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Calls `f` on every listener, with the thread marked as inside a callback.
-pub(crate) fn notify(listeners: &[Arc<dyn EventListener>], f: impl Fn(&dyn EventListener)) {
-    struct Restore(bool);
+/// Calls `f` on every listener of database `owner` (any address unique to it), with the
+/// thread marked as inside its callback.
+pub(crate) fn notify(
+    owner: usize,
+    listeners: &[Arc<dyn EventListener>],
+    f: impl Fn(&dyn EventListener),
+) {
+    struct Restore(usize);
     impl Drop for Restore {
         fn drop(&mut self) {
             IN_CALLBACK.set(self.0);
@@ -101,18 +107,19 @@ pub(crate) fn notify(listeners: &[Arc<dyn EventListener>], f: impl Fn(&dyn Event
     if listeners.is_empty() {
         return;
     }
-    let _restore = Restore(IN_CALLBACK.replace(true));
+    let _restore = Restore(IN_CALLBACK.replace(owner));
     for l in listeners {
         f(l.as_ref());
     }
 }
 
-/// Refuses `what` inside a listener's callback (see [`EventListener`]).
-pub(crate) fn refuse_in_callback(what: &str) -> Result<()> {
-    if IN_CALLBACK.get() {
+/// Refuses `what` on database `owner` inside one of its listeners' callbacks (see
+/// [`EventListener`]).
+pub(crate) fn refuse_in_callback(owner: usize, what: &str) -> Result<()> {
+    if IN_CALLBACK.get() == owner {
         return Err(Error::InvalidArgument(format!(
-            "{what} cannot be called from an event listener: it would wait for the \
-             background work that is running the listener"
+            "{what} cannot be called from the database's own event listener: it could \
+             wait for the background work that is running the listener"
         )));
     }
     Ok(())

@@ -246,8 +246,10 @@ fn a_dead_flush_thread_fails_writes_instead_of_stalling_them() {
     assert!(err.contains("panicked"), "{err}");
 }
 
-/// A listener that calls back into work that waits for its own caller: before the fix
-/// each of these deadlocked. Now they return an error.
+/// A listener that calls back into work that may wait for its own caller: before the fix
+/// flush, compact_range, drop_cf and run_background_work deadlocked, and a write could
+/// (behind a writer waiting for the flush the listener runs in). Now they return an error,
+/// while another database works as usual from the same callback.
 #[test]
 fn listeners_calling_flush_compact_or_drop_cf_get_an_error() {
     struct CallsBack(
@@ -265,7 +267,14 @@ fn listeners_calling_flush_compact_or_drop_cf_get_an_error() {
                 db.compact_range(None, None).err(),
                 db.drop_cf(&cf).err(),
                 db.run_background_work().err(),
+                db.proactive_compact(&cf).err(),
+                db.put(&WriteOptions::default(), b"from", b"listener").err(),
             ];
+            // Another database is not the listener's caller: it works as usual.
+            let other = tempfile::tempdir().unwrap();
+            let other = Db::open(other.path(), Options::default()).unwrap();
+            other.put(&SYNC, b"k", b"v").unwrap();
+            other.flush().unwrap();
             self.1
                 .lock()
                 .extend(r.into_iter().map(|e| format!("{e:?}")));
@@ -289,7 +298,7 @@ fn listeners_calling_flush_compact_or_drop_cf_get_an_error() {
             d.flush().unwrap();
         });
         let seen = seen.lock();
-        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert_eq!(seen.len(), 6, "{seen:?}");
         assert!(
             seen.iter().all(|e| e.contains("InvalidArgument")),
             "{seen:?}"

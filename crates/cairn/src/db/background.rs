@@ -234,7 +234,7 @@ impl DbInner {
     /// Flushes the oldest immutable memtable of any column family. Returns false if there
     /// was none.
     pub(crate) fn flush_one(&self) -> Result<bool> {
-        if self.halt.error().is_some() {
+        if !self.halt.manifest_writable() {
             return Ok(false); // nothing more may reach the manifest
         }
         let _claim = self.flush_lock.lock();
@@ -275,7 +275,7 @@ impl DbInner {
             memtable_id: mem.id(),
             outputs: Vec::new(),
         };
-        crate::events::notify(&self.opts.listeners, |l| l.on_flush_begin(&info));
+        crate::events::notify(self.id(), &self.opts.listeners, |l| l.on_flush_begin(&info));
         let deepest = cf.sv.load().version.deepest_nonempty();
         let warmer = self.prefetch.flush_warmer(cf.id);
         let (mut edit, files) = self.write_level0(cf.id, mem, deepest, warmer)?;
@@ -341,7 +341,7 @@ impl DbInner {
         drop(vs);
         self.remove_old_wals(log_number);
         info.outputs = files;
-        crate::events::notify(&self.opts.listeners, |l| l.on_flush_end(&info));
+        crate::events::notify(self.id(), &self.opts.listeners, |l| l.on_flush_end(&info));
         Ok(())
     }
 
@@ -555,10 +555,14 @@ impl DbInner {
                     outputs: Vec::new(),
                     trivial_move: true,
                 };
-                crate::events::notify(&self.opts.listeners, |l| l.on_compaction_begin(&info));
+                crate::events::notify(self.id(), &self.opts.listeners, |l| {
+                    l.on_compaction_begin(&info)
+                });
                 self.install_edit(cf, edit)?;
                 self.stats.trivial_moves.fetch_add(1, Ordering::Relaxed);
-                crate::events::notify(&self.opts.listeners, |l| l.on_compaction_end(&info));
+                crate::events::notify(self.id(), &self.opts.listeners, |l| {
+                    l.on_compaction_end(&info)
+                });
                 Ok(())
             }
             Task::Merge {
@@ -593,7 +597,9 @@ impl DbInner {
                     outputs: Vec::new(),
                     trivial_move: false,
                 };
-                crate::events::notify(&self.opts.listeners, |l| l.on_compaction_begin(&info));
+                crate::events::notify(self.id(), &self.opts.listeners, |l| {
+                    l.on_compaction_begin(&info)
+                });
                 self.stats
                     .compactions_running
                     .fetch_add(1, Ordering::Relaxed);
@@ -617,7 +623,9 @@ impl DbInner {
                     .fetch_sub(1, Ordering::Relaxed);
                 info.outputs = r?;
                 self.stats.compactions.fetch_add(1, Ordering::Relaxed);
-                crate::events::notify(&self.opts.listeners, |l| l.on_compaction_end(&info));
+                crate::events::notify(self.id(), &self.opts.listeners, |l| {
+                    l.on_compaction_end(&info)
+                });
                 Ok(())
             }
         }

@@ -393,7 +393,7 @@ impl Db {
     /// Drops a column family and its data (the default one cannot be dropped). Unflushed
     /// data of the dropped family in the WAL is ignored on recovery.
     pub fn drop_cf(&self, cf: &ColumnFamily) -> Result<()> {
-        crate::events::refuse_in_callback("drop_cf")?;
+        crate::events::refuse_in_callback(self.inner.id(), "drop_cf")?;
         self.inner.check_open()?;
         if cf.id == 0 {
             return Err(Error::InvalidArgument(
@@ -587,7 +587,7 @@ impl Db {
 
     /// Flushes every memtable holding data to level 0 and waits for it.
     pub fn flush(&self) -> Result<()> {
-        crate::events::refuse_in_callback("flush")?;
+        crate::events::refuse_in_callback(self.inner.id(), "flush")?;
         self.inner.flush_and_wait()
     }
 
@@ -604,7 +604,7 @@ impl Db {
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
-        crate::events::refuse_in_callback("compact_range")?;
+        crate::events::refuse_in_callback(self.inner.id(), "compact_range")?;
         self.inner.flush_and_wait()?;
         self.inner.compact_range(cf.id, start, end)
     }
@@ -614,7 +614,7 @@ impl Db {
     /// under [`IndexPolicy::Learned`](crate::IndexPolicy)). For tests and tools that open
     /// with `background_work = false`.
     pub fn run_background_work(&self) -> Result<()> {
-        crate::events::refuse_in_callback("run_background_work")?;
+        crate::events::refuse_in_callback(self.inner.id(), "run_background_work")?;
         self.inner.check_open()?;
         while self.inner.flush_one()? {}
         self.inner.compact_until_done()?;
@@ -728,7 +728,8 @@ impl Db {
         self.inner.save_query_stores();
         let mut wal = self.inner.wal.lock();
         let poisoned = wal.poisoned;
-        if let (Some(w), None) = (wal.writer.as_mut(), self.inner.halt.error()) {
+        let retry_is_void = self.inner.halt.wal_sync_failed();
+        if let (Some(w), false) = (wal.writer.as_mut(), retry_is_void) {
             // After a failed fsync a retry proves nothing (see `Halt`): leave the log.
             if poisoned {
                 // The buffer holds the failed write: appending it after its torn part
@@ -778,6 +779,11 @@ impl DbInner {
             .stop(&Error::Closed(format!("{thread} panicked: {msg}")));
         self.queue_cv.notify_all();
         self.bg_cv.notify_all();
+    }
+
+    /// An address unique to this database while it is open (listener re-entrance).
+    pub(crate) fn id(&self) -> usize {
+        self as *const Self as usize
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {

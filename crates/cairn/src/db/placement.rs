@@ -462,7 +462,9 @@ impl DbInner {
             outputs: Vec::new(),
             trivial_move: false,
         };
-        crate::events::notify(&self.opts.listeners, |l| l.on_compaction_begin(&info));
+        crate::events::notify(self.id(), &self.opts.listeners, |l| {
+            l.on_compaction_begin(&info)
+        });
         // The prefetch policy sees this job as any compaction (Leaper's metric and
         // warming), and its end however the job ends.
         // The hot and the cold pass each merge every input of the upper level: count them
@@ -575,7 +577,9 @@ impl DbInner {
             rc.on_compaction(state.id, &gone, &files);
         }
         info.outputs = files;
-        crate::events::notify(&self.opts.listeners, |l| l.on_compaction_end(&info));
+        crate::events::notify(self.id(), &self.opts.listeners, |l| {
+            l.on_compaction_end(&info)
+        });
         let s = &self.stats;
         s.compactions.fetch_add(1, Ordering::Relaxed);
         s.proactive_compactions.fetch_add(1, Ordering::Relaxed);
@@ -683,6 +687,7 @@ impl Db {
     /// nothing (placement off, no or a stale cold-key set, back-off under load).
     /// `InvalidArgument` when the tiers have no cold level below a hot level 1.
     pub fn proactive_compact(&self, cf: &ColumnFamily) -> Result<ProactiveReport> {
+        crate::events::refuse_in_callback(self.inner.id(), "proactive_compact")?;
         self.inner.proactive_compact(cf.id)
     }
 }

@@ -32,6 +32,7 @@ type Queue<'a> = MutexGuard<'a, std::collections::VecDeque<Arc<Slot>>>;
 
 impl DbInner {
     pub(crate) fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        crate::events::refuse_in_callback(self.id(), "a write")?;
         if batch.is_empty() {
             return Ok(());
         }
@@ -112,6 +113,11 @@ impl DbInner {
     /// The leader's work: a memtable switch, or room for a group and its commit. Returns
     /// how many queued slots it handled.
     fn lead(&self, q: &mut Queue<'_>, slot: &Arc<Slot>) -> (usize, Result<()>) {
+        // The database may have stopped while this writer queued (a switch would rotate
+        // the WAL, retrying the fsync that failed).
+        if let Err(e) = self.check_open() {
+            return (1, Err(e));
+        }
         if slot.switch {
             (1, self.switch_memtables())
         } else {
@@ -172,7 +178,7 @@ impl DbInner {
                 Some(w) => w.add_record(&record).and_then(|_| w.flush()).and_then(|_| {
                     // A failed fsync may have dropped what it covered: stop (see `Halt`).
                     match sync {
-                        true => w.sync_written().inspect_err(|e| self.halt.stop(e)),
+                        true => w.sync_written().inspect_err(|e| self.halt.stop_wal_sync(e)),
                         false => Ok(()),
                     }
                 }),
@@ -307,8 +313,6 @@ impl DbInner {
                 return Ok(());
             }
             if imms + 1 >= self.opts.max_write_buffers || l0_runs >= self.opts.l0_stop_trigger {
-                // The flush this write waits for may be the listener's own caller.
-                crate::events::refuse_in_callback("a write that waits for a flush")?;
                 let t = Instant::now();
                 self.request_flush();
                 self.request_compaction();
@@ -355,7 +359,8 @@ impl DbInner {
             let flushed = if poisoned { Ok(()) } else { old.flush() };
             let r = flushed.and_then(|_| {
                 // A failed fsync may have dropped what it covered: stop (see `Halt`).
-                old.sync_written().inspect_err(|e| self.halt.stop(e))
+                old.sync_written()
+                    .inspect_err(|e| self.halt.stop_wal_sync(e))
             });
             if let Err(e) = r {
                 drop(wal);
@@ -414,7 +419,8 @@ impl DbInner {
         })?;
         if !self.opts.background_work {
             while self.flush_one()? {}
-            return Ok(());
+            // A stopped database flushes nothing: say so rather than succeed.
+            return self.check_open();
         }
         loop {
             self.check_open()?;

@@ -319,8 +319,9 @@ impl VersionSet {
     /// call fails with [`Error::Closed`] until the database is reopened and recovery reads
     /// what the disk holds.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
-        if let Some(e) = self.halt.error() {
-            return Err(Error::Closed(format!("manifest write failed before: {e}")));
+        if !self.halt.manifest_writable() {
+            let e = self.halt.error().map(|e| e.to_string()).unwrap_or_default();
+            return Err(Error::Closed(format!("the database stopped: {e}")));
         }
         edit.next_file_no = Some(self.next_file_no.max(edit.next_file_no.unwrap_or(0)));
         edit.next_run_id = Some(self.next_run_id.max(edit.next_run_id.unwrap_or(0)));
