@@ -176,7 +176,12 @@ impl RunIterator {
 
     fn skip_backward(&mut self) {
         while self.err.is_none() && self.cur.as_ref().is_some_and(|c| !c.valid()) {
-            if self.cur.as_ref().is_some_and(|c| c.status().is_err()) || self.index == 0 {
+            // Keep a failed table's error before retiring it: the scan must end with it,
+            // not as if the run had no more keys.
+            if let Some(Err(e)) = self.cur.as_ref().map(|c| c.status()) {
+                self.err = Some(e);
+            }
+            if self.err.is_some() || self.index == 0 {
                 self.retire();
                 return;
             }

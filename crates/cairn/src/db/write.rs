@@ -33,7 +33,7 @@ type Queue<'a> = MutexGuard<'a, std::collections::VecDeque<Arc<Slot>>>;
 impl DbInner {
     pub(crate) fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         crate::events::refuse_in_callback(self.id(), "a write")?;
-        if batch.is_empty() {
+        if batch.is_empty() && !wo.sync {
             return Ok(());
         }
         {
@@ -167,28 +167,13 @@ impl DbInner {
         let batch: &WriteBatch = &batch;
         let n = batch.len() as u64;
         if n == 0 {
-            return Ok(());
+            // Nothing to log (an empty batch, a range delete over no key), but a synced
+            // write still promises that every write acknowledged before it is durable.
+            return if sync { self.log(None, true) } else { Ok(()) };
         }
         let first = self.last_seq.load(Ordering::Acquire) + 1;
         let record = batch.encode(first);
-        let logged = {
-            let mut wal = self.wal.lock();
-            let r = match wal.writer.as_mut() {
-                None => Err(Error::Closed("no write-ahead log".into())),
-                Some(w) => w.add_record(&record).and_then(|_| w.flush()).and_then(|_| {
-                    // A failed fsync may have dropped what it covered: stop (see `Halt`).
-                    match sync {
-                        true => w.sync_written().inspect_err(|e| self.halt.stop_wal_sync(e)),
-                        false => Ok(()),
-                    }
-                }),
-            };
-            if r.is_err() && wal.writer.is_some() {
-                // Part of the record may be in the file: never append after it.
-                wal.poisoned = true;
-            }
-            r
-        };
+        let logged = self.log(Some(&record), sync);
         if let Err(e) = logged {
             // Burn the sequence numbers: the record may survive in the abandoned log, and
             // no later write may reuse them.
@@ -202,6 +187,29 @@ impl DbInner {
             .writes
             .fetch_add(group.len() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Appends `record` to the WAL, then fsyncs it if `sync`. Any failure stops writes
+    /// until reopen (see `Halt`): the record may have reached the file, whole or torn, and
+    /// would come back at reopen beneath writes acknowledged after it (a range delete
+    /// expands to the keys it sees, not that one); a failed fsync may have dropped earlier
+    /// acknowledged bytes.
+    fn log(&self, record: Option<&[u8]>, sync: bool) -> Result<()> {
+        let mut wal = self.wal.lock();
+        let Some(w) = wal.writer.as_mut() else {
+            return Err(Error::Closed("no write-ahead log".into()));
+        };
+        let r = match record {
+            Some(rec) => w.add_record(rec).and_then(|_| w.flush()),
+            None => w.flush(),
+        };
+        let r = r.and_then(|_| if sync { w.sync_written() } else { Ok(()) });
+        if let Err(e) = &r {
+            // Part of the record may be in the file: never append after it.
+            wal.poisoned = true;
+            self.halt.stop_wal(e);
+        }
+        r
     }
 
     pub(crate) fn apply_to_memtables(&self, batch: &WriteBatch, first: u64) -> Result<()> {
@@ -357,11 +365,10 @@ impl DbInner {
             // failed, unacknowledged write: only what reached the file is synced (a torn
             // record there is dropped at recovery).
             let flushed = if poisoned { Ok(()) } else { old.flush() };
-            let r = flushed.and_then(|_| {
-                // A failed fsync may have dropped what it covered: stop (see `Halt`).
-                old.sync_written()
-                    .inspect_err(|e| self.halt.stop_wal_sync(e))
-            });
+            // A failed fsync may have dropped what it covered: stop (see `Halt`).
+            let r = flushed
+                .and_then(|_| old.sync_written())
+                .inspect_err(|e| self.halt.stop_wal(e));
             if let Err(e) = r {
                 drop(wal);
                 let _ = self.env.remove(&path);
