@@ -14,9 +14,7 @@
 //! command a failure prints), `--deterministic` (every cycle on one thread without
 //! background work or kills, so a directory replays exactly), `--verbose`.
 //!
-//! Environment: `CAIRN_STRESS_AVOID=reverse,empty-sync,range-after-failure` steers around
-//! known engine bugs until they are fixed (see `avoid` in the harness's `actors.rs`);
-//! `CAIRN_STRESS_TRACE=1` prints every failed call and wrong answer as it happens.
+//! Environment: `CAIRN_STRESS_TRACE=1` prints every failed call and wrong answer as it happens.
 
 #[path = "../tests/stress_harness/mod.rs"]
 mod harness;
@@ -139,11 +137,8 @@ fn main() {
     println!("{}\n{}", report.table(), report.work_table());
     if let Some(path) = out {
         let args: Vec<String> = std::env::args().skip(1).collect();
-        let avoid = std::env::var("CAIRN_STRESS_AVOID")
-            .map(|v| format!("CAIRN_STRESS_AVOID={v} "))
-            .unwrap_or_default();
         let command = format!(
-            "{avoid}cargo run --release -p cairn --example db_stress -- {}",
+            "cargo run --release -p cairn --example db_stress -- {}",
             args.join(" ")
         );
         let commit = output("git", &["rev-parse", "--short", "HEAD"]).unwrap_or("unknown".into());

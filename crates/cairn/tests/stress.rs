@@ -4,8 +4,7 @@
 //! seeds; a failure prints the command that replays its directory.
 //!
 //! `CAIRN_STRESS_CYCLES` sets the cycles per preset (default 8), `CAIRN_STRESS_SEED`
-//! the seed, `CAIRN_STRESS_AVOID` the known engine bugs to steer around until they are
-//! fixed (see `avoid` in `stress_harness/actors.rs`).
+//! the seed.
 
 #[path = "stress_harness/mod.rs"]
 mod harness;

@@ -100,26 +100,6 @@ pub fn trace() -> bool {
     *TRACE.get_or_init(|| std::env::var_os("CAIRN_STRESS_TRACE").is_some_and(|v| v == "1"))
 }
 
-/// Known engine bugs a run can steer around until they are fixed, named in
-/// `CAIRN_STRESS_AVOID` (comma-separated); a plain run avoids nothing:
-/// - `reverse`: no backward reads (a read error in a reverse scan is dropped: keys go
-///   missing without an error);
-/// - `empty-sync`: range deletes are not synced (a synced write that deletes nothing is
-///   acknowledged without syncing the WAL, so earlier writes stay undurable);
-/// - `range-after-failure`: a writer whose write failed in this cycle deletes single keys
-///   instead of ranges (a range delete skips keys a failed write may still bring back at
-///   reopen).
-pub fn avoid(bug: &str) -> bool {
-    static AVOID: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    AVOID
-        .get_or_init(|| {
-            let v = std::env::var("CAIRN_STRESS_AVOID").unwrap_or_default();
-            v.split(',').map(|s| s.trim().to_string()).collect()
-        })
-        .iter()
-        .any(|b| b == bug)
-}
-
 /// One line on stdout in one `write(2)` (shorter than `PIPE_BUF`), so a kill leaves it
 /// whole in the pipe or not at all.
 pub fn print_line(line: &str) {
@@ -138,12 +118,6 @@ enum WriteOp {
     Batch(Vec<(usize, bool)>),
     /// Keys `[a, b)`, in the column families marked.
     Range(usize, usize, [bool; 2]),
-}
-
-impl WriteOp {
-    fn is_range(&self) -> bool {
-        matches!(self, WriteOp::Range(..))
-    }
 }
 
 pub struct Writer {
@@ -170,7 +144,7 @@ impl Writer {
             return sh.pause(&mut self.rng, 3);
         }
         let op = self.pick();
-        let sync = self.rng.random_ratio(1, 12) && !(avoid("empty-sync") && op.is_range());
+        let sync = self.rng.random_ratio(1, 12);
         self.counter += 1;
         let s = stamp(sh.cycle, self.counter);
         let entries = self.entries(&op, s);
@@ -206,14 +180,6 @@ impl Writer {
     }
 
     fn pick(&mut self) -> WriteOp {
-        let failed = self.log.iter().any(|o| o.outcome == Outcome::Failed);
-        match self.pick_any() {
-            WriteOp::Range(a, ..) if failed && avoid("range-after-failure") => WriteOp::Delete(a),
-            op => op,
-        }
-    }
-
-    fn pick_any(&mut self) -> WriteOp {
         let rng = &mut self.rng;
         let i = rng.random_range(0..KEYS_PER_WRITER);
         match rng.random_range(0..100) {
@@ -360,9 +326,9 @@ impl Reader {
         sh.pause(&mut self.rng, 2);
     }
 
-    /// Whether to read backward (with probability `p`), unless reverse reads are off.
+    /// Whether to read backward (with probability `p`).
     fn backward(&mut self, p: f64) -> bool {
-        self.rng.random_bool(p) && !avoid("reverse")
+        self.rng.random_bool(p)
     }
 
     fn get_latest(&mut self, sh: &Shared) -> Result<(), ReadErr> {
