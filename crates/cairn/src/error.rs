@@ -151,11 +151,11 @@ impl Error {
 }
 
 /// The first error after which the database must not take writes until it is reopened:
-/// corruption found by background work, a panic inside the engine, a failed write or
-/// fsync of the WAL, or a manifest write whose outcome is unknown. On Linux a failed fsync
-/// may drop the dirty pages it covered, so a retry can succeed while earlier acknowledged
-/// bytes are gone (as PostgreSQL learned); a failed WAL write may still have reached the
-/// file and come back at reopen. RocksDB stops writes on both too. Shared, lock-free to read, by everything that
+/// corruption found by background work, a panic inside the engine, a failed fsync of the
+/// WAL, or a manifest write whose outcome is unknown. On Linux a failed fsync may drop the
+/// dirty pages it covered, so a retry can succeed while earlier acknowledged bytes are
+/// gone (as PostgreSQL learned); RocksDB stops writes on it too. (A failed WAL *write*
+/// does not stop them: the record is cut off the log before the next write.) Shared, lock-free to read, by everything that
 /// can hit such an error.
 ///
 /// After a WAL failure alone the manifest is sound, and flushing the memtables is
@@ -177,7 +177,7 @@ impl Halt {
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
-    /// Stops writes after a failed write or fsync of the WAL.
+    /// Stops writes after a failed fsync of the WAL.
     pub(crate) fn stop_wal(&self, e: &Error) {
         self.record(e);
         self.wal_sync_failed
@@ -202,7 +202,7 @@ impl Halt {
             .load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Whether a WAL write or fsync failed (a retry of its fsync would prove nothing).
+    /// Whether a WAL fsync failed (a retry would prove nothing).
     pub(crate) fn wal_sync_failed(&self) -> bool {
         self.wal_sync_failed
             .load(std::sync::atomic::Ordering::Acquire)

@@ -106,7 +106,29 @@ pub(crate) struct Slot {
 pub(crate) struct WalState {
     pub(crate) writer: Option<LogWriter>,
     pub(crate) number: u64,
+    /// The last write failed: part or all of its record may be in the file.
     pub(crate) poisoned: bool,
+    /// Where the failed write's record began.
+    pub(crate) failed_at: u64,
+}
+
+impl WalState {
+    /// Makes the log durable. A log whose last write failed is first cut back to before
+    /// that write: its record may have reached the file, whole or torn, and would come
+    /// back at reopen beneath later writes (a range delete acknowledged after it expanded
+    /// to the keys it could see, not that one).
+    pub(crate) fn make_durable(&mut self) -> Result<()> {
+        let (poisoned, at) = (self.poisoned, self.failed_at);
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        if poisoned {
+            w.cut_to(at)?;
+        } else {
+            w.flush()?;
+        }
+        w.sync_written()
+    }
 }
 
 #[derive(Default)]
@@ -727,17 +749,9 @@ impl Db {
         self.inner.save_tuner_checkpoint();
         self.inner.save_query_stores();
         let mut wal = self.inner.wal.lock();
-        let poisoned = wal.poisoned;
-        let retry_is_void = self.inner.halt.wal_sync_failed();
-        if let (Some(w), false) = (wal.writer.as_mut(), retry_is_void) {
-            // After a failed fsync a retry proves nothing (see `Halt`): leave the log.
-            if poisoned {
-                // The buffer holds the failed write: appending it after its torn part
-                // would turn a torn tail into corruption in the middle of the log.
-                w.sync_written()?;
-            } else {
-                w.sync()?;
-            }
+        // After a failed fsync a retry proves nothing (see `Halt`): leave the log.
+        if !self.inner.halt.wal_sync_failed() {
+            wal.make_durable()?;
         }
         drop(wal);
         // Last, after the threads stopped: the counters are final, and a failure here

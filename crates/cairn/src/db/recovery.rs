@@ -321,6 +321,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             writer: None,
             number: 0,
             poisoned: false,
+            failed_at: 0,
         }),
         last_seq: AtomicU64::new(last_seq),
         snapshots: Arc::new(SnapshotList::default()),

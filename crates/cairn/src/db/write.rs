@@ -189,27 +189,33 @@ impl DbInner {
         Ok(())
     }
 
-    /// Appends `record` to the WAL, then fsyncs it if `sync`. Any failure stops writes
-    /// until reopen (see `Halt`): the record may have reached the file, whole or torn, and
-    /// would come back at reopen beneath writes acknowledged after it (a range delete
-    /// expands to the keys it sees, not that one); a failed fsync may have dropped earlier
-    /// acknowledged bytes.
+    /// Appends `record` to the WAL, then fsyncs it if `sync`. A failed write poisons the
+    /// log (the next write starts a new one, cutting the failed record off this one); a
+    /// failed fsync stops writes until reopen (see `Halt`).
     fn log(&self, record: Option<&[u8]>, sync: bool) -> Result<()> {
         let mut wal = self.wal.lock();
         let Some(w) = wal.writer.as_mut() else {
             return Err(Error::Closed("no write-ahead log".into()));
         };
-        let r = match record {
+        let start = w.len();
+        let written = match record {
             Some(rec) => w.add_record(rec).and_then(|_| w.flush()),
             None => w.flush(),
         };
-        let r = r.and_then(|_| if sync { w.sync_written() } else { Ok(()) });
-        if let Err(e) = &r {
-            // Part of the record may be in the file: never append after it.
+        if let Err(e) = written {
             wal.poisoned = true;
-            self.halt.stop_wal(e);
+            wal.failed_at = start;
+            return Err(e);
         }
-        r
+        if !sync {
+            return Ok(());
+        }
+        w.sync_written().inspect_err(|e| {
+            // The fsync may have dropped what it covered: nothing written after counts.
+            wal.poisoned = true;
+            wal.failed_at = start;
+            self.halt.stop_wal(e);
+        })
     }
 
     pub(crate) fn apply_to_memtables(&self, batch: &WriteBatch, first: u64) -> Result<()> {
@@ -356,24 +362,16 @@ impl DbInner {
         w.sync()?;
         self.env.sync_dir(&self.path)?;
         let mut wal = self.wal.lock();
-        let poisoned = wal.poisoned;
-        if let Some(old) = wal.writer.as_mut() {
-            // Make the old log durable before any write goes to the new one: otherwise a
-            // synced write in the new log could survive a power loss that takes earlier
-            // acknowledged (unsynced) writes of the old one, and recovery would show a
-            // later write without the earlier ones. A poisoned log's buffer holds its
-            // failed, unacknowledged write: only what reached the file is synced (a torn
-            // record there is dropped at recovery).
-            let flushed = if poisoned { Ok(()) } else { old.flush() };
+        // Make the old log durable before any write goes to the new one: otherwise a synced
+        // write in the new log could survive a power loss that takes earlier acknowledged
+        // (unsynced) writes of the old one, and recovery would show a later write without
+        // the earlier ones. A failed write's record is cut off it first (`make_durable`).
+        if let Err(e) = wal.make_durable() {
             // A failed fsync may have dropped what it covered: stop (see `Halt`).
-            let r = flushed
-                .and_then(|_| old.sync_written())
-                .inspect_err(|e| self.halt.stop_wal(e));
-            if let Err(e) = r {
-                drop(wal);
-                let _ = self.env.remove(&path);
-                return Err(e);
-            }
+            self.halt.stop_wal(&e);
+            drop(wal);
+            let _ = self.env.remove(&path);
+            return Err(e);
         }
         wal.writer = Some(w);
         wal.poisoned = false;

@@ -80,6 +80,12 @@ impl LogWriter {
         self.file.sync_written()
     }
 
+    /// Cuts the log back to `len` bytes, dropping buffered ones: a failed write's record,
+    /// whole or torn, is gone from the file (see `WritableFile::cut_to`).
+    pub fn cut_to(&mut self, len: u64) -> Result<()> {
+        self.file.cut_to(len)
+    }
+
     /// Bytes written to the file so far (including buffered ones).
     pub fn len(&self) -> u64 {
         self.file.len()

@@ -242,6 +242,15 @@ impl FaultInjector {
         }
     }
 
+    /// `path` was cut back to `len` bytes.
+    pub(crate) fn truncated(&self, path: &Path, len: u64) {
+        if let Some(t) = self.state.lock().files.get_mut(path) {
+            t.len = t.len.min(len);
+            t.synced = t.synced.min(len);
+            t.dropped.retain(|&(from, _)| from < len);
+        }
+    }
+
     /// The error a torn write ends with.
     pub(crate) fn torn(&self, path: &Path) -> Error {
         os_error(FaultError::Io, &format!("torn write {}", path.display()))

@@ -148,6 +148,20 @@ impl WritableFile {
         Ok(())
     }
 
+    /// Cuts the file back to `len` bytes (what reached it before a failed write) and drops
+    /// whatever is buffered; the file takes no more appends after this.
+    pub fn cut_to(&mut self, len: u64) -> Result<()> {
+        self.buf.clear();
+        self.file
+            .set_len(len)
+            .map_err(|e| Error::io(format!("truncate {}", self.path.display()), e))?;
+        if let Some(f) = &self.env.faults {
+            f.truncated(&self.path, len);
+        }
+        self.len = len;
+        Ok(())
+    }
+
     /// Bytes appended so far.
     pub fn len(&self) -> u64 {
         self.len
