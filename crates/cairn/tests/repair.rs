@@ -406,6 +406,15 @@ fn files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// The bytes of every file whose name ends with `suffix`, to put back later (as an unlink
+/// that was not durable when the power went would).
+fn copies_of(dir: &Path, suffix: &str) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    files_ending(dir, suffix)
+        .into_iter()
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+        .collect()
+}
+
 /// A key put, flushed, then deleted and flushed again: the rebuild merges both tables,
 /// and the tombstone must stay in its output. A later repair may find stale copies of the
 /// older table and log (unlinks not yet durable when the power went, or files put back):
@@ -422,15 +431,9 @@ fn a_later_repair_with_stale_files_does_not_resurrect_a_deleted_key() {
     let wo = WriteOptions::default();
     db.put(&wo, b"doomed", b"old value").unwrap();
     db.put(&wo, b"kept", b"1").unwrap();
-    let stale_log: Vec<_> = files_ending(dir.path(), ".log")
-        .into_iter()
-        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
-        .collect();
+    let stale_log = copies_of(dir.path(), ".log");
     db.flush().unwrap();
-    let stale_table: Vec<_> = files_ending(dir.path(), ".sst")
-        .into_iter()
-        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
-        .collect();
+    let stale_table = copies_of(dir.path(), ".sst");
     assert_eq!(stale_table.len(), 1);
     db.delete(&wo, b"doomed").unwrap();
     db.put(&wo, b"kept", b"2").unwrap();
@@ -474,10 +477,7 @@ fn log_entries_of_a_missing_table_are_replayed() {
                 .unwrap();
         }
         db.delete(&wo, b"new0000").unwrap();
-        let logs: Vec<_> = files_ending(dir.path(), ".log")
-            .into_iter()
-            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
-            .collect();
+        let logs = copies_of(dir.path(), ".log");
         db.flush().unwrap();
         let first = files_ending(dir.path(), ".sst");
         assert_eq!(first.len(), 1);
@@ -612,10 +612,7 @@ fn an_old_log_left_behind_does_not_resurrect_a_compacted_delete() {
     let db = Db::open(dir.path(), o.clone()).unwrap();
     let wo = WriteOptions::default();
     db.put(&wo, b"doomed", b"old value").unwrap();
-    let logs: Vec<_> = files_ending(dir.path(), ".log")
-        .into_iter()
-        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
-        .collect();
+    let logs = copies_of(dir.path(), ".log");
     db.flush().unwrap();
     db.delete(&wo, b"doomed").unwrap();
     db.put(&wo, b"later", b"x").unwrap();
