@@ -48,11 +48,22 @@ impl RunIterator {
         stats: Arc<StatsInner>,
         prefetch: Arc<Prefetcher>,
     ) -> Self {
+        Self::over(run.files.clone(), level, tables, stats, prefetch, false)
+    }
+
+    fn over(
+        files: Vec<Arc<FileMeta>>,
+        level: usize,
+        tables: Arc<TableCache>,
+        stats: Arc<StatsInner>,
+        prefetch: Arc<Prefetcher>,
+        compaction: bool,
+    ) -> Self {
         RunIterator {
-            files: run.files.clone(),
+            files,
             level,
             tables,
-            compaction: false,
+            compaction,
             stats,
             prefetch,
             seen: (0, 0),
@@ -77,19 +88,7 @@ impl RunIterator {
         debug_assert!(files
             .windows(2)
             .all(|w| w[0].largest_user() < w[1].smallest_user()));
-        RunIterator {
-            files,
-            level,
-            tables,
-            compaction: true,
-            stats,
-            prefetch,
-            seen: (0, 0),
-            backward: false,
-            index: 0,
-            cur: None,
-            err: None,
-        }
+        Self::over(files, level, tables, stats, prefetch, true)
     }
 
     /// Tells the prefetcher of the current table's (`files[index]`'s) block misses and
