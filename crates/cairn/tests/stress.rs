@@ -57,8 +57,14 @@ fn stress_every_preset_with_faults() {
     );
     let t = report.total();
     assert_eq!(t.cycles, cycles * cfg.presets.len() as u64);
-    assert!(t.acked > 0 && t.reopen_checks > 0, "the run did nothing");
+    assert!(
+        t.sum.acked > 0 && t.sum.reopen_checks > 0,
+        "the run did nothing"
+    );
     if cycles >= 4 {
-        assert!(t.kills > 0 && t.power_losses > 0, "no kill or power loss");
+        assert!(
+            t.sum.kills > 0 && t.sum.power_losses > 0,
+            "no kill or power loss"
+        );
     }
 }

@@ -141,6 +141,22 @@ pub struct CycleStats {
 }
 
 impl CycleStats {
+    /// Adds `o`'s counts and work (not its failure text).
+    pub fn add_counts(&mut self, o: &CycleStats) {
+        self.work.add(&o.work);
+        self.ops += o.ops;
+        self.acked += o.acked;
+        self.failed += o.failed;
+        self.faults += o.faults;
+        self.power_losses += o.power_losses;
+        self.kills += o.kills;
+        self.reopen_checks += o.reopen_checks;
+        self.lost_acked += o.lost_acked;
+        self.dropped_unsynced += o.dropped_unsynced;
+        self.wrong += o.wrong;
+        self.panics += o.panics;
+    }
+
     pub fn failed_check(&self) -> bool {
         !self.failures.is_empty()
     }

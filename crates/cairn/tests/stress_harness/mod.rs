@@ -120,7 +120,7 @@ fn run_dir(
         Ok(ctx) => ctx,
         Err(e) => {
             failures.push(format!("{preset} dir seed {dir_seed}: {e}"));
-            st.wrong += 1;
+            st.sum.wrong += 1;
             return (1, None);
         }
     };

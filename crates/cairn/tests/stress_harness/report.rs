@@ -1,25 +1,16 @@
 //! Totals per preset, the table printed at the end, and the markdown report.
 
-use super::cycle::{CycleStats, Work};
+use super::cycle::CycleStats;
 
+/// One preset's cycles: their counts summed, and what only a whole run has (hangs, time).
 #[derive(Clone, Debug, Default)]
 pub struct PresetStats {
     pub preset: String,
     pub cycles: u64,
-    pub ops: u64,
-    pub acked: u64,
-    pub failed: u64,
-    pub faults: u64,
-    pub power_losses: u64,
-    pub kills: u64,
-    pub reopen_checks: u64,
-    pub lost_acked: u64,
-    pub dropped_unsynced: u64,
-    pub wrong: u64,
     pub hangs: u64,
-    pub panics: u64,
     pub secs: f64,
-    pub work: Work,
+    /// The cycles' counts and work, added up (no failure text).
+    pub sum: CycleStats,
 }
 
 impl PresetStats {
@@ -32,36 +23,14 @@ impl PresetStats {
 
     pub fn add(&mut self, c: &CycleStats) {
         self.cycles += 1;
-        self.ops += c.ops;
-        self.acked += c.acked;
-        self.failed += c.failed;
-        self.faults += c.faults;
-        self.power_losses += c.power_losses;
-        self.kills += c.kills;
-        self.reopen_checks += c.reopen_checks;
-        self.lost_acked += c.lost_acked;
-        self.dropped_unsynced += c.dropped_unsynced;
-        self.wrong += c.wrong;
-        self.panics += c.panics;
-        self.work.add(&c.work);
+        self.sum.add_counts(c);
     }
 
     fn add_all(&mut self, o: &PresetStats) {
         self.cycles += o.cycles;
-        self.ops += o.ops;
-        self.acked += o.acked;
-        self.failed += o.failed;
-        self.faults += o.faults;
-        self.power_losses += o.power_losses;
-        self.kills += o.kills;
-        self.reopen_checks += o.reopen_checks;
-        self.lost_acked += o.lost_acked;
-        self.dropped_unsynced += o.dropped_unsynced;
-        self.wrong += o.wrong;
         self.hangs += o.hangs;
-        self.panics += o.panics;
         self.secs += o.secs;
-        self.work.add(&o.work);
+        self.sum.add_counts(&o.sum);
     }
 
     /// A one-line summary.
@@ -72,17 +41,17 @@ impl PresetStats {
              ({:.1} s)",
             self.preset,
             self.cycles,
-            self.ops,
-            self.acked,
-            self.failed,
-            self.faults,
-            self.power_losses,
-            self.kills,
-            self.reopen_checks,
-            self.lost_acked,
-            self.wrong,
+            self.sum.ops,
+            self.sum.acked,
+            self.sum.failed,
+            self.sum.faults,
+            self.sum.power_losses,
+            self.sum.kills,
+            self.sum.reopen_checks,
+            self.sum.lost_acked,
+            self.sum.wrong,
             self.hangs,
-            self.panics,
+            self.sum.panics,
             self.secs
         )
     }
@@ -92,18 +61,18 @@ impl PresetStats {
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} |",
             self.preset,
             self.cycles,
-            self.ops,
-            self.acked,
-            self.failed,
-            self.faults,
-            self.power_losses,
-            self.kills,
-            self.reopen_checks,
-            self.lost_acked,
-            self.dropped_unsynced,
-            self.wrong,
+            self.sum.ops,
+            self.sum.acked,
+            self.sum.failed,
+            self.sum.faults,
+            self.sum.power_losses,
+            self.sum.kills,
+            self.sum.reopen_checks,
+            self.sum.lost_acked,
+            self.sum.dropped_unsynced,
+            self.sum.wrong,
             self.hangs,
-            self.panics,
+            self.sum.panics,
             self.secs
         )
     }
@@ -133,7 +102,7 @@ impl Report {
     /// No lost acknowledged write, wrong answer, hang or panic.
     pub fn clean(&self) -> bool {
         let t = self.total();
-        self.failures.is_empty() && t.lost_acked + t.wrong + t.hangs + t.panics == 0
+        self.failures.is_empty() && t.sum.lost_acked + t.sum.wrong + t.hangs + t.sum.panics == 0
     }
 
     /// The table, in markdown.
@@ -165,7 +134,7 @@ impl Report {
         let mut all = self.presets.clone();
         all.push(self.total());
         for p in &all {
-            let w = &p.work;
+            let w = &p.sum.work;
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 p.preset,
