@@ -363,10 +363,23 @@ pub struct BudgetArgs {
     /// Sync the WAL on every write.
     #[arg(long)]
     pub sync: bool,
-    /// Device profile: latency cairn adds to each table I/O so a storage read costs what it
-    /// would on that device (ssd: 228 us per 4 KiB read). RocksDB and btree ignore it.
+    /// Device: on the wall clock, latency cairn adds to each table I/O so a storage read
+    /// costs what it would on that device (ssd: 228 us per 4 KiB read); on the virtual
+    /// clock, the device model every I/O is priced on. RocksDB and btree ignore it.
     #[arg(long, value_enum, default_value_t = crate::engines::Device::None)]
     pub device: crate::engines::Device,
+    /// The clock: wall, or virtual (cairn only, with --device and --threads 1): every
+    /// I/O, foreground and background, priced on one simulated device, CPU priced from
+    /// counts, background work at fixed points, so a rerun gives the same times.
+    #[arg(long, value_enum, default_value_t = crate::engines::ClockKind::Wall)]
+    pub clock: crate::engines::ClockKind,
+    /// On the virtual clock: requests between the fixed points where background work runs.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub bg_every_ops: u64,
+    /// On the virtual clock: a CPU price file from `cairn-bench calibrate` [default: the
+    /// built-in one].
+    #[arg(long, value_name = "FILE")]
+    pub cpu_prices: Option<PathBuf>,
     /// Parent directory for engine data [default: a fresh temporary directory].
     #[arg(long, value_name = "DIR")]
     pub db_dir: Option<PathBuf>,
@@ -437,6 +450,9 @@ impl BudgetArgs {
             classic_filter: self.classic_filter,
             sync: self.sync,
             device: self.device,
+            clock: self.clock,
+            bg_every_ops: self.bg_every_ops,
+            cpu_prices: self.cpu_prices.clone(),
             level1_bytes: self.level1_bytes.map(|b| b as u64),
             target_file_size: self.target_file_size.map(|b| b as u64),
             size_ratio: self.size_ratio.map(|t| t as usize),

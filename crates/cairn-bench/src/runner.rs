@@ -2,6 +2,8 @@
 
 use crate::engines::{BenchConfig, Engine, EngineCounters, EngineExtras, EngineName, JobKind};
 use crate::leaper::{LeaperSettings, OracleSource, PausableClock};
+use crate::measure::clock::{self, VirtualRun};
+use crate::measure::cpu_price::PriceFile;
 use crate::measure::latency::{cdf, summarize, OpClass, OpLatencies};
 use crate::measure::missions::Missions;
 use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, CpuTime, ProcIo};
@@ -9,6 +11,7 @@ use crate::measure::timeline::{self, Live, TimelineRow};
 use crate::measure::windows::{self, BackgroundJob};
 use crate::report::json::{
     CacheStats, InvalidationSummary, LoadPhase, PhaseResult, ReadCacheSummary, RunResult, Storage,
+    VirtualClockReport,
 };
 use crate::rng::Rng;
 use crate::workload::dataset::KeySpace;
@@ -85,6 +88,8 @@ struct Ctx<'a> {
     tally: &'a Tally,
     /// Ops executed, for `cairn:oracle`'s position in the stream.
     progress: Option<&'a AtomicU64>,
+    /// The driver of a run on the virtual clock.
+    virt: Option<&'a VirtualRun>,
 }
 
 impl Ctx<'_> {
@@ -121,6 +126,16 @@ impl Ctx<'_> {
                 std::hint::black_box(&old);
                 self.put(kbuf, op.key, salt, op.len)?;
             }
+        }
+        self.op_done()
+    }
+
+    /// On the virtual clock: charges the request's priced CPU, and at a fixed point runs
+    /// the engine's background work.
+    fn op_done(&self) -> Result<()> {
+        if let Some(v) = self.virt {
+            v.after_op(self.engine, self.tally.scanned.load(Ordering::Relaxed));
+            v.fixed_point(self.engine)?;
         }
         Ok(())
     }
@@ -220,6 +235,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         salsm: None,
     };
     let engine = req.engine.open_with(&dir, &req.config, &extras)?;
+    let virt = virtual_run(req, spec, engine.as_ref())?;
+    let _installed = virt.as_ref().map(VirtualRun::install);
     let op_count = oracle.as_ref().map(|o| o.progress());
     let tally = Tally::default();
     let ctx = Ctx {
@@ -228,6 +245,13 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         values: &values,
         tally: &tally,
         progress: op_count.as_deref(),
+        virt: virt.as_ref(),
+    };
+    let settle = |engine: &dyn Engine| -> Result<Instant> {
+        match &virt {
+            Some(v) => v.settle(engine),
+            None => Ok(settle(engine)),
+        }
     };
     let name = req.engine.to_string();
 
@@ -236,7 +260,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     if spec.workload != WorkloadName::FillSeq {
         Rng::derive(spec.seed, 0x10AD).shuffle(&mut order);
     }
-    let load_start = Instant::now();
+    let load_start = clock::now();
     let c_start = engine.counters();
     let mut load = LoadPhase::default();
     if !spec.workload.is_fill() {
@@ -247,18 +271,19 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             keyspace.encode_into(idx, &mut kbuf);
             let len = spec.value_size.draw(&mut vrng);
             ctx.put(&kbuf, idx, 0, len)?;
+            ctx.op_done()?;
             if (i as u64).is_multiple_of(PROGRESS_BATCH) {
                 pb.set_position(i as u64);
             }
         }
         engine.flush()?;
         if spec.settle {
-            settle(engine.as_ref());
+            settle(engine.as_ref())?;
         }
         pb.finish_and_clear();
         load = LoadPhase {
             records: spec.records,
-            seconds: load_start.elapsed().as_secs_f64(),
+            seconds: clock::now().duration_since(load_start).as_secs_f64(),
             storage: storage(&engine.counters().since(&c_start)),
         };
     }
@@ -277,7 +302,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         if let Some(o) = &oracle {
             o.mark();
         }
-        let warm_start = Instant::now();
+        let warm_start = clock::now();
         warmup_ops = warm_up(
             &ctx,
             &mut gens,
@@ -318,7 +343,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         if let Some(t) = &mut trained {
             t.warmup_ops = warmup_ops;
         }
-        settle(engine.as_ref());
+        settle(engine.as_ref())?;
         clock.resume();
         trained
     } else {
@@ -334,6 +359,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let g0 = engine.read_cache();
     let io0 = ProcIo::now();
     let cpu0 = CpuTime::now();
+    if let Some(v) = &virt {
+        v.begin(engine.as_ref(), tally.scanned.load(Ordering::Relaxed));
+    }
     let live = Live::default();
     let period = Duration::from_millis(req.timeline_period_ms.max(10));
     let total = if spec.workload.is_fill() {
@@ -346,12 +374,19 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let want_missions =
         !spec.workload.is_fill() && (plan.phases.len() > 1 || req.config.mission_ops.is_some());
     let mission_ops = want_missions.then(|| req.config.mission_ops());
-    let t0 = Instant::now();
+    let t0 = clock::now();
     let tracker = mission_ops
         .map(|m| Missions::new(m, Some(engine.as_ref()), t0).with_k_change(req.config.set_k_at));
     let missions = tracker.as_ref();
     let (lat, bg, rows, last_op, settled) = std::thread::scope(|s| -> Result<_> {
-        let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0));
+        // On the virtual clock the request loop takes the rows, at virtual times.
+        let sampler = match &virt {
+            Some(_) => {
+                *live.inline.lock() = Some(timeline::Sampler::new(engine.as_ref(), period, t0));
+                None
+            }
+            None => Some(s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0))),
+        };
         let result = (|| -> Result<(OpLatencies, Option<OpLatencies>)> {
             if spec.workload.is_fill() {
                 // The records in load order, dealt round-robin to the writer threads
@@ -487,17 +522,24 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                 }
             })
         })();
-        let last_op = Instant::now();
+        let last_op = clock::now();
         // A write-only run's work is not done at its last write: time the flushes and
         // compactions it caused too (the timeline keeps sampling them).
         let settled = match &result {
-            Ok(_) if spec.workload.is_fill() || spec.workload == WorkloadName::Overwrite => {
-                engine.flush().map(|()| Some(settle(engine.as_ref())))
-            }
+            Ok(_) if spec.workload.is_fill() || spec.workload == WorkloadName::Overwrite => engine
+                .flush()
+                .and_then(|()| settle(engine.as_ref()).map(Some)),
             _ => Ok(None),
         };
         live.stop.store(true, std::sync::atomic::Ordering::Release);
-        let rows = sampler.join().expect("sampler panicked");
+        let rows = match sampler {
+            Some(s) => s.join().expect("sampler panicked"),
+            None => {
+                let mut inline = live.inline.lock().take().expect("the inline sampler");
+                inline.take(engine.as_ref(), &live, clock::now(), true);
+                inline.rows
+            }
+        };
         let (lat, bg) = result?;
         Ok((lat, bg, rows, last_op, settled?))
     })?;
@@ -505,6 +547,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let settled_seconds = settled.map(|t| t.duration_since(t0).as_secs_f64());
     pb.finish_and_clear();
     let cpu = CpuTime::now().since(&cpu0);
+    let vreport = virt.as_ref().map(|v| VirtualClockReport {
+        run: v.report(),
+        windows: rows.iter().filter_map(|r| r.io.clone()).collect(),
+    });
     let c1 = engine.counters();
     let g1 = engine.read_cache();
     let p1 = engine.prefetch();
@@ -661,9 +707,42 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             missions,
             placement: None,
             awpi: None,
+            clock: req.config.clock.name().to_string(),
+            virtual_clock: vreport,
         },
         rows,
     ))
+}
+
+/// The driver of a run on the virtual clock, or None on the wall clock. Refuses what
+/// cannot run there: an engine without a virtual clock (RocksDB), several request
+/// threads, a second writer thread.
+fn virtual_run(
+    req: &RunRequest,
+    spec: &WorkloadSpec,
+    engine: &dyn Engine,
+) -> Result<Option<VirtualRun>> {
+    if req.config.clock != crate::engines::ClockKind::Virtual {
+        return Ok(None);
+    }
+    let prices = match &req.config.cpu_prices {
+        Some(p) => Some((PriceFile::load(p)?, p.display().to_string())),
+        None => None,
+    };
+    let Some(v) = VirtualRun::of(engine, prices, req.config.bg_every_ops) else {
+        bail!(
+            "{} cannot run on the virtual clock (cairn's engines only): compare engines on \
+             the wall clock",
+            req.engine
+        );
+    };
+    if spec.threads != 1 {
+        bail!("--clock virtual runs one request thread: give --threads 1");
+    }
+    if spec.workload == WorkloadName::ReadWhileWriting {
+        bail!("--clock virtual runs one thread: readwhilewriting needs a writer beside it");
+    }
+    Ok(Some(v))
 }
 
 /// Where a run's I/O and cache counters come from (RocksDB without statistics has none).
@@ -846,15 +925,19 @@ fn timed(
     missions: Option<&Missions<'_>>,
     live: &Live,
 ) -> Result<()> {
-    let t = Instant::now();
+    let t = clock::now();
     ctx.exec(op, kbuf, salt)?;
-    let nanos = t.elapsed().as_nanos() as u64;
+    let end = clock::now();
+    let nanos = end.duration_since(t).as_nanos() as u64;
     lat.record(op.kind.name(), nanos);
     lat.record_phase(op.phase, t, nanos, class);
     if let Some(m) = missions {
         m.record(op.phase, class.write, nanos);
     }
     live.record(nanos);
+    if let Some(s) = live.inline.lock().as_mut() {
+        s.poll(ctx.engine, live, end);
+    }
     Ok(())
 }
 

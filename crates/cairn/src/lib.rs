@@ -21,6 +21,7 @@
 pub mod access;
 pub mod batch;
 pub mod cache;
+pub mod clock;
 pub mod coding;
 pub mod compaction;
 pub mod db;
@@ -45,6 +46,7 @@ pub mod version;
 pub mod vlog;
 
 pub use batch::WriteBatch;
+pub use clock::{Clock, DeviceModel, VirtualClock};
 pub use db::{
     CfInfo, CheckIssue, CheckProgress, CheckReport, ColumnFamily, Db, DbIterator, LevelInfo,
     ManifestInfo, ProactiveReport, RepairMethod, RepairReport, RunInfo, Scan, Snapshot,
@@ -56,5 +58,5 @@ pub use options::{
     AcKeyParams, BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy, ReadOptions,
     Transition, WalRecovery, WriteOptions,
 };
-pub use stats::{DbStats, LevelStats, ReadCacheStats};
+pub use stats::{CpuCounts, DbStats, LevelStats, ReadCacheStats};
 pub use storage::{DeviceProfile, TierConfig};

@@ -311,8 +311,13 @@ pub struct Options {
     pub cache_index_and_filter_blocks: bool,
     /// Storage tiers; empty means one tier, the database directory, with no added latency.
     pub tiers: Vec<TierConfig>,
-    /// Multiplier of the tiers' device-profile latencies.
+    /// Multiplier of the tiers' device-profile latencies (wall clock only).
     pub latency_scale: f64,
+    /// The clock I/O is timed on: the wall clock (the default), or a virtual device clock
+    /// that prices every I/O on a simulated device, deterministically (`crate::clock`).
+    /// The virtual clock repeats exactly only with `background_work = false`, the caller
+    /// driving background work at fixed points of its request stream.
+    pub clock: crate::clock::Clock,
     /// Handling of mid-log WAL corruption at recovery.
     pub wal_recovery: WalRecovery,
     /// Listeners of flush and compaction events.
@@ -417,6 +422,7 @@ impl Default for Options {
             cache_index_and_filter_blocks: false,
             tiers: Vec::new(),
             latency_scale: 1.0,
+            clock: crate::clock::Clock::Wall,
             wal_recovery: WalRecovery::Strict,
             listeners: Vec::new(),
             background_work: true,
@@ -465,6 +471,7 @@ impl std::fmt::Debug for Options {
                 &self.cache_index_and_filter_blocks,
             )
             .field("tiers", &self.tiers)
+            .field("clock", &self.clock)
             .field("index", &self.index)
             .field("read_cache", &self.read_cache)
             .field("value_threshold", &self.value_threshold)
@@ -616,6 +623,9 @@ impl Options {
         }
         if !(self.latency_scale.is_finite() && self.latency_scale >= 0.0) {
             return invalid("latency_scale must be a finite number >= 0".into());
+        }
+        if let crate::clock::Clock::Virtual(model) = &self.clock {
+            model.validate()?;
         }
         if let Some(a) = &self.access {
             a.validate()?;

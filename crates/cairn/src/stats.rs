@@ -245,7 +245,79 @@ impl Default for StatsInner {
     }
 }
 
+/// The counts CPU work is priced from on the virtual clock (`Db::cpu_counts`): cheap to
+/// read, so a harness can take them around every request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CpuCounts {
+    /// Point reads.
+    pub gets: u64,
+    /// Point reads a memtable answered.
+    pub memtable_hits: u64,
+    /// Write batches (each put or delete is one).
+    pub writes: u64,
+    /// Entries written (puts and deletes in batches).
+    pub entries_written: u64,
+    /// Bytes of keys and values written.
+    pub user_bytes: u64,
+    /// Tables a point read probed (filter checked).
+    pub tables_probed: u64,
+    /// Data blocks searched (cache hits and misses).
+    pub blocks_searched: u64,
+    /// Blocks read from storage (checksummed and decoded): data, index and filter.
+    pub blocks_read: u64,
+    /// Lookups through a learned model.
+    pub learned_lookups: u64,
+    /// Iterators created.
+    pub iterators: u64,
+    /// Bytes flushes and compactions read and wrote (background).
+    pub background_bytes: u64,
+}
+
+impl CpuCounts {
+    /// Difference `self - earlier`.
+    pub fn since(&self, e: &CpuCounts) -> CpuCounts {
+        CpuCounts {
+            gets: self.gets.saturating_sub(e.gets),
+            memtable_hits: self.memtable_hits.saturating_sub(e.memtable_hits),
+            writes: self.writes.saturating_sub(e.writes),
+            entries_written: self.entries_written.saturating_sub(e.entries_written),
+            user_bytes: self.user_bytes.saturating_sub(e.user_bytes),
+            tables_probed: self.tables_probed.saturating_sub(e.tables_probed),
+            blocks_searched: self.blocks_searched.saturating_sub(e.blocks_searched),
+            blocks_read: self.blocks_read.saturating_sub(e.blocks_read),
+            learned_lookups: self.learned_lookups.saturating_sub(e.learned_lookups),
+            iterators: self.iterators.saturating_sub(e.iterators),
+            background_bytes: self.background_bytes.saturating_sub(e.background_bytes),
+        }
+    }
+}
+
 impl StatsInner {
+    /// The CPU counts, summed over the first `levels` levels.
+    pub(crate) fn cpu_counts(&self, levels: usize) -> CpuCounts {
+        let mut c = CpuCounts {
+            gets: self.gets.load(Relaxed),
+            memtable_hits: self.memtable_hits.load(Relaxed),
+            writes: self.writes.load(Relaxed),
+            entries_written: self.entries_written.load(Relaxed),
+            user_bytes: self.user_bytes_written.load(Relaxed),
+            iterators: self.iterators.load(Relaxed),
+            background_bytes: self.flush_bytes_written.load(Relaxed)
+                + self.compaction_bytes_written.load(Relaxed)
+                + self.compaction_bytes_read.load(Relaxed),
+            ..Default::default()
+        };
+        for l in &self.levels[..levels.clamp(1, MAX_TRACKED_LEVELS)] {
+            c.tables_probed += l.tables_probed.load(Relaxed);
+            c.blocks_searched += l.data_hits.load(Relaxed) + l.data_misses.load(Relaxed);
+            c.blocks_read += l.data_misses.load(Relaxed)
+                + l.index_misses.load(Relaxed)
+                + l.filter_misses.load(Relaxed);
+            c.learned_lookups += l.learned_lookups.load(Relaxed);
+        }
+        c
+    }
+
     pub(crate) fn level(&self, l: usize) -> &LevelCounters {
         &self.levels[l.min(MAX_TRACKED_LEVELS - 1)]
     }

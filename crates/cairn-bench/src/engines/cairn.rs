@@ -12,7 +12,6 @@ use cairn::{Db, Options, WriteOptions};
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// `cairn:oracle`: Leaper's mechanism fed with the hot ranges the harness reads off its own
 /// op stream (an upper bound); built here because the engine cannot know the stream.
@@ -42,7 +41,7 @@ impl JobLog {
             key,
             JobSpan {
                 kind,
-                start: Instant::now(),
+                start: crate::measure::clock::now(),
                 end: None,
                 detail,
             },
@@ -50,7 +49,7 @@ impl JobLog {
     }
 
     fn end(&self, key: &JobKey) {
-        let now = Instant::now();
+        let now = crate::measure::clock::background_done();
         let mut spans = self.spans.lock();
         if let Some((_, s)) = spans
             .iter_mut()
@@ -171,10 +170,25 @@ impl CairnEngine {
         opts.cache_local_filter = !cfg.classic_filter;
         opts.create_if_missing = true;
         let profile = match cfg.device {
+            _ if cfg.clock == super::ClockKind::Virtual => None,
             super::Device::None => None,
             super::Device::Ssd => Some(cairn::DeviceProfile::Ssd),
             super::Device::Hdd => Some(cairn::DeviceProfile::Hdd),
+            super::Device::Nvme => Some(cairn::DeviceProfile::Custom {
+                read_us: 77.0,
+                write_us: 18.0,
+                mib_per_sec: 3052.0,
+            }),
         };
+        if cfg.clock == super::ClockKind::Virtual {
+            // Every I/O priced on the device; background work at the harness's fixed
+            // points, in its thread, so a rerun repeats exactly.
+            let model = cfg.device.model().ok_or_else(|| {
+                anyhow!("--clock virtual needs a device model: --device nvme, ssd or hdd")
+            })?;
+            opts.clock = cairn::Clock::Virtual(model);
+            opts.background_work = false;
+        }
         if let Some(profile) = profile {
             // One tier, the database directory itself, with the device's added latency.
             opts.tiers = vec![cairn::TierConfig {
@@ -526,6 +540,21 @@ impl Engine for CairnEngine {
         .map(|(k, v)| (k.to_string(), v))
         .chain(self.tree_shape())
         .collect()
+    }
+
+    fn virtual_clock(&self) -> Option<Arc<cairn::VirtualClock>> {
+        self.db.virtual_clock().cloned()
+    }
+
+    fn run_background_work(&self) -> Result<()> {
+        if self.db.options().background_work {
+            return Ok(());
+        }
+        Ok(self.db.run_background_work()?)
+    }
+
+    fn cpu_counts(&self) -> Option<cairn::CpuCounts> {
+        Some(self.db.cpu_counts())
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -8,6 +8,7 @@ pub mod rocksdb;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The shared budget every engine is configured to, so comparisons are like for like.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -86,6 +87,41 @@ pub struct BenchConfig {
     /// `compare` then takes RocksDB's counters from a separate, untimed pass.
     #[serde(default)]
     pub rocksdb_statistics: bool,
+    /// The clock cairn runs on: the wall clock, or the virtual device clock (`--device`
+    /// then names its model; one thread; background work at fixed points).
+    #[serde(default)]
+    pub clock: ClockKind,
+    /// On the virtual clock: operations between fixed points, where the harness runs the
+    /// engine's background work (flushes, compactions, learning, missions).
+    #[serde(default = "default_bg_every_ops")]
+    pub bg_every_ops: u64,
+    /// On the virtual clock: the CPU price file (None: the built-in calibration).
+    #[serde(default)]
+    pub cpu_prices: Option<std::path::PathBuf>,
+}
+
+/// Which clock a run is timed on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockKind {
+    /// Real time.
+    #[default]
+    Wall,
+    /// The engine's virtual device clock (cairn only).
+    Virtual,
+}
+
+impl ClockKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockKind::Wall => "wall",
+            ClockKind::Virtual => "virtual",
+        }
+    }
+}
+
+fn default_bg_every_ops() -> u64 {
+    1000
 }
 
 fn one() -> usize {
@@ -152,15 +188,28 @@ pub enum Device {
     None,
     /// A cloud SSD: 228 us per 4 KiB read, 30 us per write (cairn's DeviceProfile::Ssd).
     Ssd,
+    /// A datacenter NVMe SSD: 77 us per read, 18 us per write (cairn's `DeviceModel::nvme`).
+    Nvme,
     /// A hard disk: 5050 us per read or write.
     Hdd,
 }
 
 impl Device {
+    /// The virtual clock's model of this device (None: no device).
+    pub fn model(self) -> Option<::cairn::DeviceModel> {
+        match self {
+            Device::None => None,
+            Device::Ssd => Some(::cairn::DeviceModel::ssd()),
+            Device::Nvme => Some(::cairn::DeviceModel::nvme()),
+            Device::Hdd => Some(::cairn::DeviceModel::hdd()),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Device::None => "none",
             Device::Ssd => "ssd",
+            Device::Nvme => "nvme",
             Device::Hdd => "hdd",
         }
     }
@@ -190,6 +239,9 @@ impl Default for BenchConfig {
             subcompactions: 1,
             compaction_jobs: 1,
             rocksdb_statistics: false,
+            clock: ClockKind::Wall,
+            bg_every_ops: default_bg_every_ops(),
+            cpu_prices: None,
         }
     }
 }
@@ -484,6 +536,19 @@ pub trait Engine: Send + Sync {
     }
     /// Bytes of tables per level (level 0 first), for engines with levels.
     fn level_bytes(&self) -> Option<Vec<u64>> {
+        None
+    }
+    /// The engine's virtual clock, when it runs on one.
+    fn virtual_clock(&self) -> Option<Arc<::cairn::VirtualClock>> {
+        None
+    }
+    /// Runs due background work in the caller's thread (engines opened without their
+    /// own background threads, on the virtual clock).
+    fn run_background_work(&self) -> Result<()> {
+        Ok(())
+    }
+    /// The counts CPU work is priced from (cairn).
+    fn cpu_counts(&self) -> Option<::cairn::CpuCounts> {
         None
     }
     fn close(self: Box<Self>) -> Result<()>;

@@ -117,7 +117,7 @@ impl<'a> Missions<'a> {
 
 impl State {
     fn close(&mut self, engine: Option<&dyn Engine>) {
-        let now = Instant::now();
+        let now = super::clock::now();
         let a = std::mem::take(&mut self.acc);
         let ks = engine.and_then(|e| e.level_ks());
         let runs = engine.and_then(|e| e.level_run_counts());

@@ -1,5 +1,7 @@
 //! Measurements taken while a workload runs.
 
+pub mod clock;
+pub mod cpu_price;
 pub mod latency;
 pub mod missions;
 pub mod rss;

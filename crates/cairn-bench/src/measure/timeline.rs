@@ -14,6 +14,8 @@ pub struct Live {
     ops: AtomicU64,
     interval: Mutex<Histogram<u64>>,
     pub stop: AtomicBool,
+    /// On the virtual clock: the sampler the request loop drives (no sampler thread).
+    pub inline: Mutex<Option<Sampler>>,
 }
 
 impl Default for Live {
@@ -22,6 +24,7 @@ impl Default for Live {
             ops: AtomicU64::new(0),
             interval: Mutex::new(new_histogram()),
             stop: AtomicBool::new(false),
+            inline: Mutex::new(None),
         }
     }
 }
@@ -56,6 +59,10 @@ pub struct TimelineRow {
     /// Invalidation misses counted within the interval (engines that count them).
     #[serde(default)]
     pub invalidation_misses: u64,
+    /// On the virtual clock: the interval's I/O by device, issuer and kind, its priced
+    /// CPU, queue waits and stalls (what `cairn-bench reprice` prices again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<cairn::clock::VirtualStats>,
 }
 
 /// Bytes held by each read-cache component (AC-Key's Fig. 12).
@@ -79,45 +86,89 @@ impl CacheSizes {
 }
 
 /// Samples every `period` from `start` until `live.stop` is set; the last row covers the
-/// tail.
+/// tail. Runs in a thread of its own, on the wall clock.
 pub fn sample(
     engine: &dyn Engine,
     live: &Live,
     period: Duration,
     start: Instant,
 ) -> Vec<TimelineRow> {
-    let mut rows = Vec::new();
-    let mut last_t = start;
-    let mut last_ops = 0;
-    let mut last_c = engine.counters();
+    let mut s = Sampler::new(engine, period, start);
     loop {
-        let next = last_t + period;
+        let next = s.next();
         while Instant::now() < next && !live.stop.load(Ordering::Acquire) {
             std::thread::sleep(
                 Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())),
             );
         }
         let stopping = live.stop.load(Ordering::Acquire);
-        let now = Instant::now();
+        s.take(engine, live, Instant::now(), stopping);
+        if stopping {
+            return s.rows;
+        }
+    }
+}
+
+/// The timeline's state between rows. On the virtual clock the request loop drives it
+/// ([`Sampler::poll`]), so rows fall at the same virtual times in every rerun.
+pub struct Sampler {
+    start: Instant,
+    period: Duration,
+    last_t: Instant,
+    last_ops: u64,
+    last_c: EngineCounters,
+    last_v: Option<cairn::clock::VirtualStats>,
+    pub rows: Vec<TimelineRow>,
+}
+
+impl Sampler {
+    pub fn new(engine: &dyn Engine, period: Duration, start: Instant) -> Sampler {
+        Sampler {
+            start,
+            period,
+            last_t: start,
+            last_ops: 0,
+            last_c: engine.counters(),
+            last_v: engine.virtual_clock().map(|c| c.stats()),
+            rows: Vec::new(),
+        }
+    }
+
+    /// When the next row is due.
+    pub fn next(&self) -> Instant {
+        self.last_t + self.period
+    }
+
+    /// Takes a row if one is due at `now`.
+    pub fn poll(&mut self, engine: &dyn Engine, live: &Live, now: Instant) {
+        if now >= self.next() {
+            self.take(engine, live, now, false);
+        }
+    }
+
+    /// Takes the row that ends at `now` (the last one when `stopping`).
+    pub fn take(&mut self, engine: &dyn Engine, live: &Live, now: Instant, stopping: bool) {
         let ops = live.ops.load(Ordering::Relaxed);
         let hist = std::mem::replace(&mut *live.interval.lock(), new_histogram());
         let c = engine.counters();
-        let dt = now.duration_since(last_t).as_secs_f64();
-        if ops > last_ops || !stopping {
+        let v = engine.virtual_clock().map(|c| c.stats());
+        let dt = now.duration_since(self.last_t).as_secs_f64();
+        if ops > self.last_ops || !stopping {
             let mut r = row(
-                now.duration_since(start).as_secs_f64(),
-                ops - last_ops,
+                now.duration_since(self.start).as_secs_f64(),
+                ops - self.last_ops,
                 dt,
                 &hist,
-                &c.since(&last_c),
+                &c.since(&self.last_c),
             );
             r.cache_sizes = engine.read_cache().as_ref().map(CacheSizes::of);
-            rows.push(r);
+            r.io = match (&v, &self.last_v) {
+                (Some(v), Some(l)) => Some(v.since(l)),
+                _ => None,
+            };
+            self.rows.push(r);
         }
-        (last_t, last_ops, last_c) = (now, ops, c);
-        if stopping {
-            return rows;
-        }
+        (self.last_t, self.last_ops, self.last_c, self.last_v) = (now, ops, c, v);
     }
 }
 
@@ -141,6 +192,7 @@ fn row(second: f64, ops: u64, dt: f64, hist: &Histogram<u64>, d: &EngineCounters
         cache_hits: d.cache_hits,
         cache_misses: d.cache_misses,
         invalidation_misses: d.invalidation_misses,
+        io: None,
     }
 }
 
@@ -225,6 +277,7 @@ pub fn from_csv(s: &str) -> anyhow::Result<Vec<TimelineRow>> {
                 .get(15)
                 .map_or(Ok(0), |x| x.parse())
                 .context("invalidation_misses")?,
+            io: None,
         });
     }
     Ok(rows)
@@ -256,6 +309,7 @@ mod tests {
                 cache_hits: 30,
                 cache_misses: 7,
                 invalidation_misses: 2,
+                io: None,
             },
             TimelineRow {
                 second: 1.5,

@@ -220,6 +220,25 @@ pub struct RunResult {
     /// SA-LSM's runs: the AWPI stream's shape and ground truth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub awpi: Option<crate::workload::awpi::AwpiStats>,
+    /// The clock its times are on: `wall` or `virtual`.
+    #[serde(default = "wall")]
+    pub clock: String,
+    /// On the virtual clock: the devices, priced CPU and device time of the measured
+    /// phase, and the I/O of each timeline window (what `reprice` prices again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_clock: Option<VirtualClockReport>,
+}
+
+fn wall() -> String {
+    "wall".into()
+}
+
+/// A virtual run's report: the measured phase, and each timeline window's I/O.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VirtualClockReport {
+    #[serde(flatten)]
+    pub run: crate::measure::clock::VirtualReport,
+    pub windows: Vec<cairn::clock::VirtualStats>,
 }
 
 /// Leaper's metric. An invalidation miss is a foreground data-block miss on a key whose

@@ -10,6 +10,7 @@ use super::iter::{sorted_chains, RunIterator};
 use super::table_cache::table_path;
 use super::write::wal_path;
 use super::{CfState, DbInner, SuperVersion};
+use crate::clock::BackgroundWork;
 use crate::compaction::merge::{merge, MergeOutput, MergeParams};
 use crate::compaction::split::{self, Bounded};
 use crate::compaction::{picker, Task};
@@ -238,6 +239,7 @@ impl DbInner {
             return Ok(false); // nothing more may reach the manifest
         }
         let _claim = self.flush_lock.lock();
+        let _bg = BackgroundWork::enter();
         let Some((cf, mem)) = self.oldest_imm() else {
             return Ok(false);
         };
@@ -370,6 +372,7 @@ impl DbInner {
     /// the others' before it returns, so the tree is in shape when it does. Returns
     /// whether it compacted anything.
     pub(crate) fn compact_until_done(&self) -> Result<bool> {
+        let _bg = BackgroundWork::enter();
         let mut any = false;
         loop {
             if self.stopping() {
@@ -422,6 +425,7 @@ impl DbInner {
     ) -> Result<()> {
         self.check_open()?;
         let state = self.cf_state(cf)?;
+        let _bg = BackgroundWork::enter();
         let _c = self.compaction_lock.write();
         // drop_cf may have run while this waited for the lock.
         self.cf_state(cf)?;

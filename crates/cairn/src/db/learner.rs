@@ -11,7 +11,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -35,7 +35,8 @@ struct Tracked {
     table: Weak<Table>,
     level: usize,
     tier: usize,
-    born: Instant,
+    /// When it was first opened, on the engine's clock.
+    born: Duration,
     /// Learned, or learning failed: nothing more to do.
     done: bool,
 }
@@ -92,7 +93,7 @@ impl Learner {
             table: Arc::downgrade(t),
             level: level.min(MAX_TRACKED_LEVELS - 1),
             tier,
-            born: Instant::now(),
+            born: self.env.engine_clock().now(),
             done: t.is_learned(),
         });
         if !std::ptr::eq(tracked.table.as_ptr(), Arc::as_ptr(t)) {
@@ -163,7 +164,7 @@ impl Learner {
             if l.len() == LIFETIMES_KEPT {
                 l.pop_front();
             }
-            l.push_back(t.born.elapsed());
+            l.push_back(self.env.engine_clock().now().saturating_sub(t.born));
         }
     }
 
@@ -202,7 +203,8 @@ impl Learner {
         if self.mode == LearnMode::Never {
             return 0;
         }
-        let now = Instant::now();
+        let _bg = crate::clock::BackgroundWork::enter();
+        let now = self.env.engine_clock().now();
         let mut due = Vec::new();
         {
             let mut s = self.state.lock();
@@ -212,7 +214,7 @@ impl Learner {
                 *life = Self::expected_life(&s, l);
             }
             for t in s.tables.values_mut() {
-                let age = now.saturating_duration_since(t.born);
+                let age = now.saturating_sub(t.born);
                 if t.done || age < self.wait {
                     continue;
                 }

@@ -145,6 +145,8 @@ pub(crate) struct DbInner {
     pub(crate) path: PathBuf,
     pub(crate) opts: Options,
     pub(crate) env: StorageEnv,
+    /// The time learned parts read: wall, or the environment's virtual clock.
+    pub(crate) clock: crate::clock::EngineClock,
     pub(crate) shape: LevelShape,
     pub(crate) versions: Mutex<VersionSet>,
     pub(crate) cfs: RwLock<BTreeMap<u32, Arc<CfState>>>,
@@ -304,6 +306,7 @@ impl Db {
         std::thread::Builder::new()
             .name(name)
             .spawn(move || {
+                let _bg = crate::clock::BackgroundWork::enter();
                 let i = inner.clone();
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(i)));
                 if let Err(panic) = r {
@@ -326,6 +329,11 @@ impl Db {
     /// The storage environment (I/O counters, tiers).
     pub fn env(&self) -> &StorageEnv {
         &self.inner.env
+    }
+
+    /// The virtual device clock this database runs on (`Options::clock`), if any.
+    pub fn virtual_clock(&self) -> Option<&Arc<crate::clock::VirtualClock>> {
+        self.inner.clock.virtual_clock()
     }
 
     /// The block cache in use.
@@ -679,6 +687,11 @@ impl Db {
             let v = cf.sv.load().version.clone();
             crate::compaction::pick(&v, &self.inner.shape_for(cf), &same_tier).is_some()
         })
+    }
+
+    /// The counts CPU work is priced from on the virtual clock (a few atomic loads).
+    pub fn cpu_counts(&self) -> crate::stats::CpuCounts {
+        self.inner.stats.cpu_counts(self.inner.opts.num_levels)
     }
 
     /// Counters, latencies and the shape of the default column family.

@@ -350,6 +350,7 @@ impl DbInner {
 
     pub(crate) fn proactive_compact(&self, cf: u32) -> Result<ProactiveReport> {
         self.check_open()?;
+        let _bg = crate::clock::BackgroundWork::enter();
         let state = self.cf_state(cf)?;
         if !self.opts.placement.applies_to(&state.name) {
             return Ok(ProactiveReport::skipped(

@@ -15,6 +15,7 @@ use super::table_cache::{table_path, TableCache};
 use super::write::wal_path;
 use super::{BgState, CfState, DbInner, SuperVersion, WalState};
 use crate::batch::{BatchOpKind, WriteBatch};
+use crate::clock::EngineClock;
 use crate::compaction::LevelShape;
 use crate::log::{LogReader, TailState};
 use crate::memtable::Memtable;
@@ -180,9 +181,14 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         )));
     }
     let lock = lock_dir(path)?;
-    let env = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
+    let (env, vclock) = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
         .with_faults(opts.faults.clone())
-        .with_mmap_reads(opts.mmap_reads);
+        .with_clock(&opts.clock)?;
+    let env = env.with_mmap_reads(opts.mmap_reads);
+    let clock = match vclock {
+        Some(c) => EngineClock::Virtual(c),
+        None => EngineClock::Wall,
+    };
     let o2 = opts.clone();
     let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> =
         Arc::new(move |l| o2.initial_runs(l));
@@ -305,13 +311,14 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
     }
     vs.next_file_no = vs.next_file_no.max(max_file_no_on_disk(&env)? + 1);
     let first_wal = vs.new_file_no();
-    let tuner = super::tuner::TunerRuntime::new(&opts, path);
+    let tuner = super::tuner::TunerRuntime::new(&opts, path, &clock);
     let placement = super::placement::PlacementState::new(&opts);
     let halt = vs.halt.clone();
     let inner = DbInner {
         path: path.to_path_buf(),
         opts,
         env,
+        clock,
         shape,
         versions: Mutex::new(vs),
         cfs: RwLock::new(cfs),

@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::EngineClock;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -38,7 +40,8 @@ struct Counters {
 struct Core {
     tuner: Box<dyn CompactionTuner>,
     last: Counters,
-    last_at: Instant,
+    /// When the last mission ended, on the engine's clock.
+    last_at: Duration,
     prev_read_fraction: f64,
     stats: TunerStats,
     /// Simulated missions still to run before the first real one.
@@ -57,7 +60,7 @@ pub(crate) struct TunerRuntime {
 impl TunerRuntime {
     /// The runtime for `opts.tuner`, resumed from the checkpoint in `path` when there is
     /// a usable one; `None` when no tuner is configured.
-    pub(crate) fn new(opts: &Options, path: &Path) -> Option<TunerRuntime> {
+    pub(crate) fn new(opts: &Options, path: &Path, clock: &EngineClock) -> Option<TunerRuntime> {
         let t = &opts.tuner;
         let levels = opts.num_levels;
         let (mut tuner, pretrain): (Box<dyn CompactionTuner>, _) = match &t.policy {
@@ -110,7 +113,7 @@ impl TunerRuntime {
             core: Mutex::new(Core {
                 tuner,
                 last: Counters::default(),
-                last_at: Instant::now(),
+                last_at: clock.now(),
                 prev_read_fraction: 0.5,
                 stats,
                 pretrain,
@@ -200,7 +203,7 @@ impl DbInner {
         let now = self.tuner_counters();
         let m = self.mission_stats(&core, &now);
         core.last = now;
-        core.last_at = Instant::now();
+        core.last_at = self.clock.now();
         core.prev_read_fraction = m.read_fraction();
         core.stats.missions += 1;
         core.stats.mission_op_ns += m.op_ns;
@@ -315,7 +318,7 @@ impl DbInner {
             updates: now.updates.saturating_sub(last.updates),
             user_bytes: now.user_bytes.saturating_sub(last.user_bytes),
             op_ns: now.op_ns.saturating_sub(last.op_ns),
-            wall_ns: core.last_at.elapsed().as_nanos() as u64,
+            wall_ns: self.clock.now().saturating_sub(core.last_at).as_nanos() as u64,
             prev_read_fraction: core.prev_read_fraction,
             size_ratio: self.opts.size_ratio,
             levels,

@@ -320,7 +320,12 @@ impl DbInner {
                 allow_delay = false;
                 self.stats.slowdowns.fetch_add(1, Ordering::Relaxed);
                 self.request_compaction();
-                MutexGuard::unlocked(q, || std::thread::sleep(Duration::from_millis(1)));
+                match self.clock.virtual_clock() {
+                    Some(c) => c.wait(1_000_000),
+                    None => {
+                        MutexGuard::unlocked(q, || std::thread::sleep(Duration::from_millis(1)))
+                    }
+                }
                 continue;
             }
             if !full {
@@ -390,6 +395,11 @@ impl DbInner {
             .any(|cf| !cf.sv.load().mem.is_empty());
         if !any {
             return Ok(());
+        }
+        if let Some(c) = self.clock.virtual_clock() {
+            // On the virtual clock the work queued at earlier switches has already been
+            // installed: a new memtable waits until the device has done it.
+            c.wait_for_background();
         }
         self.rotate_wal()?;
         let wal_no = self.wal.lock().number;

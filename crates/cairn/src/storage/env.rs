@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::file::{RandomAccessFile, WritableFile};
 use super::{DeviceProfile, FaultInjector, FileKind, IoStats};
+use crate::clock::{Clock, DeviceModel, IoOp, VirtualClock};
 use crate::{Error, Result};
 
 /// One storage tier: a directory for the tables of levels `first_level..` (up to the next
@@ -36,19 +37,36 @@ pub(crate) struct EnvInner {
     pub(crate) faults: Option<Arc<FaultInjector>>,
     /// Map tables and value logs opened for buffered reads into memory.
     mmap_reads: bool,
+    /// The virtual device clock I/O is charged to (`Clock::Virtual`), instead of the
+    /// tiers' profiles sleeping.
+    pub(crate) vclock: Option<Arc<VirtualClock>>,
 }
 
 impl EnvInner {
-    /// Whether I/O on `tier` is given simulated latency.
+    /// Whether I/O on `tier` costs simulated device time.
     pub(crate) fn delays(&self, tier: usize) -> bool {
-        self.tiers
-            .get(tier)
-            .is_some_and(|t| t.profile.delay(false, 1, self.latency_scale).is_some())
+        self.vclock.is_some()
+            || self
+                .tiers
+                .get(tier)
+                .is_some_and(|t| t.profile.delay(false, 1, self.latency_scale).is_some())
     }
 
-    pub(crate) fn delay(&self, tier: usize, is_write: bool, bytes: usize) {
+    /// Charges one I/O to the virtual clock, or waits out the tier's device profile (an
+    /// fsync adds no profile latency on the wall clock).
+    pub(crate) fn charge(&self, tier: usize, op: IoOp, bytes: usize) {
+        if let Some(c) = &self.vclock {
+            c.io(tier, op, bytes as u64);
+            return;
+        }
+        if op == IoOp::Sync {
+            return;
+        }
         if let Some(t) = self.tiers.get(tier) {
-            if let Some(d) = t.profile.delay(is_write, bytes, self.latency_scale) {
+            if let Some(d) = t
+                .profile
+                .delay(op == IoOp::Write, bytes, self.latency_scale)
+            {
                 std::thread::sleep(d);
             }
         }
@@ -123,6 +141,7 @@ impl StorageEnv {
                 space_left: AtomicI64::new(i64::MAX),
                 faults: None,
                 mmap_reads: false,
+                vclock: None,
             }),
             root: root.to_path_buf(),
         })
@@ -139,13 +158,56 @@ impl StorageEnv {
 
     /// Maps tables and value logs opened for buffered reads (not direct ones) into
     /// memory, so a read is a copy out of the page cache with no system call
-    /// (`Options::mmap_reads`). Set before the environment is shared.
+    /// (`Options::mmap_reads`; never on the virtual clock). Set before the environment
+    /// is shared.
     pub fn with_mmap_reads(mut self, on: bool) -> Self {
         match Arc::get_mut(&mut self.inner) {
-            Some(inner) => inner.mmap_reads = on,
+            Some(inner) => inner.mmap_reads = on && inner.vclock.is_none(),
             None => debug_assert!(false, "with_mmap_reads on a shared environment"),
         }
         self
+    }
+
+    /// Charges every I/O to a virtual device clock with `clock` (mapped reads then stay
+    /// off: each read is priced as a device read). Returns the clock. Set before the
+    /// environment is shared.
+    pub fn with_clock(mut self, clock: &Clock) -> Result<(Self, Option<Arc<VirtualClock>>)> {
+        let Clock::Virtual(model) = clock else {
+            return Ok((self, None));
+        };
+        model.validate()?;
+        let devices: Vec<DeviceModel> = self
+            .inner
+            .tiers
+            .iter()
+            .map(|t| tier_device(t.profile, model))
+            .collect();
+        for d in &devices {
+            d.validate()?;
+        }
+        let vc = Arc::new(VirtualClock::new(devices));
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.vclock = Some(vc.clone());
+                inner.mmap_reads = false;
+            }
+            None => debug_assert!(false, "with_clock on a shared environment"),
+        }
+        Ok((self, Some(vc)))
+    }
+
+    /// The clock the engine's learned parts read: this environment's virtual clock, or
+    /// the wall clock.
+    pub fn engine_clock(&self) -> crate::clock::EngineClock {
+        match &self.inner.vclock {
+            Some(c) => crate::clock::EngineClock::Virtual(c.clone()),
+            None => crate::clock::EngineClock::Wall,
+        }
+    }
+
+    /// The virtual clock I/O is charged to, if any.
+    pub fn virtual_clock(&self) -> Option<&Arc<VirtualClock>> {
+        self.inner.vclock.as_ref()
     }
 
     /// The database directory.
@@ -309,6 +371,7 @@ impl StorageEnv {
         d.sync_all()
             .map_err(|e| Error::io(format!("fsync dir {}", dir.display()), e))?;
         self.inner.stats.record_sync(FileKind::Other, 0);
+        self.inner.charge(0, IoOp::Sync, 0);
         Ok(())
     }
 
@@ -331,6 +394,27 @@ impl StorageEnv {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(Error::io(path.display().to_string(), e)),
         }
+    }
+}
+
+/// The virtual device of a tier: a tier with a device profile keeps that device; one
+/// without runs on the clock's model.
+fn tier_device(profile: DeviceProfile, model: &DeviceModel) -> DeviceModel {
+    match profile {
+        DeviceProfile::None => model.clone(),
+        DeviceProfile::Ssd => DeviceModel::ssd(),
+        DeviceProfile::Hdd => DeviceModel::hdd(),
+        DeviceProfile::Custom {
+            read_us,
+            write_us,
+            mib_per_sec,
+        } => DeviceModel {
+            name: "custom".into(),
+            access_us: read_us,
+            read_mib_per_sec: mib_per_sec,
+            write_mib_per_sec: mib_per_sec,
+            sync_us: write_us,
+        },
     }
 }
 

@@ -3,10 +3,12 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use super::env::EnvInner;
 use super::FileKind;
+use crate::clock::{in_background, IoOp};
 use crate::{Error, Result};
 
 const WRITE_BUFFER: usize = 64 * 1024;
@@ -108,7 +110,7 @@ impl WritableFile {
         self.env
             .stats
             .record_write(self.kind, self.tier, self.level, data.len() as u64);
-        self.env.delay(self.tier, true, data.len());
+        self.env.charge(self.tier, IoOp::Write, data.len());
         Ok(())
     }
 
@@ -145,6 +147,7 @@ impl WritableFile {
             .sync_data()
             .map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
         self.env.stats.record_sync(self.kind, self.tier);
+        self.env.charge(self.tier, IoOp::Sync, 0);
         Ok(())
     }
 
@@ -192,6 +195,9 @@ pub struct RandomAccessFile {
     env: Arc<EnvInner>,
     /// The file mapped into memory (`Options::mmap_reads`): reads copy out of it.
     map: Option<memmap2::Mmap>,
+    /// Where the last read ended: a read that starts there continues a scan, priced as
+    /// sequential on the virtual clock.
+    next_offset: AtomicU64,
 }
 
 impl RandomAccessFile {
@@ -217,6 +223,7 @@ impl RandomAccessFile {
             size,
             env,
             map: None,
+            next_offset: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -316,7 +323,7 @@ impl RandomAccessFile {
             faults.on_read(&self.path)?;
         }
         if let Some(m) = &self.map {
-            self.count_read(len);
+            self.count_read(offset, len);
             // In bounds: checked against `size`, the mapping's length, above.
             return f(&m[offset as usize..offset as usize + len]);
         }
@@ -329,16 +336,30 @@ impl RandomAccessFile {
                 .map_err(|e| Error::io(self.path.display().to_string(), e))?;
             v
         };
-        self.count_read(len);
+        self.count_read(offset, len);
         f(&out)
     }
 
-    /// Counts a read of `len` bytes and waits out its tier's simulated latency.
-    fn count_read(&self, len: usize) {
+    /// Counts a read of `len` bytes at `offset` and charges its tier's device. A read
+    /// is sequential when background work does it (compaction input), when it continues
+    /// the last read of this file (a scan, readahead), or when the file is a log read
+    /// whole; otherwise it pays the device's access latency.
+    fn count_read(&self, offset: u64, len: usize) {
         self.env
             .stats
             .record_read(self.kind, self.tier, self.level, len as u64);
-        self.env.delay(self.tier, false, len);
+        let continues = self.next_offset.swap(offset + len as u64, Relaxed) == offset;
+        let random = matches!(
+            self.kind,
+            FileKind::Table | FileKind::ValueLog | FileKind::Model
+        ) && !continues
+            && !in_background();
+        let op = if random {
+            IoOp::RandomRead
+        } else {
+            IoOp::SequentialRead
+        };
+        self.env.charge(self.tier, op, len);
     }
 
     pub(crate) fn read_direct(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
