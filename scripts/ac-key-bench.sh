@@ -18,6 +18,9 @@
 # Storage reads cost what they would on an SSD: cairn's device profile `ssd` (228 us added
 # per 4 KiB read) on top of direct I/O (O_DIRECT; cairn falls back to buffered reads where
 # the filesystem refuses it, and its stats say so). Set DEVICE=none or DIRECT= to turn off.
+#
+# CLOCK=virtual [DEVICE=nvme|ssd|hdd, default ssd]: every point on cairn-bench's virtual device
+# clock (--threads 1, non-cairn engines dropped), written under $OUT-virtual-$DEVICE. Default: wall.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,13 +38,43 @@ DIRECT=${DIRECT---direct-io}
 OUT=${OUT:-bench-out/ac-key}
 EXTRA=${EXTRA:-}
 TIMELINE_MS=${TIMELINE_MS:-500}
+CLOCK=${CLOCK:-wall}
 
-cargo build --release -p cairn-bench
-BIN=target/release/cairn-bench
+# The virtual clock: cairn only, one request thread, a device model; its own output tree.
+CLOCK_FLAGS=()
+case $CLOCK in
+  wall) ;;
+  virtual)
+    case $DEVICE in
+      nvme | ssd | hdd) ;;
+      *) echo "CLOCK=virtual needs DEVICE=nvme, ssd or hdd (got '$DEVICE')" >&2; exit 2 ;;
+    esac
+    kept=()
+    for e in ${ENGINES//,/ }; do
+      case $e in
+        cairn | cairn:*) kept+=("$e") ;;
+        *) echo "CLOCK=virtual: dropping $e from ENGINES (the virtual clock runs cairn's engines only)" >&2 ;;
+      esac
+    done
+    if [ ${#kept[@]} -eq 0 ]; then
+      echo "CLOCK=virtual: ENGINES ($ENGINES) has no cairn engine to run" >&2
+      exit 2
+    fi
+    ENGINES=$(IFS=,; echo "${kept[*]}")
+    CLOCK_FLAGS=(--clock virtual --threads 1)
+    OUT="${OUT%-virtual-"$DEVICE"}-virtual-$DEVICE"
+    ;;
+  *) echo "CLOCK must be wall or virtual (got '$CLOCK')" >&2; exit 2 ;;
+esac
+
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -p cairn-bench
+  BIN=target/release/cairn-bench
+fi
 
 mkdir -p "$OUT"
 # shellcheck disable=SC2086
 "$BIN" sweep --figures "$FIGURES" --engines "$ENGINES" --reference "$REFERENCE" \
   --records "$RECORDS" --ops "$OPS" --cache-bytes "$CACHE" --cache-sizes "$CACHE_SIZES" \
   --fixed-step "$FIXED_STEP" --write-buffer-size 4M --device "$DEVICE" $DIRECT --settle \
-  --timeline-ms "$TIMELINE_MS" $EXTRA --out "$OUT"
+  ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} --timeline-ms "$TIMELINE_MS" $EXTRA --out "$OUT"

@@ -26,6 +26,11 @@
 #   scripts/leaper-bench.sh                   # about 25-30 minutes on 2 cores (estimate)
 #   QUICK=1 scripts/leaper-bench.sh           # the three workloads only, smaller: ~12 min
 #   SWEEPS="skew cache" ENGINES=cairn:lru,cairn:warmup,cairn:leaper,cairn:oracle scripts/leaper-bench.sh
+#
+# CLOCK=virtual [DEVICE=nvme|ssd|hdd, default ssd]: every run on cairn-bench's virtual device
+# clock (--threads 1, non-cairn engines dropped; Table 5's wall-clock access_cost skipped),
+# written under $OUT-virtual-$DEVICE; the warm-up's end and the access statistics' slots
+# are on virtual time too. Default: wall.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,9 +72,39 @@ CACHE_SIZES=${CACHE_SIZES:-"4M 16M"}
 LEARNER_ARGS=${LEARNER_ARGS:-"--test-share 0.2 --val-share 0.3 --max-multiplier 8 --hot-share 0.3"}
 OUT=${OUT:-bench-out/leaper}
 EXTRA=${EXTRA:-}
+CLOCK=${CLOCK:-wall}
 
-cargo build --release -p cairn-bench
-BIN=target/release/cairn-bench
+# The virtual clock: cairn only, one request thread, a device model; its own output tree.
+CLOCK_FLAGS=()
+case $CLOCK in
+  wall) ;;
+  virtual)
+    case $DEVICE in
+      nvme | ssd | hdd) ;;
+      *) echo "CLOCK=virtual needs DEVICE=nvme, ssd or hdd (got '$DEVICE')" >&2; exit 2 ;;
+    esac
+    kept=()
+    for e in ${ENGINES//,/ }; do
+      case $e in
+        cairn | cairn:*) kept+=("$e") ;;
+        *) echo "CLOCK=virtual: dropping $e from ENGINES (the virtual clock runs cairn's engines only)" >&2 ;;
+      esac
+    done
+    if [ ${#kept[@]} -eq 0 ]; then
+      echo "CLOCK=virtual: ENGINES ($ENGINES) has no cairn engine to run" >&2
+      exit 2
+    fi
+    ENGINES=$(IFS=,; echo "${kept[*]}")
+    CLOCK_FLAGS=(--clock virtual --threads 1)
+    OUT="${OUT%-virtual-"$DEVICE"}-virtual-$DEVICE"
+    ;;
+  *) echo "CLOCK must be wall or virtual (got '$CLOCK')" >&2; exit 2 ;;
+esac
+
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -p cairn-bench
+  BIN=target/release/cairn-bench
+fi
 
 # The learner's environment, as scripts/test.sh makes it (target/pyenv; the module built
 # in release mode, reusing the cairn-bench build above).
@@ -92,6 +127,7 @@ compare() {
   "$BIN" compare --engines "$ENGINES" --workload "leaper-$workload" \
     --records "$RECORDS" --ops "$OPS" --warmup-secs "$WARMUP_SECS" \
     --write-buffer-size "$WBS" --cache-bytes "${POINT_CACHE:-$CACHE}" --device "$DEVICE" --settle \
+    ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} \
     --timeline-ms "$TIMELINE_MS" --leaper-slot-ms "$SLOT_MS" --leaper-max-k "$MAX_K" \
     --learner-args "$LEARNER_ARGS" $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
 }
@@ -102,6 +138,10 @@ compare() {
   echo "Engines $ENGINES; $RECORDS records, warm-up ${WARMUP_SECS} s, $OPS measured ops per run;"
   echo "memtable $WBS, block cache $CACHE, device profile $DEVICE; access slots ${SLOT_MS} ms,"
   echo "at most $MAX_K models; timeline ${TIMELINE_MS} ms. Keys are synthetic in every workload."
+  if [ "$CLOCK" = virtual ]; then
+    echo "Clock: virtual, device $DEVICE (--clock virtual --threads 1): QPS, p95, windows, the"
+    echo "warm-up's end and the access statistics' slots are simulated device time plus priced CPU."
+  fi
   echo
 } >"$summary"
 
@@ -160,8 +200,12 @@ done
   echo
   echo "### Table 5: collector cost per access (cairn's access_cost example)"
   echo
-  cargo run --release -q -p cairn --example access_cost 2>/dev/null ||
-    echo "(the access_cost example did not run)"
+  if [ "$CLOCK" = virtual ]; then
+    echo "(skipped on the virtual clock: access_cost is a wall-clock measurement; run it with CLOCK=wall)"
+  else
+    cargo run --release -q -p cairn --example access_cost 2>/dev/null ||
+      echo "(the access_cost example did not run)"
+  fi
 } >>"$summary"
 
 {

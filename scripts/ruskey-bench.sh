@@ -37,6 +37,9 @@
 #   ENGINES=cairn:default,cairn:moderate,cairn:tiering RUSKEY=cairn:moderate \
 #     GREEDY_ENGINES=cairn:lazy-leveling MONKEY_ENGINES=cairn:lazy-leveling,cairn:monkey \
 #     YCSB_ENGINES=cairn:default,cairn:tiering QUICK=1 scripts/ruskey-bench.sh  # statics only
+#
+# CLOCK=virtual [DEVICE=nvme|ssd|hdd, default nvme]: every run on cairn-bench's virtual device
+# clock (--threads 1, non-cairn engines dropped), written under $OUT-virtual-$DEVICE. Default: wall.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,6 +84,45 @@ SEED=${SEED:-42}
 STATIC_MIXES=${STATIC_MIXES:-"read-heavy:read=0.9,update=0.1 balanced:read=0.5,update=0.5 write-heavy:read=0.1,update=0.9"}
 OUT=${OUT:-bench-out/ruskey}
 EXTRA=${EXTRA:-}
+CLOCK=${CLOCK:-wall}
+
+# cairn_only NAME LIST: LIST without the engines the virtual clock cannot run (all but
+# cairn's), saying which it drops; fails when none is left.
+cairn_only() {
+  local e kept=()
+  for e in ${2//,/ }; do
+    case $e in
+      cairn | cairn:*) kept+=("$e") ;;
+      *) echo "CLOCK=virtual: dropping $e from $1 (the virtual clock runs cairn's engines only)" >&2 ;;
+    esac
+  done
+  if [ ${#kept[@]} -eq 0 ]; then
+    echo "CLOCK=virtual: $1 ($2) has no cairn engine to run" >&2
+    return 2
+  fi
+  (IFS=,; echo "${kept[*]}")
+}
+
+# The virtual clock: cairn only, one request thread, a device model; its own output tree.
+CLOCK_FLAGS=()
+case $CLOCK in
+  wall) ;;
+  virtual)
+    DEVICE=${DEVICE:-nvme}
+    case $DEVICE in
+      nvme | ssd | hdd) ;;
+      *) echo "CLOCK=virtual needs DEVICE=nvme, ssd or hdd (got '$DEVICE')" >&2; exit 2 ;;
+    esac
+    CLOCK_FLAGS=(--clock virtual --device "$DEVICE" --threads 1)
+    OUT="${OUT%-virtual-"$DEVICE"}-virtual-$DEVICE"
+    ENGINES=$(cairn_only ENGINES "$ENGINES")
+    GREEDY_ENGINES=$(cairn_only GREEDY_ENGINES "$GREEDY_ENGINES")
+    MONKEY_ENGINES=$(cairn_only MONKEY_ENGINES "$MONKEY_ENGINES")
+    YCSB_ENGINES=$(cairn_only YCSB_ENGINES "$YCSB_ENGINES")
+    TRANSITION_ENGINES=$(cairn_only TRANSITION_ENGINES "$TRANSITION_ENGINES")
+    ;;
+  *) echo "CLOCK must be wall or virtual (got '$CLOCK')" >&2; exit 2 ;;
+esac
 
 if [ -z "${BIN:-}" ]; then
   cargo build --release -p cairn-bench
@@ -104,7 +146,7 @@ compare() {
     --key-size "$KEY_SIZE" --value-size "$VALUE_SIZE" \
     --write-buffer-size "$WBS" --level1-bytes "$LEVEL1" --size-ratio "$T" \
     --cache-bytes "$CACHE" --mission-ops "$MISSION_OPS" --settle \
-    $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
+    ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
 }
 
 # rsummary TITLE OUTFILE DIR...: ruskey-summary over the directories, into the summary.
@@ -133,6 +175,11 @@ finish() { echo "_Part $1: $(($(date +%s) - part_start)) s._" >>"$summary"; }
   echo "$MISSION_OPS ops, $MISSIONS per session ($SESSION_OPS ops over five sessions), $STATIC_MISSIONS per"
   echo "static workload ($STATIC_OPS ops); seed $SEED. Every engine loads the records and waits for"
   echo "background work (--settle) before the measured ops. Extra flags: ${EXTRA:-none}."
+  if [ "$CLOCK" = virtual ]; then
+    echo
+    echo "Clock: virtual, device $DEVICE (--clock virtual --threads 1): times and latencies are"
+    echo "the simulated device's and priced CPU's, not the wall clock's."
+  fi
 } >"$summary"
 
 for p in $PARTS; do

@@ -24,6 +24,12 @@
 #   QUICK=1 scripts/sa-lsm-bench.sh          # smaller streams: a few minutes
 #   COMPARE="order" ENGINES=cairn:passive,cairn:sa-lsm QUICK=1 scripts/sa-lsm-bench.sh
 #   SERVICE_ARGS="--tau-days 3" scripts/sa-lsm-bench.sh   # extra `train` flags
+#
+# CLOCK=virtual: the compare runs on cairn-bench's virtual device clock (each tier priced on
+# its own device, ssd hot and hdd cold as SA-LSM Table 4; DEVICE, default ssd, for a tier
+# without one), one thread, background work at fixed points; output in $OUT-virtual-$DEVICE.
+# The traces part is untimed (trace export and the models' offline scores) and runs the same
+# on either clock. Default: CLOCK=wall.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +50,25 @@ SERVICE_ARGS=${SERVICE_ARGS:-}
 EVAL_ARGS=${EVAL_ARGS:-}
 OUT=${OUT:-bench-out/sa-lsm}
 EXTRA=${EXTRA:-}
+
+CLOCK=${CLOCK:-wall}
+CLOCK_ARGS=()
+case $CLOCK in
+  wall) ;;
+  virtual)
+    DEVICE=${DEVICE:-ssd}
+    case $DEVICE in
+      nvme | ssd | hdd) ;;
+      *) echo "DEVICE must be nvme, ssd or hdd on the virtual clock (got '$DEVICE')" >&2; exit 2 ;;
+    esac
+    CLOCK_ARGS=(--clock virtual --device "$DEVICE" --threads 1)
+    case $OUT in
+      *-virtual-"$DEVICE") ;;
+      *) OUT="$OUT-virtual-$DEVICE" ;;
+    esac
+    ;;
+  *) echo "CLOCK must be wall or virtual (got '$CLOCK')" >&2; exit 2 ;;
+esac
 
 if [ -z "${BIN:-}" ]; then
   cargo build --release -p cairn-bench
@@ -86,7 +111,7 @@ for p in $COMPARE; do
   # shellcheck disable=SC2086
   "$BIN" compare --engines "$ENGINES" --workload "awpi-$p" --awpi-scale "$SCALE" \
     --seed "$SEED" --python "$PY" --salsm-latency-scale "$SCALE_LAT" --timeline-ms 250 \
-    ${SERVICE_ARGS:+--salsm-service-args "$SERVICE_ARGS"} $EXTRA --out "$dir" \
+    ${SERVICE_ARGS:+--salsm-service-args "$SERVICE_ARGS"} "${CLOCK_ARGS[@]}" $EXTRA --out "$dir" \
     >"$dir/stdout.txt"
   echo "compare $p: $(($(date +%s) - t)) s" >>"$log"
 done

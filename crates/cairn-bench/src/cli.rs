@@ -53,6 +53,12 @@ pub enum Command {
     /// device latency), exports the record trace, and (with --evaluate) runs the service's
     /// `evaluate` on it (Table 3, Fig. 12).
     SalsmTrace(crate::salsm::run::SalsmTraceArgs),
+    /// Measures what each counted unit of foreground work costs in CPU on this machine and
+    /// writes the virtual clock's CPU price file (with how close the prices come).
+    Calibrate(crate::calibrate::CalibrateArgs),
+    /// Prices a finished virtual-clock run again under another device model, from the I/O
+    /// counts its JSON keeps (measured phase, windows, missions), without rerunning it.
+    Reprice(crate::reprice::RepriceArgs),
     /// Internal: run one request file in this process (used by `compare`).
     #[command(hide = true)]
     Child {

@@ -82,11 +82,12 @@ pub fn summary_line(r: &RunResult) -> String {
     )
 }
 
-pub fn run_cmd(a: &RunArgs) -> Result<()> {
+/// The request `run` makes of its arguments.
+pub fn request_of(a: &RunArgs) -> Result<RunRequest> {
     let engine = EngineName::parse(&a.engine)?;
     engine.check_available()?;
     let spec = a.workload.spec()?;
-    let req = RunRequest {
+    Ok(RunRequest {
         engine,
         config: a.leaper.apply(a.budget.config_for(Some(spec.workload)))?,
         spec,
@@ -101,7 +102,11 @@ pub fn run_cmd(a: &RunArgs) -> Result<()> {
                 .as_deref()
                 .or(a.json.as_deref().and_then(|j| j.parent())),
         ),
-    };
+    })
+}
+
+pub fn run_cmd(a: &RunArgs) -> Result<()> {
+    let req = request_of(a)?;
     let (result, rows) = runner::run(&req)?;
     eprintln!("{}", summary_line(&result));
     if let Some(j) = &a.json {

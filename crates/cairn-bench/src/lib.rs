@@ -1,12 +1,14 @@
 //! cairn-bench: runs key-value engines on the same seeded operation stream and compares
 //! them. The binary is a thin wrapper over [`cli`] and [`compare`].
 
+pub mod calibrate;
 pub mod cli;
 pub mod compare;
 pub mod engines;
 pub mod leaper;
 pub mod measure;
 pub mod report;
+pub mod reprice;
 pub mod rng;
 pub mod runner;
 pub mod ruskey;

@@ -11,7 +11,6 @@ use crate::measure::timeline::{self, Live, TimelineRow};
 use crate::measure::windows::{self, BackgroundJob};
 use crate::report::json::{
     CacheStats, InvalidationSummary, LoadPhase, PhaseResult, ReadCacheSummary, RunResult, Storage,
-    VirtualClockReport,
 };
 use crate::rng::Rng;
 use crate::workload::dataset::KeySpace;
@@ -211,7 +210,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     std::fs::create_dir_all(&dir)?;
     let rss_at_open = current_rss_bytes();
     // The access statistics' clock, stopped while the model trains; the oracle's future.
-    let clock = Arc::new(PausableClock::new());
+    let clock = Arc::new(match req.config.clock {
+        crate::engines::ClockKind::Virtual => PausableClock::on_virtual_time(),
+        crate::engines::ClockKind::Wall => PausableClock::new(),
+    });
     if req.engine.is_oracle() && spec.warmup_secs.is_some() {
         bail!(
             "cairn:oracle reads the whole stream up front, so its warm-up must be a fixed \
@@ -547,10 +549,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let settled_seconds = settled.map(|t| t.duration_since(t0).as_secs_f64());
     pb.finish_and_clear();
     let cpu = CpuTime::now().since(&cpu0);
-    let vreport = virt.as_ref().map(|v| VirtualClockReport {
-        run: v.report(),
-        windows: rows.iter().filter_map(|r| r.io.clone()).collect(),
-    });
+    let vreport = virt.as_ref().map(|v| v.report_with(&rows));
     let c1 = engine.counters();
     let g1 = engine.read_cache();
     let p1 = engine.prefetch();
@@ -766,7 +765,7 @@ fn warm_up(
 ) -> Result<u64> {
     let total: u64 = gens.iter().map(|g| g.warmup_left()).sum();
     let pb = progress(total, label.to_string());
-    let deadline = secs.map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let deadline = secs.map(|s| clock::now() + Duration::from_secs_f64(s.max(0.0)));
     std::thread::scope(|s| {
         let handles: Vec<_> = gens
             .iter_mut()
@@ -776,7 +775,7 @@ fn warm_up(
                     let mut kbuf = vec![0u8; key_size];
                     let mut done = 0u64;
                     while g.warmup_left() > 0 {
-                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                        if deadline.is_some_and(|d| clock::now() >= d) {
                             g.end_warmup();
                             break;
                         }

@@ -14,6 +14,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("baseline", "the plain LSM-tree the learned parts are measured against: fence pointers, LRU block cache, K=1 at every level"),
     ("tiering", "RusKey's 'Lazy' baseline: K=T at every level"),
     ("moderate", "RusKey's 'Moderate' baseline: K=5 at every level"),
+    ("k-N", "a static policy: K=N at every level below 0, at most T (e.g. k-2; k-1 is leveling)"),
     ("lazy-leveling", "Dostoevsky's Lazy-Leveling: K=T at every level but the last, K=1 there; Monkey blooms"),
     ("monkey", "leveling with Monkey bloom-filter allocation"),
     ("wisckey", "WiscKey key-value separation alone: every value in a value log, GC at space amplification 1.5; fence pointers"),
@@ -151,6 +152,10 @@ pub fn by_name(name: &str) -> Option<Options> {
         "default" | "baseline" => {}
         "tiering" => o.level_runs = vec![o.size_ratio; below_l0],
         "moderate" => o.level_runs = vec![5.min(o.size_ratio); below_l0],
+        _ if name.starts_with("k-") => {
+            let k: usize = name["k-".len()..].parse().ok().filter(|k| *k >= 1)?;
+            o.level_runs = vec![k.min(o.size_ratio); below_l0];
+        }
         "lazy-leveling" => {
             o.level_runs = vec![o.size_ratio; below_l0];
             if let Some(last) = o.level_runs.last_mut() {
@@ -267,11 +272,15 @@ mod tests {
                 .replace("X-Y-Z", "3-2-5")
                 .replace("B-T", "25-75")
                 .replace("kK-tT-wW", "k1000-t10-w500")
-                .replace("CACHE", "ac-key");
+                .replace("CACHE", "ac-key")
+                .replace("k-N", "k-2");
             let o = by_name(name).unwrap_or_else(|| panic!("{name} missing"));
             o.validate().unwrap();
         }
         assert!(by_name("nope").is_none());
+        assert_eq!(by_name("k-2").unwrap().level_runs, vec![2; 6]);
+        assert_eq!(by_name("k-99").unwrap().level_runs, vec![10; 6]);
+        assert!(by_name("k-0").is_none() && by_name("k-x").is_none());
         assert!(by_name("greedy-80-20").is_none());
         assert!(by_name("greedy-x-20").is_none());
         assert_eq!(

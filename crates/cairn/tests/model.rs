@@ -781,6 +781,39 @@ fn model_background_threads() {
     run_seeds(true, 2000);
 }
 
+/// The virtual device clock prices I/O and changes no answer: with background work by
+/// hand (its deterministic mode), with background threads, and with a slow tier.
+#[test]
+fn model_virtual_clock() {
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    for (seed, background, model) in [
+        (4000, false, cairn::DeviceModel::nvme()),
+        (4001, false, cairn::DeviceModel::hdd()),
+        (4002, true, cairn::DeviceModel::ssd()),
+    ] {
+        let model = &model;
+        let tiered = seed == 4001;
+        let stats = run_seed_with(seed, background, ops, b"", |o| {
+            o.clock = cairn::Clock::Virtual(model.clone());
+            if tiered {
+                o.tiers = vec![
+                    cairn::TierConfig {
+                        dir: "hot".into(),
+                        first_level: 0,
+                        profile: cairn::DeviceProfile::None,
+                    },
+                    cairn::TierConfig {
+                        dir: "cold".into(),
+                        first_level: 2,
+                        profile: cairn::DeviceProfile::Hdd,
+                    },
+                ];
+            }
+        });
+        assert!(stats.io.total().read_ops > 0, "seed {seed} read nothing");
+    }
+}
+
 /// Bourbon's learned index on every table (small deltas too): the model must never change
 /// an answer, for gets or seeks. A table's keys are numbered after their common prefix
 /// (so "tenant:" keys learn); "t/" makes keys collide in the 8 bytes the model sees

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Default)]
 pub struct PausableClock {
+    /// Reads the run's virtual time (from a fixed epoch) instead of the wall clock.
+    virtual_time: bool,
     /// Milliseconds spent paused, subtracted from the wall clock.
     paused_total: AtomicU64,
     /// Wall time at which the current pause began.
@@ -22,11 +24,28 @@ impl PausableClock {
         Self::default()
     }
 
+    /// A clock on the run's virtual time: a fixed epoch until the virtual clock is
+    /// installed, then the epoch plus virtual time, so slots fall alike in every rerun.
+    pub fn on_virtual_time() -> Self {
+        PausableClock {
+            virtual_time: true,
+            ..Self::default()
+        }
+    }
+
+    fn base_ms(&self) -> u64 {
+        if self.virtual_time {
+            crate::measure::clock::virtual_unix_ms()
+        } else {
+            wall_ms()
+        }
+    }
+
     /// Stops the clock (no-op when stopped).
     pub fn pause(&self) {
         let mut p = self.paused_at.lock();
         if p.is_none() {
-            *p = Some(wall_ms());
+            *p = Some(self.base_ms());
         }
     }
 
@@ -35,7 +54,7 @@ impl PausableClock {
         let mut p = self.paused_at.lock();
         if let Some(at) = p.take() {
             self.paused_total
-                .fetch_add(wall_ms().saturating_sub(at), Ordering::Relaxed);
+                .fetch_add(self.base_ms().saturating_sub(at), Ordering::Relaxed);
         }
     }
 
@@ -48,7 +67,7 @@ impl PausableClock {
 impl cairn::access::Clock for PausableClock {
     fn now_ms(&self) -> u64 {
         let p = self.paused_at.lock();
-        let now = p.unwrap_or_else(wall_ms);
+        let now = p.unwrap_or_else(|| self.base_ms());
         now.saturating_sub(self.paused_total.load(Ordering::Relaxed))
     }
 }

@@ -17,7 +17,7 @@ use cairn::{CpuCounts, VirtualClock};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use super::cpu_price::{PriceFile, Units};
+use super::cpu_price::{PriceFile, Prices, Units};
 use crate::engines::Engine;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -34,6 +34,20 @@ pub fn now() -> Instant {
     Instant::now()
 }
 
+/// The Unix time virtual runs start at (2023-11-14): access statistics' slots then fall
+/// at the same virtual times in every rerun.
+pub const VIRTUAL_EPOCH_MS: u64 = 1_700_000_000_000;
+
+/// Milliseconds since the Unix epoch on the virtual run's time: the epoch plus the
+/// virtual clock's time (the epoch alone before a virtual run is installed).
+pub fn virtual_unix_ms() -> u64 {
+    let ns = match &*CLOCK.read() {
+        Some((_, c)) => c.now_ns(),
+        None => 0,
+    };
+    VIRTUAL_EPOCH_MS + ns / 1_000_000
+}
+
 /// When background work queued so far will be done: now on the wall clock (the work
 /// ran); on the virtual clock, once the device has served its backlog (the job ran at
 /// once in the caller's thread, its I/O is still queued).
@@ -44,6 +58,14 @@ pub fn background_done() -> Instant {
         }
     }
     Instant::now()
+}
+
+/// CPU time of the whole process, nanoseconds. A virtual run has no thread but the
+/// request thread at work (no background threads, no sampler; the main thread waits), so
+/// this is the request thread's, fixed-point background work included.
+pub fn process_cpu_ns() -> u64 {
+    let t = super::rss::CpuTime::now();
+    ((t.user_s + t.sys_s) * 1e9) as u64
 }
 
 /// Thread CPU time of the caller, nanoseconds.
@@ -71,8 +93,11 @@ pub struct VirtualReport {
     /// Priced CPU of the background work (flushes, compactions), reported apart: it runs
     /// beside the foreground and is not on its time line.
     pub background_cpu_ns: u64,
-    /// Measured thread CPU of the foreground's own work (fixed-point background work
-    /// excluded), to set against `measured.cpu_ns` (wall-time field: differs by run).
+    /// The units the foreground's CPU was priced from, under the price file's names (the
+    /// requests, point reads, entries written, ...): what a calibration fits.
+    pub cpu_units: Prices,
+    /// Measured CPU of the foreground's own work (the process's, fixed-point background
+    /// work excluded), to set against `measured.cpu_ns` (wall-time field: differs by run).
     pub measured_foreground_cpu_ns: u64,
     /// Measured thread CPU of the fixed-point background work (wall-time field).
     pub measured_background_cpu_ns: u64,
@@ -95,6 +120,7 @@ struct RunState {
     last: CpuCounts,
     last_scanned: u64,
     ops: u64,
+    units: [f64; 10],
     background_cpu_ns: f64,
     bg_thread_ns: u64,
     start_thread_ns: u64,
@@ -146,7 +172,8 @@ impl VirtualRun {
         s.background_cpu_ns = 0.0;
         s.bg_thread_ns = 0;
         s.ops = 0;
-        s.start_thread_ns = thread_cpu_ns();
+        s.units = [0.0; 10];
+        s.start_thread_ns = process_cpu_ns();
         s.start_wall = Some(Instant::now());
         s.start_stats = self.clock.stats();
     }
@@ -159,6 +186,9 @@ impl VirtualRun {
         let d = c.since(&s.last);
         let u = Units::of(1, &d, scanned.saturating_sub(s.last_scanned));
         let ns = self.prices.prices.price(&u);
+        for (a, b) in s.units.iter_mut().zip(u.0) {
+            *a += b;
+        }
         s.background_cpu_ns +=
             d.background_bytes as f64 / 1024.0 * self.prices.background_ns_per_kib;
         s.last = c;
@@ -200,6 +230,26 @@ impl VirtualRun {
         Ok(now())
     }
 
+    /// The report of the measured phase with each timeline window's I/O.
+    pub fn report_with(
+        &self,
+        rows: &[super::timeline::TimelineRow],
+    ) -> crate::report::json::VirtualClockReport {
+        crate::report::json::VirtualClockReport {
+            run: self.report(),
+            windows: rows
+                .iter()
+                .filter_map(|r| {
+                    Some(crate::report::json::WindowIo {
+                        second: r.second,
+                        ops: r.ops,
+                        io: r.io.clone()?,
+                    })
+                })
+                .collect(),
+        }
+    }
+
     /// The report of the measured phase so far.
     pub fn report(&self) -> VirtualReport {
         let s = self.state.lock();
@@ -214,7 +264,8 @@ impl VirtualRun {
             bg_every_ops: self.bg_every,
             measured: stats.since(&s.start_stats),
             background_cpu_ns: s.background_cpu_ns.round() as u64,
-            measured_foreground_cpu_ns: thread_cpu_ns()
+            cpu_units: Prices::from_vec(s.units),
+            measured_foreground_cpu_ns: process_cpu_ns()
                 .saturating_sub(s.start_thread_ns)
                 .saturating_sub(s.bg_thread_ns),
             measured_background_cpu_ns: s.bg_thread_ns,

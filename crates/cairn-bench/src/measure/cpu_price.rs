@@ -115,6 +115,9 @@ pub struct PriceFile {
     /// How close the prices came to measured CPU on each calibration workload.
     #[serde(default)]
     pub fit: Vec<FitRow>,
+    /// The same, on runs the fit did not see (another seed, twice the records).
+    #[serde(default)]
+    pub validation: Vec<FitRow>,
 }
 
 /// One workload of a calibration: measured and priced foreground CPU.

@@ -21,6 +21,8 @@ struct State {
     acc: Acc,
     phase: usize,
     start: Instant,
+    /// The virtual clock at the last mission's end (virtual runs).
+    last_io: Option<cairn::clock::VirtualStats>,
     rows: Vec<MissionRow>,
     change: Option<KChange>,
     /// Why the K change failed (the run then fails).
@@ -52,6 +54,7 @@ impl<'a> Missions<'a> {
                 acc: Acc::default(),
                 phase: 0,
                 start,
+                last_io: engine.and_then(|e| e.virtual_clock()).map(|c| c.stats()),
                 rows: Vec::new(),
                 change: None,
                 change_error: None,
@@ -121,6 +124,12 @@ impl State {
         let a = std::mem::take(&mut self.acc);
         let ks = engine.and_then(|e| e.level_ks());
         let runs = engine.and_then(|e| e.level_run_counts());
+        let io_now = engine.and_then(|e| e.virtual_clock()).map(|c| c.stats());
+        let io = match (&io_now, &self.last_io) {
+            (Some(n), Some(l)) => Some(n.since(l)),
+            _ => None,
+        };
+        self.last_io = io_now;
         self.rows.push(MissionRow {
             index: self.rows.len(),
             phase: self.phase,
@@ -134,6 +143,7 @@ impl State {
             ks,
             runs,
             k_set: None,
+            io,
         });
         if let (Some(c), Some(e)) = (self.change, engine) {
             if self.rows.len() as u64 == c.mission {

@@ -90,6 +90,10 @@ pub struct MissionRow {
     /// K set at every level at this mission's end (`--set-k-at`), after `ks` was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k_set: Option<usize>,
+    /// On the virtual clock: the mission's I/O by device, issuer and kind, priced CPU,
+    /// waits and stalls (`now_ns`: its virtual length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<cairn::clock::VirtualStats>,
 }
 
 /// The read cache's components over the measured phase (engines that report them).
@@ -238,7 +242,15 @@ fn wall() -> String {
 pub struct VirtualClockReport {
     #[serde(flatten)]
     pub run: crate::measure::clock::VirtualReport,
-    pub windows: Vec<cairn::clock::VirtualStats>,
+    pub windows: Vec<WindowIo>,
+}
+
+/// One timeline window of a virtual run: when it ended, its requests, its I/O.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowIo {
+    pub second: f64,
+    pub ops: u64,
+    pub io: cairn::clock::VirtualStats,
 }
 
 /// Leaper's metric. An invalidation miss is a foreground data-block miss on a key whose
@@ -470,6 +482,7 @@ mod tests {
                 ks: Some(vec![1, 2, 3]),
                 runs: Some(vec![1, 4, 2]),
                 k_set: (i == 1).then_some(10),
+                io: None,
             })
             .collect();
         let s = r.to_json().unwrap();

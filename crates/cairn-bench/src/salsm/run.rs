@@ -18,7 +18,10 @@
 //! reads per op).
 
 use super::{layout, service, thread_cpu_ns, CompactionCost, PlacementSummary, SalsmArgs};
+use crate::engines::ClockKind;
 use crate::engines::{Engine, EngineExtras, EngineName, SalsmOpen};
+use crate::measure::clock::{self, Installed, VirtualRun};
+use crate::measure::cpu_price::PriceFile;
 use crate::measure::latency::{cdf, summarize, OpClass, OpLatencies};
 use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, CpuTime, ProcIo};
 use crate::measure::timeline::{self, Live, TimelineRow};
@@ -67,10 +70,58 @@ struct Driver<'a> {
     clock: &'a ManualClock,
     user_bytes: u64,
     kbuf: Vec<u8>,
+    /// On the virtual clock: the driver of the engine opened last (and its
+    /// installation), charging each op's CPU and running background work at fixed points.
+    virt: Option<(VirtualRun, Installed)>,
 }
 
 impl Driver<'_> {
+    /// On the virtual clock, drives `engine` (just opened) from here on.
+    fn attach(&mut self, engine: &dyn Engine, req: &RunRequest) -> Result<()> {
+        self.virt = None; // uninstalls the previous engine's clock first
+        if req.config.clock != ClockKind::Virtual {
+            return Ok(());
+        }
+        let prices = match &req.config.cpu_prices {
+            Some(p) => Some((PriceFile::load(p)?, p.display().to_string())),
+            None => None,
+        };
+        let v = VirtualRun::of(engine, prices, req.config.bg_every_ops).with_context(|| {
+            format!(
+                "{} cannot run on the virtual clock (cairn's engines only)",
+                req.engine
+            )
+        })?;
+        let guard = v.install();
+        self.virt = Some((v, guard));
+        Ok(())
+    }
+
+    fn virt(&self) -> Option<&VirtualRun> {
+        self.virt.as_ref().map(|(v, _)| v)
+    }
+
+    /// Waits for background work: the wall clock's settle, or the virtual one's.
+    fn settle(&self, engine: &dyn Engine) -> Result<()> {
+        match self.virt() {
+            Some(v) => v.settle(engine).map(|_| ()),
+            None => {
+                settle(engine);
+                Ok(())
+            }
+        }
+    }
+
     fn exec(&mut self, engine: &dyn Engine, op: &AwpiOp, salt: u64) -> Result<bool> {
+        let r = self.exec_op(engine, op, salt)?;
+        if let Some(v) = self.virt() {
+            v.after_op(engine, 0);
+            v.fixed_point(engine)?;
+        }
+        Ok(r)
+    }
+
+    fn exec_op(&mut self, engine: &dyn Engine, op: &AwpiOp, salt: u64) -> Result<bool> {
         self.clock.set(op.t_ms);
         self.keys.encode_into(op.rec as u64, &mut self.kbuf);
         Ok(match op.kind {
@@ -288,7 +339,13 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let mut cfg = req.config.clone();
     cfg.level1_bytes = Some(d.level1);
     cfg.cache_bytes = d.cache as usize;
-    cfg.device = crate::engines::Device::None;
+    if cfg.clock == ClockKind::Wall {
+        cfg.device = crate::engines::Device::None;
+    } else if cfg.device == crate::engines::Device::None {
+        // The model of tiers without a device profile; SA-LSM's presets give both of
+        // theirs one (ssd hot, hdd cold), which the virtual clock keeps.
+        cfg.device = crate::engines::Device::Ssd;
+    }
 
     let tmp;
     let parent = match &req.data_dir {
@@ -323,11 +380,13 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         clock: &clock,
         user_bytes: 0,
         kbuf: vec![0u8; aspec.key_size],
+        virt: None,
     };
 
     // The trace days, no added latency.
     let mut engine = req.engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
-    let t_trace = Instant::now();
+    drv.attach(engine.as_ref(), req)?;
+    let t_trace = clock::now();
     let c_start = engine.counters();
     drv.run_untimed(
         engine.as_ref(),
@@ -335,9 +394,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         &format!("{name} trace days"),
     )?;
     engine.flush()?;
-    settle(engine.as_ref());
+    drv.settle(engine.as_ref())?;
     clock.set(aspec.trace_end_ms());
-    let trace_seconds = t_trace.elapsed().as_secs_f64();
+    let trace_seconds = clock::now().duration_since(t_trace).as_secs_f64();
     let load = LoadPhase {
         records: stream.stats.trace_records,
         seconds: trace_seconds,
@@ -366,6 +425,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         let cold = train(engine.as_ref(), req, m, d.budget, &work, &stem, &mut pl)?;
         if req.salsm.table5 && preset == Some("sa-lsm") {
             // Table 5's passive side, on a copy of the data the proactive compaction gets.
+            drv.virt = None;
             engine.close()?;
             let copy = parent.join(format!("salsm-{stem}-passive"));
             pl.passive_compaction = Some(passive_compaction(
@@ -376,6 +436,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                 &extras(&clock, &d, 0.0),
             )?);
             engine = req.engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
+            drv.attach(engine.as_ref(), req)?;
         }
         engine.load_cold_set(&cold)?;
         cold_set = Some(cairn::learned::ColdSet::read(&cold)?);
@@ -392,9 +453,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         }
         pl.proactive = r;
     }
-    settle(engine.as_ref());
+    drv.settle(engine.as_ref())?;
     pl.placement_seconds = t_place.elapsed().as_secs_f64();
     let level_bytes = engine.level_bytes();
+    drv.virt = None;
     engine.close()?;
 
     // Where the records are now.
@@ -440,6 +502,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let engine = req
         .engine
         .open_with(&dir, &cfg, &extras(&clock, &d, req.salsm.latency_scale))?;
+    drv.attach(engine.as_ref(), req)?;
     let replay = stream.replay();
     let warm = (replay.len() as f64 * req.salsm.warmup_share) as usize;
     drv.run_untimed(engine.as_ref(), &replay[..warm], &format!("{name} warm-up"))?;
@@ -448,19 +511,30 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let c0 = engine.counters();
     let io0 = ProcIo::now();
     let cpu0 = CpuTime::now();
+    if let Some(v) = drv.virt() {
+        v.begin(engine.as_ref(), 0);
+    }
     let live = Live::default();
     let period = Duration::from_millis(req.timeline_period_ms.max(10));
     let pb = progress(measured.len() as u64, format!("{name} replay"));
-    let t0 = Instant::now();
+    let t0 = clock::now();
     let mut lat = OpLatencies::default();
     let (mut found, mut missing, mut scanned) = (0u64, 0u64, 0u64);
     let rows = std::thread::scope(|s| -> Result<Vec<TimelineRow>> {
-        let sampler = s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0));
+        // On the virtual clock the replay loop takes the rows, at virtual times.
+        let sampler = match drv.virt() {
+            Some(_) => {
+                *live.inline.lock() = Some(timeline::Sampler::new(engine.as_ref(), period, t0));
+                None
+            }
+            None => Some(s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0))),
+        };
         let r = (|| -> Result<()> {
             for (i, op) in measured.iter().enumerate() {
-                let t = Instant::now();
+                let t = clock::now();
                 let hit = drv.exec(engine.as_ref(), op, op.t_ms)?;
-                let nanos = t.elapsed().as_nanos() as u64;
+                let end = clock::now();
+                let nanos = end.duration_since(t).as_nanos() as u64;
                 match op.kind {
                     AwpiKind::Read if hit => found += 1,
                     AwpiKind::Read => missing += 1,
@@ -478,6 +552,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                     },
                 );
                 live.record(nanos);
+                if let Some(s) = live.inline.lock().as_mut() {
+                    s.poll(engine.as_ref(), &live, end);
+                }
                 if i % 4096 == 0 {
                     pb.set_position(i as u64);
                 }
@@ -485,10 +562,19 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             Ok(())
         })();
         live.stop.store(true, std::sync::atomic::Ordering::Release);
-        let rows = sampler.join().expect("sampler panicked");
+        let rows = match sampler {
+            Some(s) => s.join().expect("sampler panicked"),
+            None => {
+                let mut inline = live.inline.lock().take().expect("the inline sampler");
+                inline.take(engine.as_ref(), &live, clock::now(), true);
+                inline.rows
+            }
+        };
         r.map(|_| rows)
     })?;
-    let seconds = t0.elapsed().as_secs_f64();
+    let seconds = clock::now().duration_since(t0).as_secs_f64();
+    let virtual_clock = drv.virt().map(|v| v.report_with(&rows));
+    drv.virt = None;
     pb.finish_and_clear();
     let cpu = CpuTime::now().since(&cpu0);
     let io = ProcIo::now().since(&io0);
@@ -587,6 +673,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         warmup_ops: warm as u64,
         placement: Some(pl),
         awpi: Some(stream.stats.clone()),
+        clock: req.config.clock.name().to_string(),
+        virtual_clock,
         ..Default::default()
     };
     Ok((result, rows))
@@ -667,6 +755,7 @@ pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
         clock: &clock,
         user_bytes: 0,
         kbuf: vec![0u8; aspec.key_size],
+        virt: None,
     };
     let e = engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
     let t = Instant::now();

@@ -69,6 +69,29 @@ impl Drop for BackgroundWork {
     }
 }
 
+/// Times a request or a background job: wall time, or on the virtual clock the time the
+/// foreground moved plus the device time of the background I/O queued meanwhile (a job
+/// runs at once in the caller's thread; what it costs is its I/O's device time).
+pub enum Stopwatch {
+    /// Started at this instant.
+    Wall(Instant),
+    /// Started at these marks of the clock.
+    Virtual(Arc<VirtualClock>, u64, u64),
+}
+
+impl Stopwatch {
+    /// Nanoseconds since the start.
+    pub fn elapsed_ns(&self) -> u64 {
+        match self {
+            Stopwatch::Wall(t) => t.elapsed().as_nanos() as u64,
+            Stopwatch::Virtual(c, now0, bg0) => {
+                let (now, bg) = c.marks();
+                now.saturating_sub(*now0) + bg.saturating_sub(*bg0)
+            }
+        }
+    }
+}
+
 /// The time the engine's learned parts read: time since an origin, on the wall clock
 /// or on the database's virtual clock.
 #[derive(Clone, Debug)]
@@ -88,6 +111,17 @@ impl EngineClock {
                 ORIGIN.get_or_init(Instant::now).elapsed()
             }
             EngineClock::Virtual(c) => Duration::from_nanos(c.now_ns()),
+        }
+    }
+
+    /// Starts timing a request or a background job on this clock.
+    pub fn stopwatch(&self) -> Stopwatch {
+        match self {
+            EngineClock::Wall => Stopwatch::Wall(Instant::now()),
+            EngineClock::Virtual(c) => {
+                let (now, bg) = c.marks();
+                Stopwatch::Virtual(c.clone(), now, bg)
+            }
         }
     }
 

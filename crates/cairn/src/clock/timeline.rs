@@ -176,6 +176,8 @@ impl Device {
 
 struct Timeline {
     now: u64,
+    /// Device time of all background I/O queued so far.
+    background_ns: u64,
     cpu_ns: u64,
     queue_wait_ns: u64,
     stall_ns: u64,
@@ -216,6 +218,7 @@ impl VirtualClock {
         VirtualClock {
             state: Mutex::new(Timeline {
                 now: 0,
+                background_ns: 0,
                 cpu_ns: 0,
                 queue_wait_ns: 0,
                 stall_ns: 0,
@@ -228,6 +231,13 @@ impl VirtualClock {
     /// The foreground's time, nanoseconds since the clock started.
     pub fn now_ns(&self) -> u64 {
         self.state.lock().now
+    }
+
+    /// The foreground's time and the device time of all background I/O queued so far,
+    /// read together (a [`super::Stopwatch`]'s marks).
+    pub fn marks(&self) -> (u64, u64) {
+        let s = self.state.lock();
+        (s.now, s.background_ns)
     }
 
     /// Charges `ns` of CPU work to the foreground.
@@ -260,6 +270,7 @@ impl VirtualClock {
             d.stats.background[op.index()].add(bytes, ns);
             d.backlog.push_back((now, ns));
             d.backlog_ns += ns;
+            s.background_ns += ns;
             return;
         }
         d.stats.foreground[op.index()].add(bytes, ns);

@@ -244,12 +244,12 @@ impl DbInner {
             return Ok(false);
         };
         self.stats.flushes_running.fetch_add(1, Ordering::Relaxed);
-        let t = std::time::Instant::now();
+        let t = self.clock.stopwatch();
         let r = self.flush_memtable(&cf, &mem);
         self.stats
             .level(0)
             .compaction_ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add(t.elapsed_ns(), Ordering::Relaxed);
         self.stats.flushes_running.fetch_sub(1, Ordering::Relaxed);
         r?;
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);
@@ -607,7 +607,7 @@ impl DbInner {
                 self.stats
                     .compactions_running
                     .fetch_add(1, Ordering::Relaxed);
-                let t = std::time::Instant::now();
+                let t = self.clock.stopwatch();
                 let r = self.run_merge(
                     cf,
                     from,
@@ -621,7 +621,7 @@ impl DbInner {
                 self.stats
                     .level(to)
                     .compaction_ns
-                    .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    .fetch_add(t.elapsed_ns(), Ordering::Relaxed);
                 self.stats
                     .compactions_running
                     .fetch_sub(1, Ordering::Relaxed);

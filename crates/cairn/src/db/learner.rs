@@ -258,6 +258,9 @@ impl Learner {
                 }
             }
         }
+        // Oldest table first, and the same order in every run (the map's is random):
+        // on the virtual clock the order of the model files' writes is timed.
+        due.sort_by_key(|(t, _, _)| t.file_no());
         due.iter()
             .filter(|(t, tier, level)| {
                 let learned = self.learn(t);

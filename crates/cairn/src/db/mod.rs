@@ -32,7 +32,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -494,14 +493,14 @@ impl Db {
 
     /// Applies a batch atomically: all of it is visible at once, or none of it.
     pub fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        let t = Instant::now();
+        let t = self.inner.clock.stopwatch();
         if let Some(tuner) = &self.inner.tuner {
             tuner.tick(batch.len().max(1) as u64);
         }
         let r = self.inner.write(wo, batch);
         self.inner
             .stats
-            .record_latency(OpKind::Write, t.elapsed().as_nanos() as u64);
+            .record_latency(OpKind::Write, t.elapsed_ns());
         r
     }
 
@@ -522,14 +521,12 @@ impl Db {
         cf: &ColumnFamily,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        let t = Instant::now();
+        let t = self.inner.clock.stopwatch();
         if let Some(tuner) = &self.inner.tuner {
             tuner.tick(1);
         }
         let r = self.inner.get(ro, cf.id, key);
-        self.inner
-            .stats
-            .record_latency(OpKind::Get, t.elapsed().as_nanos() as u64);
+        self.inner.stats.record_latency(OpKind::Get, t.elapsed_ns());
         r
     }
 
@@ -950,7 +947,8 @@ impl DbInner {
                 .level(level)
                 .lookups_reached
                 .fetch_add(1, Ordering::Relaxed);
-            let _level_time = timed.then(|| LevelTimer::start(&self.stats.level(level).read_ns));
+            let _level_time =
+                timed.then(|| LevelTimer::start(&self.stats.level(level).read_ns, &self.clock));
             for run in &l.runs {
                 let Some(f) = run.file_for(key) else { continue };
                 if f.desc.min_seq > seq {
@@ -1218,21 +1216,21 @@ const READ_TIME_SAMPLE: u64 = 8;
 /// (so the read's early returns are counted too).
 struct LevelTimer<'a> {
     ns: &'a AtomicU64,
-    start: Instant,
+    start: crate::clock::Stopwatch,
 }
 
 impl<'a> LevelTimer<'a> {
-    fn start(ns: &'a AtomicU64) -> Self {
+    fn start(ns: &'a AtomicU64, clock: &crate::clock::EngineClock) -> Self {
         LevelTimer {
             ns,
-            start: Instant::now(),
+            start: clock.stopwatch(),
         }
     }
 }
 
 impl Drop for LevelTimer<'_> {
     fn drop(&mut self) {
-        let ns = self.start.elapsed().as_nanos() as u64;
+        let ns = self.start.elapsed_ns();
         self.ns.fetch_add(ns * READ_TIME_SAMPLE, Ordering::Relaxed);
     }
 }

@@ -85,6 +85,9 @@ impl ProactiveReport {
 pub(crate) struct PlacementState {
     cold_sets: Mutex<HashMap<u32, Arc<ColdSet>>>,
     pub(crate) seq_times: Option<SeqTimes>,
+    /// On the virtual clock: requests, cold-tier reads and the time at the last back-off
+    /// check; the next one measures its rates from there (no sleep in the caller's thread).
+    last_rates: Mutex<Option<(u64, u64, Duration)>>,
 }
 
 impl PlacementState {
@@ -100,6 +103,7 @@ impl PlacementState {
         PlacementState {
             cold_sets: Mutex::new(HashMap::new()),
             seq_times,
+            last_rates: Mutex::new(None),
         }
     }
 }
@@ -330,11 +334,27 @@ impl DbInner {
                 + s.iterators.load(Ordering::Relaxed);
             (ops, self.env.stats().snapshot().tier(cold_tier).read_ops)
         };
-        let (ops0, reads0) = sample();
-        let t = Instant::now();
-        std::thread::sleep(Duration::from_millis(p.backoff_window_ms.max(1)));
-        let (ops1, reads1) = sample();
-        let secs = t.elapsed().as_secs_f64().max(1e-6);
+        let (ops1, reads1, secs, ops0, reads0);
+        if self.clock.virtual_clock().is_some() {
+            // Background work runs in the request thread: the rates are those since the
+            // last check, on virtual time (none at the first).
+            let now = self.clock.now();
+            (ops1, reads1) = sample();
+            let last = self
+                .placement
+                .last_rates
+                .lock()
+                .replace((ops1, reads1, now));
+            let (o, r, t) = last?;
+            (ops0, reads0) = (o, r);
+            secs = now.saturating_sub(t).as_secs_f64().max(1e-6);
+        } else {
+            (ops0, reads0) = sample();
+            let t = Instant::now();
+            std::thread::sleep(Duration::from_millis(p.backoff_window_ms.max(1)));
+            (ops1, reads1) = sample();
+            secs = t.elapsed().as_secs_f64().max(1e-6);
+        }
         let ops_rate = (ops1 - ops0) as f64 / secs;
         let read_rate = (reads1 - reads0) as f64 / secs;
         if p.max_ops_per_sec.is_some_and(|m| ops_rate > m) {

@@ -34,7 +34,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
@@ -42,6 +42,7 @@ use super::hot_ranges::HotRangePredictor;
 use super::overlap::{block_is_hot, overlapping_blocks, Interval};
 use crate::access::key_number;
 use crate::cache::{BlockCache, BlockKey, CacheValue};
+use crate::clock::EngineClock;
 use crate::table::{Block, BlockHandle, BlockSink};
 use crate::types::user_key;
 
@@ -190,8 +191,8 @@ struct Counters {
 
 /// One flush's or compaction's invalidated key ranges.
 struct Event {
-    begin: Instant,
-    end: Mutex<Option<Instant>>,
+    begin: Duration,
+    end: Mutex<Option<Duration>>,
     /// The key ranges of the cached blocks a compaction invalidated, with the input table
     /// each block is of; sorted by first key, may overlap.
     ranges: Vec<(Vec<u8>, Vec<u8>, u64)>,
@@ -210,7 +211,7 @@ struct Event {
     outputs: Mutex<HashSet<u64>>,
     /// Reads per second over cache blocks when the job ran (eq. 3's Q / S).
     q_over_s: f64,
-    last_miss: Mutex<Option<Instant>>,
+    last_miss: Mutex<Option<Duration>>,
 }
 
 impl Event {
@@ -241,7 +242,7 @@ struct Fits {
     alpha_ms_per_block: Option<f64>,
     beta: Option<f64>,
     /// (time, reads so far) of the last rate sample.
-    last_reads: Option<(Instant, u64)>,
+    last_reads: Option<(Duration, u64)>,
     reads_per_s: f64,
 }
 
@@ -328,7 +329,7 @@ impl Warmer {
 /// What a compaction's start decided, for its end.
 pub(crate) struct CompactionJob {
     event: Option<Arc<Event>>,
-    begin: Instant,
+    begin: Duration,
     input_blocks: u64,
     /// Warming of the job's output blocks, if any.
     pub(crate) warmer: Option<Arc<Warmer>>,
@@ -347,6 +348,9 @@ pub(crate) struct Prefetcher {
     counters: Arc<Counters>,
     events: Mutex<VecDeque<Arc<Event>>>,
     fits: Mutex<Fits>,
+    /// The clock job windows and read rates are measured on (virtual time on the
+    /// virtual clock); times are durations since its origin.
+    clock: EngineClock,
 }
 
 impl Prefetcher {
@@ -356,6 +360,7 @@ impl Prefetcher {
         block_size: usize,
         window_ms: u64,
         metric: bool,
+        clock: EngineClock,
     ) -> Self {
         let metric = metric
             || matches!(
@@ -376,6 +381,7 @@ impl Prefetcher {
             counters: Arc::default(),
             events: Mutex::new(VecDeque::new()),
             fits: Mutex::new(Fits::default()),
+            clock,
         }
     }
 
@@ -413,10 +419,10 @@ impl Prefetcher {
     /// Updates the read rate (Q of eq. 3) from the database's read counter.
     pub(crate) fn sample_reads(&self, reads: u64) {
         let mut f = self.fits.lock();
-        let now = Instant::now();
+        let now = self.clock.now();
         match f.last_reads {
-            Some((t, r)) if now.duration_since(t) >= Duration::from_millis(200) => {
-                let dt = now.duration_since(t).as_secs_f64();
+            Some((t, r)) if now.saturating_sub(t) >= Duration::from_millis(200) => {
+                let dt = now.saturating_sub(t).as_secs_f64();
                 f.reads_per_s = reads.saturating_sub(r) as f64 / dt;
                 f.last_reads = Some((now, reads));
             }
@@ -443,7 +449,7 @@ impl Prefetcher {
         if ranges.is_empty() && keys.is_empty() {
             return None;
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         let q_over_s = self.fits.lock().reads_per_s / self.cache_blocks();
         let mut ranges = ranges;
         ranges.sort();
@@ -465,13 +471,13 @@ impl Prefetcher {
 
     /// Drops events past the longest window, fitting beta from how long each one's
     /// misses lasted after its job ended (the recovery time T2).
-    fn expire(&self, events: &mut VecDeque<Arc<Event>>, now: Instant) {
+    fn expire(&self, events: &mut VecDeque<Arc<Event>>, now: Duration) {
         while let Some(e) = events.front() {
             let end = *e.end.lock();
             match end {
-                Some(end) if now.duration_since(end) > LONGEST_WINDOW => {
+                Some(end) if now.saturating_sub(end) > LONGEST_WINDOW => {
                     if let Some(last) = *e.last_miss.lock() {
-                        let recovery = last.saturating_duration_since(end).as_secs_f64();
+                        let recovery = last.saturating_sub(end).as_secs_f64();
                         if e.q_over_s > 0.0 {
                             let mut f = self.fits.lock();
                             f.beta = Some(ewma(f.beta, recovery / e.q_over_s));
@@ -549,7 +555,7 @@ impl Prefetcher {
 
     /// A compaction of `inputs` (file numbers, with their sizes) starts.
     pub(crate) fn compaction_begin(&self, cf: u32, inputs: &[(u64, u64)]) -> CompactionJob {
-        let begin = Instant::now();
+        let begin = self.clock.now();
         let input_blocks: u64 = inputs
             .iter()
             .map(|&(_, size)| size.div_ceil(self.block_size))
@@ -680,12 +686,12 @@ impl Prefetcher {
 
     /// The compaction is installed (or failed).
     pub(crate) fn compaction_end(&self, job: CompactionJob) {
-        let now = Instant::now();
+        let now = self.clock.now();
         if let Some(e) = &job.event {
             *e.end.lock() = Some(now);
         }
         if job.input_blocks > 0 {
-            let ms = now.duration_since(job.begin).as_secs_f64() * 1000.0;
+            let ms = now.saturating_sub(job.begin).as_secs_f64() * 1000.0;
             let mut f = self.fits.lock();
             f.alpha_ms_per_block = Some(ewma(f.alpha_ms_per_block, ms / job.input_blocks as f64));
         }
@@ -710,13 +716,13 @@ impl Prefetcher {
         if misses == 0 || !self.metric {
             return;
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         let events = self.events.lock();
         let Some(e) = events.iter().rev().find(|e| e.contains(key, file_no)) else {
             return;
         };
         let end = *e.end.lock();
-        let since_end = end.map(|t| now.saturating_duration_since(t));
+        let since_end = end.map(|t| now.saturating_sub(t));
         if since_end.is_some_and(|d| d > LONGEST_WINDOW) || now < e.begin {
             return;
         }
