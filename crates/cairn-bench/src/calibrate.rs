@@ -33,9 +33,9 @@ pub struct CalibrateArgs {
     /// Times each workload runs; the fit takes the median CPU of each.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Where this runs, for the file's provenance (e.g. "2-core shared VM").
-    #[arg(long, default_value = "this machine")]
-    pub machine: String,
+    /// Where this runs, for the file's provenance [default: the CPU model, cores, arch].
+    #[arg(long)]
+    pub machine: Option<String>,
 }
 
 /// The calibration workloads: a name, then `run` flags. Each stresses a different mix of
@@ -57,6 +57,15 @@ const CASES: &[(&str, &str)] = &[
     ("ycsb-e", "--engine cairn --workload ycsb-e"),
     ("ycsb-f", "--engine cairn --workload ycsb-f"),
     ("readseq", "--engine cairn --workload readseq"),
+    // Many runs per lookup (no compactions; tiering): what each table probed costs.
+    (
+        "readrandom-flush-only",
+        "--engine cairn --workload readrandom --flush-only --cache-bytes 256M",
+    ),
+    (
+        "readrandom-tiering",
+        "--engine cairn:tiering --workload readrandom --cache-bytes 256M",
+    ),
     (
         "learned",
         "--engine cairn:bourbon-always --workload readrandom",
@@ -160,6 +169,7 @@ fn validate(a: &CalibrateArgs) -> Result<Vec<FitRow>> {
                 ops: r.ops,
                 measured_ns_per_op: v.run.measured_foreground_cpu_ns as f64 / r.ops as f64,
                 priced_ns_per_op: v.run.measured.cpu_ns as f64 / r.ops as f64,
+                accounting_share: None,
             })
         })
         .collect()
@@ -200,23 +210,23 @@ pub fn calibrate_cmd(a: &CalibrateArgs) -> Result<()> {
     let prices = Prices::from_vec(fit_nnls(&fit_rows));
     let fit: Vec<FitRow> = rows
         .iter()
-        .map(|(name, u, cpu, ops, _)| FitRow {
+        .zip(&overhead)
+        .map(|((name, u, cpu, ops, _), (_, share))| FitRow {
             workload: name.clone(),
             ops: *ops,
             measured_ns_per_op: cpu / *ops as f64,
             priced_ns_per_op: prices.price(u) / *ops as f64,
+            accounting_share: Some(*share),
         })
         .collect();
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
+    let commit = crate::report::provenance::commit();
     let old = PriceFile::built_in();
     let file = PriceFile {
         version: VERSION,
-        measured_on: a.machine.clone(),
+        measured_on: a
+            .machine
+            .clone()
+            .unwrap_or_else(crate::report::provenance::machine),
         commit,
         command: format!(
             "cairn-bench calibrate --records {} --ops {} --repeats {}",
@@ -235,7 +245,8 @@ pub fn calibrate_cmd(a: &CalibrateArgs) -> Result<()> {
         "| workload | measured CPU ns/op | priced ns/op | priced / measured | accounting / wall |"
     );
     println!("|---|---:|---:|---:|---:|");
-    for (f, (_, o)) in file.fit.iter().zip(&overhead) {
+    for f in &file.fit {
+        let o = f.accounting_share.unwrap_or(0.0);
         println!(
             "| {} | {:.0} | {:.0} | {:.2} | {:.1}% |",
             f.workload,

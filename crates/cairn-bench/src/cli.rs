@@ -56,6 +56,9 @@ pub enum Command {
     /// Measures what each counted unit of foreground work costs in CPU on this machine and
     /// writes the virtual clock's CPU price file (with how close the prices come).
     Calibrate(crate::calibrate::CalibrateArgs),
+    /// The virtual clock's results page: CPU calibration, overhead, reruns checked field by
+    /// field, and a static K sweep over RusKey's sessions (docs/results/virtual-clock.md).
+    ClockSummary(crate::clock_summary::ClockSummaryArgs),
     /// Prices a finished virtual-clock run again under another device model, from the I/O
     /// counts its JSON keeps (measured phase, windows, missions), without rerunning it.
     Reprice(crate::reprice::RepriceArgs),

@@ -3,6 +3,7 @@
 
 pub mod calibrate;
 pub mod cli;
+pub mod clock_summary;
 pub mod compare;
 pub mod engines;
 pub mod leaper;

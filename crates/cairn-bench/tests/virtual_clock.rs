@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use cairn_bench::report::json::{json_differences, strip_wall_fields};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_cairn-bench");
@@ -23,69 +24,9 @@ fn run_ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Fields measured on the wall clock (CPU, RSS, the OS's counters, sampled step timings,
-/// files holding such timings), which a rerun may change.
-fn strip_wall(v: &mut Value) {
-    let Value::Object(m) = v else { return };
-    for k in [
-        "started_at_unix",
-        "cpu",
-        "os_io",
-        "peak_rss_bytes",
-        "rss_at_open_bytes",
-        "disk_bytes",
-    ] {
-        m.remove(k);
-    }
-    if let Some(Value::Object(s)) = m.get_mut("engine_stats") {
-        // Sampled step timings and the tuner's training CPU.
-        s.retain(|k, _| {
-            !k.ends_with("_ns") && !k.ends_with("_ms") && !k.starts_with("tuner_train")
-        });
-    }
-    if let Some(Value::Object(s)) = m.get_mut("virtual_clock") {
-        for k in [
-            "measured_foreground_cpu_ns",
-            "measured_background_cpu_ns",
-            "wall_seconds",
-        ] {
-            s.remove(k);
-        }
-    }
-    if let Some(Value::Object(p)) = m.get_mut("placement") {
-        p.retain(|k, _| !k.contains("seconds") && !k.ends_with("_ms"));
-        if let Some(Value::Object(r)) = p.get_mut("proactive") {
-            r.retain(|k, _| !k.ends_with("_ns"));
-        }
-    }
-}
-
-/// The paths where two JSON values differ.
-fn differences(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let only_y = y.keys().filter(|k| !x.contains_key(*k));
-            for k in x.keys().chain(only_y) {
-                if let (Some(p), Some(q)) = (x.get(k), y.get(k)) {
-                    differences(p, q, format!("{at}.{k}"), out);
-                } else {
-                    out.push(format!("{at}.{k}"));
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                differences(p, q, format!("{at}[{i}]"), out);
-            }
-        }
-        _ if a != b => out.push(format!("{at}: {a} != {b}")),
-        _ => {}
-    }
-}
-
 fn json(p: &Path) -> Value {
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-    strip_wall(&mut v);
+    strip_wall_fields(&mut v);
     v
 }
 
@@ -147,8 +88,7 @@ fn a_rerun_with_one_seed_writes_the_same_json_but_wall_fields() {
         }
         let (a, b) = (json(&paths[0]), json(&paths[1]));
         assert_eq!(a["clock"], "virtual");
-        let mut diffs = Vec::new();
-        differences(&a, &b, String::new(), &mut diffs);
+        let diffs = json_differences(&a, &b);
         assert!(diffs.is_empty(), "{engine} on {workload}: {diffs:?}");
         assert!(a["virtual_clock"]["measured"]["now_ns"].as_u64().unwrap() > 0);
         assert!(!a["virtual_clock"]["windows"].as_array().unwrap().is_empty());
@@ -177,8 +117,7 @@ fn a_rerun_with_one_seed_writes_the_same_json_but_wall_fields() {
         ]);
     }
     let (a, b) = (json(&paths[0]), json(&paths[1]));
-    let mut diffs = Vec::new();
-    differences(&a, &b, String::new(), &mut diffs);
+    let diffs = json_differences(&a, &b);
     assert!(diffs.is_empty(), "the SA-LSM replay: {diffs:?}");
     let devices: Vec<&str> = a["virtual_clock"]["measured"]["devices"]
         .as_array()

@@ -127,6 +127,10 @@ pub struct FitRow {
     pub ops: u64,
     pub measured_ns_per_op: f64,
     pub priced_ns_per_op: f64,
+    /// The virtual clock's own bookkeeping (pricing each I/O and each request's CPU) as a
+    /// share of the run's wall time.
+    #[serde(default)]
+    pub accounting_share: Option<f64>,
 }
 
 impl PriceFile {

@@ -3,4 +3,5 @@
 pub mod json;
 pub mod markdown;
 pub mod plots;
+pub mod provenance;
 pub mod transition;
