@@ -402,6 +402,72 @@ impl RunResult {
     }
 }
 
+/// Removes from a run's JSON the fields measured on the wall clock (CPU, RSS, the OS's
+/// counters, sampled step timings, the tuner's training CPU, files holding such timings),
+/// which a rerun on the virtual clock may change; everything left must repeat exactly.
+pub fn strip_wall_fields(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(m) = v else { return };
+    for k in [
+        "started_at_unix",
+        "cpu",
+        "os_io",
+        "peak_rss_bytes",
+        "rss_at_open_bytes",
+        "disk_bytes",
+    ] {
+        m.remove(k);
+    }
+    if let Some(Value::Object(s)) = m.get_mut("engine_stats") {
+        s.retain(|k, _| {
+            !k.ends_with("_ns") && !k.ends_with("_ms") && !k.starts_with("tuner_train")
+        });
+    }
+    if let Some(Value::Object(s)) = m.get_mut("virtual_clock") {
+        for k in [
+            "measured_foreground_cpu_ns",
+            "measured_background_cpu_ns",
+            "wall_seconds",
+        ] {
+            s.remove(k);
+        }
+    }
+    if let Some(Value::Object(p)) = m.get_mut("placement") {
+        p.retain(|k, _| !k.contains("seconds") && !k.ends_with("_ms"));
+        if let Some(Value::Object(r)) = p.get_mut("proactive") {
+            r.retain(|k, _| !k.ends_with("_ns"));
+        }
+    }
+}
+
+/// The paths where two JSON values differ (`.a.b[3]: x != y`).
+pub fn json_differences(a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
+    fn walk(a: &serde_json::Value, b: &serde_json::Value, at: String, out: &mut Vec<String>) {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let only_y = y.keys().filter(|k| !x.contains_key(*k));
+                for k in x.keys().chain(only_y) {
+                    match (x.get(k), y.get(k)) {
+                        (Some(p), Some(q)) => walk(p, q, format!("{at}.{k}"), out),
+                        _ => out.push(format!("{at}.{k}: present in one only")),
+                    }
+                }
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+                for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                    walk(p, q, format!("{at}[{i}]"), out);
+                }
+            }
+            _ if a != b => out.push(format!("{at}: {a} != {b}")),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(a, b, String::new(), &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,70 +558,4 @@ mod tests {
         assert_eq!(lines.len(), 3, "{s}");
         assert!(s.ends_with("]\n}\n"));
     }
-}
-
-/// Removes from a run's JSON the fields measured on the wall clock (CPU, RSS, the OS's
-/// counters, sampled step timings, the tuner's training CPU, files holding such timings),
-/// which a rerun on the virtual clock may change; everything left must repeat exactly.
-pub fn strip_wall_fields(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    let Value::Object(m) = v else { return };
-    for k in [
-        "started_at_unix",
-        "cpu",
-        "os_io",
-        "peak_rss_bytes",
-        "rss_at_open_bytes",
-        "disk_bytes",
-    ] {
-        m.remove(k);
-    }
-    if let Some(Value::Object(s)) = m.get_mut("engine_stats") {
-        s.retain(|k, _| {
-            !k.ends_with("_ns") && !k.ends_with("_ms") && !k.starts_with("tuner_train")
-        });
-    }
-    if let Some(Value::Object(s)) = m.get_mut("virtual_clock") {
-        for k in [
-            "measured_foreground_cpu_ns",
-            "measured_background_cpu_ns",
-            "wall_seconds",
-        ] {
-            s.remove(k);
-        }
-    }
-    if let Some(Value::Object(p)) = m.get_mut("placement") {
-        p.retain(|k, _| !k.contains("seconds") && !k.ends_with("_ms"));
-        if let Some(Value::Object(r)) = p.get_mut("proactive") {
-            r.retain(|k, _| !k.ends_with("_ns"));
-        }
-    }
-}
-
-/// The paths where two JSON values differ (`.a.b[3]: x != y`).
-pub fn json_differences(a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
-    fn walk(a: &serde_json::Value, b: &serde_json::Value, at: String, out: &mut Vec<String>) {
-        use serde_json::Value;
-        match (a, b) {
-            (Value::Object(x), Value::Object(y)) => {
-                let only_y = y.keys().filter(|k| !x.contains_key(*k));
-                for k in x.keys().chain(only_y) {
-                    match (x.get(k), y.get(k)) {
-                        (Some(p), Some(q)) => walk(p, q, format!("{at}.{k}"), out),
-                        _ => out.push(format!("{at}.{k}: present in one only")),
-                    }
-                }
-            }
-            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-                for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                    walk(p, q, format!("{at}[{i}]"), out);
-                }
-            }
-            _ if a != b => out.push(format!("{at}: {a} != {b}")),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(a, b, String::new(), &mut out);
-    out
 }
