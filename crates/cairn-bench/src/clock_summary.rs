@@ -180,6 +180,7 @@ fn sweep(md: &mut String, dirs: &[PathBuf]) -> Result<()> {
          I/O, its waits behind background I/O, and stalls at memtable switches.\n\n",
     );
     let mut bests = Vec::new();
+    let mut tables: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     for dir in dirs {
         let session = dir
             .file_name()
@@ -195,6 +196,13 @@ fn sweep(md: &mut String, dirs: &[PathBuf]) -> Result<()> {
         ));
         let mut ranked: Vec<&RunResult> = runs.iter().map(|(_, _, r)| r).collect();
         ranked.sort_by(|a, b| b.ops_per_sec.total_cmp(&a.ops_per_sec));
+        tables.push((
+            session.clone(),
+            ranked
+                .iter()
+                .map(|r| (r.engine.clone(), r.ops_per_sec))
+                .collect(),
+        ));
         for r in &ranked {
             let m = r.virtual_clock.as_ref().map(|v| &v.run.measured);
             let s = |ns: Option<u64>| ns.map_or("-".into(), |n| format!("{:.3}", n as f64 / 1e9));
@@ -234,7 +242,53 @@ fn sweep(md: &mut String, dirs: &[PathBuf]) -> Result<()> {
         ));
     }
     md.push('\n');
+    goal(md, &tables);
     Ok(())
+}
+
+/// The goal: a read-heavy and a write-heavy session (names alike but for `read`/`write`)
+/// have different best K, each ahead in its own session of the other's best by >= 10%.
+fn goal(md: &mut String, tables: &[(String, Vec<(String, f64)>)]) {
+    let best = |t: &[(String, f64)]| t.first().cloned();
+    let rate = |t: &[(String, f64)], e: &str| t.iter().find(|(x, _)| x == e).map(|(_, r)| *r);
+    for (name, read) in tables.iter().filter(|(n, _)| n.contains("read-heavy")) {
+        let other = name.replace("read-heavy", "write-heavy");
+        let Some((_, write)) = tables.iter().find(|(n, _)| *n == other) else {
+            continue;
+        };
+        let (Some((rb, rr)), Some((wb, wr))) = (best(read), best(write)) else {
+            continue;
+        };
+        if rb == wb {
+            md.push_str(&format!(
+                "- Goal, {name} against {other}: the same best K ({}) in both: not met.
+",
+                k_label(&rb)
+            ));
+            continue;
+        }
+        let in_read = rate(read, &wb).map_or(f64::NAN, |x| rr / x - 1.0);
+        let in_write = rate(write, &rb).map_or(f64::NAN, |x| wr / x - 1.0);
+        let met = in_read >= 0.1 && in_write >= 0.1;
+        md.push_str(&format!(
+            "- Goal, {name} against {other}: best K {} and {}; in {name}, K {} is {:.1}% ahead of K {}; in {other}, K {} is {:.1}% ahead of K {}: {}.
+",
+            k_label(&rb),
+            k_label(&wb),
+            k_label(&rb),
+            in_read * 100.0,
+            k_label(&wb),
+            k_label(&wb),
+            in_write * 100.0,
+            k_label(&rb),
+            if met {
+                "met"
+            } else {
+                "not met (>= 10% in both)"
+            }
+        ));
+    }
+    md.push('\n');
 }
 
 pub fn clock_summary_cmd(a: &ClockSummaryArgs) -> Result<()> {
