@@ -26,11 +26,13 @@ pub struct ClockSummaryArgs {
     /// The same sweep run on another machine (same order), labelled by `--other-label`.
     #[arg(long = "other", value_name = "DIR")]
     pub others: Vec<PathBuf>,
+    /// How the page names the machine of `--other`.
     #[arg(long, default_value = "another machine")]
     pub other_label: String,
     /// The command that produced the directories (for the page's header).
     #[arg(long)]
     pub command: String,
+    /// Where to write the page (markdown).
     #[arg(long)]
     pub out: PathBuf,
 }

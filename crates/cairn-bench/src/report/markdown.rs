@@ -401,6 +401,26 @@ pub fn invalidation_table(results: &[RunResult]) -> String {
 }
 
 /// The full `report.md`; `plots` are file names (relative to the report) to embed.
+/// Which clock the run's times are on.
+fn clock_line(r: &RunResult) -> String {
+    match &r.virtual_clock {
+        Some(v) => format!(
+            "Clock: **virtual**: every time below is simulated, each I/O priced on {} (one \
+             queue per device, background work at fixed points every {} requests), CPU priced \
+             from counts ({}); a rerun gives the same times.",
+            v.run
+                .devices
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            v.run.bg_every_ops,
+            v.run.cpu_prices
+        ),
+        None => "Clock: wall.".to_string(),
+    }
+}
+
 pub fn report(results: &[RunResult], plots: &[String]) -> String {
     let mut s = String::from("# cairn-bench report\n\n");
     if let Some(r) = results.first() {
@@ -439,6 +459,7 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
             c.sync,
             c.device.name()
         );
+        let _ = writeln!(s, "{}\n", clock_line(r));
     }
     s.push_str("## Results\n\n");
     s.push_str(&table(results));

@@ -86,6 +86,11 @@ impl LogWriter {
         self.file.cut_to(len)
     }
 
+    /// Bytes known to have reached the file (see `WritableFile::reached_file`).
+    pub fn reached_file(&self) -> Option<u64> {
+        self.file.reached_file()
+    }
+
     /// Bytes written to the file so far (including buffered ones).
     pub fn len(&self) -> u64 {
         self.file.len()

@@ -53,6 +53,8 @@ pub struct WritableFile {
     level: Option<usize>,
     buf: Vec<u8>,
     len: u64,
+    /// Bytes known to have reached the file (`None` once a write failed partway unseen).
+    at_os: Option<u64>,
     env: Arc<EnvInner>,
 }
 
@@ -73,6 +75,7 @@ impl WritableFile {
             level,
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
+            at_os: Some(0),
             env,
         }
     }
@@ -98,12 +101,15 @@ impl WritableFile {
                 // A torn write: part of the bytes reach the file, then the error.
                 let _ = self.file.write_all(&data[..k]);
                 f.wrote(&self.path, k as u64);
+                self.at_os = self.at_os.map(|n| n + k as u64);
                 return Err(f.torn(&self.path));
             }
         }
-        self.file
-            .write_all(data)
-            .map_err(|e| Error::io(self.path.display().to_string(), e))?;
+        if let Err(e) = self.file.write_all(data) {
+            self.at_os = None; // some of it may have reached the file
+            return Err(Error::io(self.path.display().to_string(), e));
+        }
+        self.at_os = self.at_os.map(|n| n + data.len() as u64);
         if let Some(f) = &self.env.faults {
             f.wrote(&self.path, data.len() as u64);
         }
@@ -162,7 +168,14 @@ impl WritableFile {
             f.truncated(&self.path, len);
         }
         self.len = len;
+        self.at_os = Some(len);
         Ok(())
+    }
+
+    /// Bytes known to have reached the file (handed to the OS), or `None` when a failed
+    /// write may have left part of its bytes there.
+    pub fn reached_file(&self) -> Option<u64> {
+        self.at_os
     }
 
     /// Bytes appended so far.

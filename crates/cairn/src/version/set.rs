@@ -355,11 +355,19 @@ impl VersionSet {
     /// Appends `edit` to the open manifest and syncs it.
     fn append_record(&mut self, edit: &VersionEdit) -> std::result::Result<(), Outcome> {
         let w = self.manifest.as_mut().expect("callers checked");
+        let before = w.reached_file();
         let r = w.add_record(&edit.encode()).and_then(|_| w.sync());
+        let untouched = before.is_some() && w.reached_file() == before;
         r.map_err(|e| {
-            // The record may be half written: never append after it.
+            // None of the record reached the file (a full disk refused its write before
+            // any byte): the manifest is as it was. Otherwise it may be half written, or
+            // whole but unsynced. Either way, never append after it.
             self.manifest = None;
-            Outcome::Unknown(e)
+            if untouched {
+                Outcome::NotWritten(e)
+            } else {
+                Outcome::Unknown(e)
+            }
         })
     }
 
