@@ -43,6 +43,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# REGIME=paper: RusKey's tree shape (section 7) at a size that runs in minutes: every flush
+# merged at once (level-0 trigger 1), level 1 = T memtables, 256 KiB tables, and enough
+# records that the deepest of four levels holds most of the data; on the virtual clock
+# (nvme) unless CLOCK says otherwise. Each knob can still be set on its own.
+REGIME=${REGIME:-}
+case $REGIME in
+  "") ;;
+  paper)
+    WBS=${WBS:-256K}
+    LEVEL1=${LEVEL1:-2560K}
+    L0_TRIGGER=${L0_TRIGGER:-1}
+    TABLE=${TABLE:-256K}
+    RECORDS=${RECORDS:-300000}
+    CLOCK=${CLOCK:-virtual}
+    ;;
+  *) echo "REGIME must be empty or paper (got '$REGIME')" >&2; exit 2 ;;
+esac
+L0_TRIGGER=${L0_TRIGGER:-}
+TABLE=${TABLE:-}
+
 QUICK=${QUICK:-}
 if [ -n "$QUICK" ]; then
   RECORDS=${RECORDS:-50000}
@@ -146,6 +166,7 @@ compare() {
     --key-size "$KEY_SIZE" --value-size "$VALUE_SIZE" \
     --write-buffer-size "$WBS" --level1-bytes "$LEVEL1" --size-ratio "$T" \
     --cache-bytes "$CACHE" --mission-ops "$MISSION_OPS" --settle \
+    ${L0_TRIGGER:+--l0-trigger "$L0_TRIGGER"} ${TABLE:+--target-file-size "$TABLE"} \
     ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
 }
 

@@ -64,6 +64,6 @@ done
 
 "$BIN" clock-summary "${sweep_dirs[@]}" "${rerun_dirs[@]}" \
   ${other_dirs[@]+"${other_dirs[@]}"} --other-label "${OTHER_LABEL:-another machine}" \
-  --command "scripts/virtual-clock-bench.sh (RECORDS=$RECORDS OPS=$OPS DEVICE=$DEVICE BLOOMS='$BLOOMS')" \
+  --command "${OTHER:+OTHER=$OTHER }scripts/virtual-clock-bench.sh (RECORDS=$RECORDS OPS=$OPS DEVICE=$DEVICE BLOOMS='$BLOOMS')" \
   --out "$RESULTS" >/dev/null
 echo "wrote $RESULTS" >&2

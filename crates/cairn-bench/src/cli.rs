@@ -408,6 +408,11 @@ pub struct BudgetArgs {
     /// K = T entries follow it; other K entries are clamped to it.
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u64).range(2..=64))]
     pub size_ratio: Option<u64>,
+    /// Level-0 runs that trigger a compaction into level 1 (cairn's l0_compaction_trigger,
+    /// RocksDB's level0_file_num_compaction_trigger) [default: the engine's own, 4].
+    /// RusKey's tree merges every flush at once: 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub l0_trigger: Option<u64>,
     /// Memtables per engine, the active one included, before writes wait for a flush
     /// (cairn's max_write_buffers, RocksDB's max_write_buffer_number).
     #[arg(long, default_value_t = crate::engines::default_memtables() as u64, value_parser = clap::value_parser!(u64).range(2..=64))]
@@ -465,6 +470,7 @@ impl BudgetArgs {
             level1_bytes: self.level1_bytes.map(|b| b as u64),
             target_file_size: self.target_file_size.map(|b| b as u64),
             size_ratio: self.size_ratio.map(|t| t as usize),
+            l0_trigger: self.l0_trigger.map(|n| n as usize),
             mission_ops: self.mission_ops,
             set_k_at: self.set_k_at,
             memtables: self.memtables as usize,

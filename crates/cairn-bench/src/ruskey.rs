@@ -57,6 +57,10 @@ pub struct RuskeySummaryArgs {
     /// Do not draw ruskey_missions.png into the directories.
     #[arg(long)]
     pub no_plot: bool,
+    /// Head the page with this command, the commit, the machine and the date (a
+    /// `docs/results` page).
+    #[arg(long, value_name = "COMMAND")]
+    pub provenance: Option<String>,
 }
 
 /// Whether a method adapts its run limits (by name; see the module docs).
@@ -696,6 +700,20 @@ pub fn summary_cmd(a: &RuskeySummaryArgs) -> Result<()> {
     }
     let mut md = render(&table, &a.title, a.tie_tolerance, set, &sources);
     md.push_str(&tuner_cost(&dirs));
+    if let Some(command) = &a.provenance {
+        use crate::report::provenance;
+        let head = format!(
+            "- command: `{command}`\n- commit: `{}`\n- machine: {}\n- date: {}\n\n",
+            provenance::commit(),
+            provenance::machine(),
+            provenance::date()
+        );
+        // After the page's first heading.
+        md = match md.split_once('\n') {
+            Some((h, rest)) if h.starts_with('#') => format!("{h}\n\n{head}{rest}"),
+            _ => head + &md,
+        };
+    }
     print!("{md}");
     let out = a
         .out

@@ -1251,3 +1251,46 @@ fn flexible_change_seals_a_larger_active_run_at_once() {
         assert!(now.runs.len() >= 2, "{now:?}");
     }
 }
+
+/// RusKey's tree shape (section 7): every flush merged at once (level-0 trigger 1), level
+/// 1 holding T memtables. There K_1 decides how much each merge into level 1 rewrites:
+/// K_1 = 1, 2 and 5 must give different compaction work (in the shape the benches used
+/// before, level 1 filled and sealed at every merge, so every K_1 >= 2 behaved alike).
+#[test]
+fn in_ruskeys_shape_k1_changes_the_merge_work() {
+    let work = |k1: usize| {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            write_buffer_size: 16 << 10,
+            level1_bytes: 160 << 10,
+            size_ratio: 10,
+            target_file_size: 16 << 10,
+            l0_compaction_trigger: 1,
+            num_levels: 4,
+            level_runs: vec![k1, 1, 1],
+            background_work: false,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        let mut rng = SmallRng::seed_from_u64(7);
+        for i in 0..1500u32 {
+            let k = rng.random_range(0..100_000u32);
+            db.put(&WriteOptions::default(), &ukey(k), &[i as u8; 100])
+                .unwrap();
+            if i % 100 == 99 {
+                db.run_background_work().unwrap();
+            }
+        }
+        db.flush().unwrap();
+        db.run_background_work().unwrap();
+        let s = db.stats();
+        (s.compactions, s.compaction_bytes_written)
+    };
+    let (c1, b1) = work(1);
+    let (c2, b2) = work(2);
+    let (c5, b5) = work(5);
+    assert!(
+        b1 > b2 && b2 > b5,
+        "compaction bytes K_1 = 1, 2, 5: {b1}, {b2}, {b5} (compactions {c1}, {c2}, {c5})"
+    );
+}

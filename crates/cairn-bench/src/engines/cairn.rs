@@ -215,6 +215,12 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
     if let Some(b) = cfg.target_file_size {
         opts.target_file_size = b;
     }
+    if let Some(n) = cfg.l0_trigger {
+        // Slowdown and stop stay above the trigger, as RocksDB requires of its own.
+        opts.l0_compaction_trigger = n;
+        opts.l0_slowdown_trigger = opts.l0_slowdown_trigger.max(n + 1);
+        opts.l0_stop_trigger = opts.l0_stop_trigger.max(n + 2);
+    }
     if let Some(t) = cfg.size_ratio {
         // Presets derive their run limits from the default T: an entry equal to it means
         // K = T (tiering, lazy-leveling) and follows the new T; the others (moderate's 5)

@@ -61,6 +61,10 @@ pub struct BenchConfig {
     /// `max_bytes_for_level_multiplier`); None: the engine's own (10).
     #[serde(default)]
     pub size_ratio: Option<usize>,
+    /// Level-0 runs that trigger a compaction (cairn's `l0_compaction_trigger`, RocksDB's
+    /// `level0_file_num_compaction_trigger`); None: the engine's own (4 both).
+    #[serde(default)]
+    pub l0_trigger: Option<usize>,
     /// Operations per mission (RusKey): the harness's per-mission series, and cairn's tuner
     /// (`TunerOptions::mission_ops`). None: [`DEFAULT_MISSION_OPS`], and no series unless
     /// the workload has several phases.
@@ -233,6 +237,7 @@ impl Default for BenchConfig {
             level1_bytes: None,
             target_file_size: None,
             size_ratio: None,
+            l0_trigger: None,
             mission_ops: None,
             set_k_at: None,
             memtables: default_memtables(),

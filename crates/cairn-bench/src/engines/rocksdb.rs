@@ -52,6 +52,9 @@ impl Engine for RocksEngine {
         if let Some(t) = cfg.size_ratio {
             opts.set_max_bytes_for_level_multiplier(t as f64);
         }
+        if let Some(n) = cfg.l0_trigger {
+            opts.set_level_zero_file_num_compaction_trigger(n as i32);
+        }
         opts.set_compression_type(DBCompressionType::None);
         opts.set_bottommost_compression_type(DBCompressionType::None);
         opts.set_use_direct_reads(cfg.direct_io);
