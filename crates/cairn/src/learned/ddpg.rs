@@ -497,6 +497,9 @@ pub struct DdpgAgent {
     replay: Replay,
     noise: f64,
     rng: SplitMix64,
+    /// The actions the agent picks among, when they are a few discrete moves (Lerp's K
+    /// down, keep, up); empty for a continuous action.
+    moves: Vec<f32>,
 }
 
 impl std::fmt::Debug for DdpgAgent {
@@ -555,7 +558,18 @@ impl DdpgAgent {
             replay,
             noise,
             rng,
+            moves: Vec::new(),
         })
+    }
+
+    /// Declares that the agent acts by picking one of `moves` (the best by the critic),
+    /// not by the actor's continuous output: the critic's target then values the next
+    /// state by its best move, `r + gamma * max_m Q'(s', m)`, as the moves are picked,
+    /// instead of by the target actor's proposal. Not saved with the agent: set it again
+    /// after [`DdpgAgent::load`].
+    pub fn with_discrete_moves(mut self, moves: &[f32]) -> Self {
+        self.moves = moves.to_vec();
+        self
     }
 
     /// The configuration.
@@ -723,10 +737,7 @@ impl DdpgAgent {
         let a = Tensor::from_vec(a, (b, 1), dev)?;
         let r = Tensor::from_vec(r, (b, 1), dev)?;
 
-        // Critic: y = r + gamma * Q'(s2, mu'(s2)), no gradient through the targets.
-        let a2 = self.target_actor.forward(&s2)?;
-        let q2 = self.target_critic.forward(&Tensor::cat(&[&s2, &a2], 1)?)?;
-        let y = (r + (q2 * self.cfg.gamma)?)?.detach();
+        let y = self.critic_target(&r, &s2)?;
         let q = self.critic.forward(&Tensor::cat(&[&s, &a], 1)?)?;
         let critic_loss = (q - y)?.sqr()?.mean_all()?;
         let loss = critic_loss.to_scalar::<f32>()?;
@@ -747,6 +758,27 @@ impl DdpgAgent {
         self.target_critic.soft_update(&self.critic, self.cfg.tau)?;
         self.target_actor.soft_update(&self.actor, self.cfg.tau)?;
         Ok(loss)
+    }
+
+    /// The critic's target, with no gradient through the target networks: `r + gamma *
+    /// Q'(s2, mu'(s2))`, or with discrete moves `r + gamma * max_m Q'(s2, m)`.
+    fn critic_target(&self, r: &Tensor, s2: &Tensor) -> candle_core::Result<Tensor> {
+        let q2 = if self.moves.is_empty() {
+            let a2 = self.target_actor.forward(s2)?;
+            self.target_critic.forward(&Tensor::cat(&[s2, &a2], 1)?)?
+        } else {
+            let mut best: Option<Tensor> = None;
+            for &m in &self.moves {
+                let a = Tensor::full(m, (s2.dim(0)?, 1), s2.device())?;
+                let q = self.target_critic.forward(&Tensor::cat(&[s2, &a], 1)?)?;
+                best = Some(match best {
+                    Some(b) => b.maximum(&q)?,
+                    None => q,
+                });
+            }
+            best.expect("moves is not empty")
+        };
+        Ok((r + (q2 * self.cfg.gamma)?)?.detach())
     }
 
     /// Multiplies the exploration noise by `noise_decay`, not below `noise_min`. Call once
@@ -1480,6 +1512,45 @@ mod tests {
             act * 1e6,
             std::env::var("RAYON_NUM_THREADS").ok()
         );
+    }
+
+    /// With discrete moves the critic's target is r + gamma times the target critic's best
+    /// move in the next state, not its value of the target actor's proposal.
+    #[test]
+    fn the_critic_target_takes_the_best_move() {
+        let mut cfg = DdpgConfig::new(3);
+        cfg.seed = 11;
+        let moves = [-1.0f32, 0.0, 1.0];
+        let agent = DdpgAgent::new(cfg).unwrap().with_discrete_moves(&moves);
+        let states = [[0.1f32, 0.5, 0.9], [0.7, 0.2, 0.4]];
+        let rewards = [-0.5f32, 0.25];
+        let dev = &Device::Cpu;
+        let s2 = Tensor::from_vec(states.concat(), (2, 3), dev).unwrap();
+        let r = Tensor::from_vec(rewards.to_vec(), (2, 1), dev).unwrap();
+        let y: Vec<f32> = agent
+            .critic_target(&r, &s2)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let gamma = agent.config().gamma as f32;
+        for (i, s) in states.iter().enumerate() {
+            let q_target = |m: f32| {
+                let x = Tensor::from_vec([s.as_slice(), &[m]].concat(), (1, 4), dev).unwrap();
+                agent
+                    .target_critic
+                    .forward(&x)
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap()[0]
+            };
+            let best = moves.iter().map(|&m| q_target(m)).fold(f32::MIN, f32::max);
+            let want = rewards[i] + gamma * best;
+            assert!((y[i] - want).abs() < 1e-5, "row {i}: {} against {want}", y[i]);
+        }
     }
 
     #[test]

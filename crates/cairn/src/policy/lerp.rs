@@ -131,7 +131,7 @@ impl Lerp {
         if !self.agents.contains_key(&level) {
             let mut cfg = DdpgConfig::new(STATE_DIM);
             cfg.seed = self.params.seed ^ (level as u64).wrapping_mul(0x9E37_79B9);
-            let agent = DdpgAgent::new(cfg)?;
+            let agent = DdpgAgent::new(cfg)?.with_discrete_moves(&MOVES);
             self.agents.insert(
                 level,
                 LevelAgent {
@@ -285,7 +285,7 @@ impl Lerp {
             if level == 0 || level >= num_levels.max(2) {
                 return Err(bad("agent of a level the tree does not have"));
             }
-            let agent = DdpgAgent::load(&mut input)?;
+            let agent = DdpgAgent::load(&mut input)?.with_discrete_moves(&MOVES);
             if agent.config().state_dim != STATE_DIM {
                 return Err(bad("agent of another state size"));
             }
