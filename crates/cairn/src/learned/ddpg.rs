@@ -1549,7 +1549,11 @@ mod tests {
             };
             let best = moves.iter().map(|&m| q_target(m)).fold(f32::MIN, f32::max);
             let want = rewards[i] + gamma * best;
-            assert!((y[i] - want).abs() < 1e-5, "row {i}: {} against {want}", y[i]);
+            assert!(
+                (y[i] - want).abs() < 1e-5,
+                "row {i}: {} against {want}",
+                y[i]
+            );
         }
     }
 
