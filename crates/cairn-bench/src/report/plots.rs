@@ -58,12 +58,27 @@ pub(super) fn mission_chart<'a, 'b>(
         .y_label_area_size(80)
         .build_cartesian_2d(0f64..x_max, 0f64..y_max)
         .map_err(err)?;
+    // With no decimals (K), one tick per integer and none between: a fractional tick
+    // rounded to an integer label repeated labels (0, 0, 1, 1, 2, ...).
+    let integer = y_digits == 0;
+    let ticks = if integer {
+        (y_max.floor() as usize + 1).clamp(2, 12)
+    } else {
+        10
+    };
     chart
         .configure_mesh()
         .x_desc("mission")
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_desc(y_desc)
-        .y_label_formatter(&|y| format!("{y:.y_digits$}"))
+        .y_labels(ticks)
+        .y_label_formatter(&|y| {
+            if integer && (y - y.round()).abs() > 1e-9 {
+                String::new()
+            } else {
+                format!("{y:.y_digits$}")
+            }
+        })
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 14))
         .draw()

@@ -12,8 +12,13 @@ use super::tuner::{CompactionTuner, MissionStats};
 use crate::learned::ddpg::{action_delta, next_k, DdpgAgent, DdpgConfig};
 use crate::{Error, Result};
 
-/// Features of a level's state.
-pub const STATE_DIM: usize = 10;
+/// Levels below 0 whose K every level's state holds (RusKey 5.1.1: the compaction
+/// policies at each level); deeper levels share the last slot.
+pub const K_SLOTS: usize = 6;
+
+/// Features of a level's state: ten of the level and the mission, then K of levels
+/// 1..=[`K_SLOTS`].
+pub const STATE_DIM: usize = 10 + K_SLOTS;
 
 /// Lerp's parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,8 +173,26 @@ impl Lerp {
             (m.end_to_end_ns() / scale).min(4.0) / 4.0,
         ]
         .iter()
-        .map(|&x| x as f32)
+        .copied()
+        .chain(Self::ks(m, t))
+        .map(|x| x as f32)
         .collect()
+    }
+
+    /// K / T of levels 1..=[`K_SLOTS`] (the deepest slot: the largest K below it; a level
+    /// the tree does not have yet: K = 1).
+    fn ks(m: &MissionStats, t: f64) -> [f64; K_SLOTS] {
+        let mut out = [1.0 / t; K_SLOTS];
+        for (i, l) in m.levels.iter().enumerate().skip(1) {
+            let slot = (i - 1).min(K_SLOTS - 1);
+            let k = l.k.max(1) as f64 / t;
+            out[slot] = if i - 1 >= K_SLOTS {
+                out[slot].max(k)
+            } else {
+                k
+            };
+        }
+        out
     }
 
     /// The reward of level `level` for mission `m`: -(alpha t_i + (1 - alpha) t') / scale.
@@ -441,6 +464,19 @@ mod tests {
         let s = lerp.state(&m, 1);
         assert_eq!(s.len(), STATE_DIM);
         assert!(s.iter().all(|x| (0.0..=1.0).contains(x)), "{s:?}");
+        // Every level's K is in every level's state (5.1.1), level 1 first.
+        let mut m2 = m.clone();
+        for (i, l) in m2.levels.iter_mut().enumerate().skip(1) {
+            l.k = i + 1;
+        }
+        let t = m2.size_ratio as f32;
+        for level in [1, 2] {
+            let s = lerp.state(&m2, level);
+            let ks: Vec<f32> = s[10..10 + m2.levels.len() - 1].to_vec();
+            let want: Vec<f32> = (1..m2.levels.len()).map(|i| (i + 1) as f32 / t).collect();
+            assert_eq!(ks, want, "level {level}");
+            assert!(s[10 + m2.levels.len() - 1..].iter().all(|&x| x == 1.0 / t));
+        }
         let r = lerp.reward(&m, 1);
         assert!(r < 0.0 && r > -2.0, "{r}");
     }
