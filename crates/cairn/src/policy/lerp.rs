@@ -186,11 +186,7 @@ impl Lerp {
         for (i, l) in m.levels.iter().enumerate().skip(1) {
             let slot = (i - 1).min(K_SLOTS - 1);
             let k = l.k.max(1) as f64 / t;
-            out[slot] = if i - 1 >= K_SLOTS {
-                out[slot].max(k)
-            } else {
-                k
-            };
+            out[slot] = if i > K_SLOTS { out[slot].max(k) } else { k };
         }
         out
     }
