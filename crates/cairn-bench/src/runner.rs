@@ -934,8 +934,12 @@ fn timed(
         m.record(op.phase, class.write, nanos);
     }
     live.record(nanos);
-    if let Some(s) = live.inline.lock().as_mut() {
-        s.poll(ctx.engine, live, end);
+    // Only a virtual run (one thread) samples inline: on the wall clock the workers must
+    // not share a lock per request.
+    if ctx.virt.is_some() {
+        if let Some(s) = live.inline.lock().as_mut() {
+            s.poll(ctx.engine, live, end);
+        }
     }
     Ok(())
 }

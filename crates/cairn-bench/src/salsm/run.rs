@@ -552,8 +552,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                     },
                 );
                 live.record(nanos);
-                if let Some(s) = live.inline.lock().as_mut() {
-                    s.poll(engine.as_ref(), &live, end);
+                if drv.virt().is_some() {
+                    if let Some(s) = live.inline.lock().as_mut() {
+                        s.poll(engine.as_ref(), &live, end);
+                    }
                 }
                 if i % 4096 == 0 {
                     pb.set_position(i as u64);
