@@ -41,28 +41,14 @@ TIMELINE_MS=${TIMELINE_MS:-500}
 CLOCK=${CLOCK:-wall}
 
 # The virtual clock: cairn only, one request thread, a device model; its own output tree.
+. scripts/virtual-clock-lib.sh
 CLOCK_FLAGS=()
 case $CLOCK in
   wall) ;;
   virtual)
-    case $DEVICE in
-      nvme | ssd | hdd) ;;
-      *) echo "CLOCK=virtual needs DEVICE=nvme, ssd or hdd (got '$DEVICE')" >&2; exit 2 ;;
-    esac
-    kept=()
-    for e in ${ENGINES//,/ }; do
-      case $e in
-        cairn | cairn:*) kept+=("$e") ;;
-        *) echo "CLOCK=virtual: dropping $e from ENGINES (the virtual clock runs cairn's engines only)" >&2 ;;
-      esac
-    done
-    if [ ${#kept[@]} -eq 0 ]; then
-      echo "CLOCK=virtual: ENGINES ($ENGINES) has no cairn engine to run" >&2
-      exit 2
-    fi
-    ENGINES=$(IFS=,; echo "${kept[*]}")
+    virtual_device_and_out
+    ENGINES=$(cairn_only ENGINES "$ENGINES")
     CLOCK_FLAGS=(--clock virtual --threads 1)
-    OUT="${OUT%-virtual-"$DEVICE"}-virtual-$DEVICE"
     ;;
   *) echo "CLOCK must be wall or virtual (got '$CLOCK')" >&2; exit 2 ;;
 esac

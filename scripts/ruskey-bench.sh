@@ -106,22 +106,7 @@ OUT=${OUT:-bench-out/ruskey}
 EXTRA=${EXTRA:-}
 CLOCK=${CLOCK:-wall}
 
-# cairn_only NAME LIST: LIST without the engines the virtual clock cannot run (all but
-# cairn's), saying which it drops; fails when none is left.
-cairn_only() {
-  local e kept=()
-  for e in ${2//,/ }; do
-    case $e in
-      cairn | cairn:*) kept+=("$e") ;;
-      *) echo "CLOCK=virtual: dropping $e from $1 (the virtual clock runs cairn's engines only)" >&2 ;;
-    esac
-  done
-  if [ ${#kept[@]} -eq 0 ]; then
-    echo "CLOCK=virtual: $1 ($2) has no cairn engine to run" >&2
-    return 2
-  fi
-  (IFS=,; echo "${kept[*]}")
-}
+. scripts/virtual-clock-lib.sh
 
 # The virtual clock: cairn only, one request thread, a device model; its own output tree.
 CLOCK_FLAGS=()
@@ -129,12 +114,8 @@ case $CLOCK in
   wall) ;;
   virtual)
     DEVICE=${DEVICE:-nvme}
-    case $DEVICE in
-      nvme | ssd | hdd) ;;
-      *) echo "CLOCK=virtual needs DEVICE=nvme, ssd or hdd (got '$DEVICE')" >&2; exit 2 ;;
-    esac
+    virtual_device_and_out
     CLOCK_FLAGS=(--clock virtual --device "$DEVICE" --threads 1)
-    OUT="${OUT%-virtual-"$DEVICE"}-virtual-$DEVICE"
     ENGINES=$(cairn_only ENGINES "$ENGINES")
     GREEDY_ENGINES=$(cairn_only GREEDY_ENGINES "$GREEDY_ENGINES")
     MONKEY_ENGINES=$(cairn_only MONKEY_ENGINES "$MONKEY_ENGINES")
