@@ -217,7 +217,7 @@ fn lerp_changes_k_and_propagates_down() {
     // on how long the agent holds a K (the lib tests cover the waiting).
     let policy = TunerPolicy::Lerp(LerpParams {
         propagation: Propagation::Uniform,
-        propagate_after: 0,
+        converge_after: 0,
         ..Default::default()
     });
     let db = Db::open(dir.path(), small(policy, false)).unwrap();
@@ -269,4 +269,32 @@ fn bad_tuner_options_are_refused() {
         Db::open(dir.path(), bad),
         Err(cairn::Error::InvalidArgument(_))
     ));
+}
+
+/// Pretraining waits for the first mission and gives the simulator the entry size the
+/// writes measured (RusKey's bench writes 1 KiB entries; the simulator's default is 116).
+#[test]
+fn pretraining_takes_the_measured_entry_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = TunerPolicy::Lerp(LerpParams {
+        pretrain_missions: 30,
+        ..Default::default()
+    });
+    let mut opts = small(policy, false);
+    opts.tuner.checkpoint = false;
+    let db = Db::open(dir.path(), opts).unwrap();
+    let wo = WriteOptions::default();
+    let value = vec![7u8; 991];
+    let mut model = BTreeMap::new();
+    for i in 0..250u32 {
+        let k = key(i);
+        db.put(&wo, &k, &value).unwrap();
+        model.insert(k, value.clone());
+    }
+    db.run_background_work().unwrap();
+    let t = db.stats().tuner;
+    assert_eq!(t.pretrained_missions, 30, "{t:?}");
+    let want = (key(0).len() + value.len()) as f64;
+    assert!((t.pretrain_entry_bytes - want).abs() < 1e-9, "{t:?}");
+    check(&db, &model);
 }

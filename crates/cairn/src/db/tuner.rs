@@ -27,6 +27,12 @@ const CHECKPOINT_TMP: &str = "TUNER.tmp";
 const MAGIC: &[u8; 8] = b"CAIRNTUN";
 const FRAME_VERSION: u32 = 1;
 
+/// The mean size (key and value bytes) of the entries written since open, once there
+/// are enough of them to trust.
+fn measured_entry_bytes(c: &Counters) -> Option<f64> {
+    (c.updates >= 100).then(|| c.user_bytes as f64 / c.updates as f64)
+}
+
 /// Counter values at a mission boundary.
 #[derive(Clone, Default)]
 struct Counters {
@@ -142,11 +148,11 @@ impl TunerRuntime {
 }
 
 impl DbInner {
-    /// The tuner's thread: pretrains if asked, then runs each mission's decision until
-    /// shutdown (close writes the last checkpoint).
+    /// The tuner's thread: runs each mission's decision until shutdown (close writes the
+    /// last checkpoint). Pretraining, if asked, waits for the first mission, whose
+    /// writes give the simulator its entry size.
     pub(crate) fn tuner_loop(&self) {
         let Some(rt) = &self.tuner else { return };
-        self.tuner_pretrain(rt);
         while !self.shutdown.load(Ordering::Acquire) {
             {
                 let mut due = rt.due.lock();
@@ -162,9 +168,14 @@ impl DbInner {
 
     fn tuner_pretrain(&self, rt: &TunerRuntime) {
         let mut core = rt.core.lock();
-        let Some((model, n)) = core.pretrain.take() else {
+        let Some((mut model, n)) = core.pretrain.take() else {
             return;
         };
+        let seen = self.tuner_counters();
+        if let Some(e) = measured_entry_bytes(&seen) {
+            model.entry_bytes = e;
+        }
+        core.stats.pretrain_entry_bytes = model.entry_bytes;
         let t0 = super::thread_cpu_nanos();
         let r = (|| -> Result<()> {
             // Only Lerp pretrains; rebuild it to reach its pretrain method.

@@ -791,6 +791,11 @@ impl DdpgAgent {
         self.noise = (self.noise * self.cfg.noise_decay).max(self.cfg.noise_min);
     }
 
+    /// Stops exploring (a converged agent): the noise is 0 until [`Self::reset_noise`].
+    pub fn stop_noise(&mut self) {
+        self.noise = 0.0;
+    }
+
     /// Raises the exploration noise back to `noise_start` (for a workload change).
     pub fn reset_noise(&mut self) {
         self.noise = self.cfg.noise_start;

@@ -200,6 +200,43 @@ mod tests {
         assert!(ks.windows(2).all(|w| w[0] >= w[1]), "{ks:?}");
     }
 
+    /// The per-level optimum the simulator reports is the best K vector by brute force
+    /// over every combination of its own whole-tree cost, for uniform and Monkey blooms
+    /// and every mix.
+    #[test]
+    fn per_level_optimum_matches_brute_force() {
+        for alloc in [BloomAllocation::Uniform, BloomAllocation::Monkey] {
+            let o = Options {
+                bloom_allocation: alloc,
+                ..Options::default()
+            };
+            let mut m = CostModel::for_options(&o, 3);
+            m.entry_bytes = 1024.0;
+            let t = m.size_ratio;
+            for gamma in [0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95] {
+                let mut best = (f64::INFINITY, vec![]);
+                for a in 1..=t {
+                    for b in 1..=t {
+                        for c in 1..=t {
+                            let cost = m.cost(&[a, b, c], gamma);
+                            if cost < best.0 {
+                                best = (cost, vec![a, b, c]);
+                            }
+                        }
+                    }
+                }
+                let opt: Vec<usize> = (1..=3).map(|l| m.optimum(l, gamma)).collect();
+                let c = m.cost(&opt, gamma);
+                assert!(
+                    (c - best.0).abs() <= 1e-9 * best.0,
+                    "{alloc:?} gamma {gamma}: {opt:?} ({c}) vs brute force {:?} ({})",
+                    best.1,
+                    best.0
+                );
+            }
+        }
+    }
+
     #[test]
     fn missions_carry_the_model_times() {
         let mut m = CostModel::for_options(&Options::default(), 3);

@@ -1,13 +1,18 @@
 //! RusKey's Lerp (5.1-5.2): one DDPG agent per learned level. After each mission the
-//! agent of level i is rewarded for its last action by -(alpha t_i + (1 - alpha) t')
-//! (normalised), trains on its replay buffer, and picks K_i - 1, K_i or K_i + 1 from the
-//! level's state; deeper levels follow by policy propagation ([`super::propagation`]).
-//! Training runs in the tuner's background thread, never on the read or write path.
+//! agent of level i is rewarded for its last action by -(alpha t_i + (1 - alpha) t'),
+//! in units of the mix's reference cost ([`super::mix_scale`]), trains on its replay
+//! buffer, and picks K_i - 1, K_i or K_i + 1 from the level's state. Exploration restarts
+//! on a shift that persists and stops once the level has converged; deeper levels follow
+//! by policy propagation ([`super::propagation`]) once the learned ones have converged
+//! ([`super::schedule`]). Training runs in the tuner's background thread, never on the
+//! read or write path.
 
 use std::collections::BTreeMap;
 
 use super::cost_model::{CostModel, SplitMix64};
+use super::mix_scale::MixScale;
 use super::propagation::{propagate, Propagation};
+use super::schedule::{Convergence, ShiftDetector};
 use super::tuner::{CompactionTuner, MissionStats};
 use crate::learned::ddpg::{action_delta, next_k, DdpgAgent, DdpgConfig};
 use crate::{Error, Result};
@@ -16,9 +21,11 @@ use crate::{Error, Result};
 /// policies at each level); deeper levels share the last slot.
 pub const K_SLOTS: usize = 6;
 
-/// Features of a level's state: ten of the level and the mission, then K of levels
-/// 1..=[`K_SLOTS`].
-pub const STATE_DIM: usize = 10 + K_SLOTS;
+/// Features of a level's state: eight of the level and the mission, then K of levels
+/// 1..=[`K_SLOTS`]. No latency: the mission's latency is the reward of the K it ran
+/// with, and as a feature of the next state it let the critic read the reward off the
+/// state instead of learning what K does.
+pub const STATE_DIM: usize = 8 + K_SLOTS;
 
 /// Lerp's parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,11 +36,17 @@ pub struct LerpParams {
     pub alpha: f64,
     /// Gradient steps per agent after each mission.
     pub train_steps: usize,
-    /// A change of the lookup share larger than this between missions is a new workload:
-    /// exploration restarts (RusKey 3.1).
+    /// A change of the lookup share larger than this, from the share exploration last
+    /// started at, is a new workload (RusKey 3.1) once it lasts `shift_persist` missions:
+    /// exploration restarts.
     pub change_threshold: f64,
-    /// Missions level 1's K must hold before it is copied down (uniform propagation).
-    pub propagate_after: u32,
+    /// Missions in a row a changed lookup share must last to count as a shift.
+    pub shift_persist: u32,
+    /// Trained missions over which a learned level's K must stay within one step for the
+    /// level to count as converged: it then stops exploring, and its K is propagated to
+    /// the levels that do not learn (0: converged from the start, propagation every
+    /// mission, exploration never stops).
+    pub converge_after: u32,
     /// Missions simulated on the cost model ([`CostModel`]) before the first real one
     /// (0: none). Skipped when a checkpoint is resumed.
     pub pretrain_missions: u32,
@@ -48,7 +61,8 @@ impl Default for LerpParams {
             alpha: 0.5,
             train_steps: 2,
             change_threshold: 0.15,
-            propagate_after: 3,
+            shift_persist: 3,
+            converge_after: 20,
             pretrain_missions: 0,
             seed: 0x5EED_1E77,
         }
@@ -63,6 +77,12 @@ impl LerpParams {
         if !(0.0..=1.0).contains(&self.change_threshold) {
             return Err("lerp change_threshold must be in [0, 1]".into());
         }
+        if self.shift_persist == 0 || self.shift_persist > 1_000_000 {
+            return Err("lerp shift_persist must be in 1..=1,000,000".into());
+        }
+        if self.converge_after > 1_000_000 {
+            return Err("lerp converge_after is at most 1,000,000".into());
+        }
         if self.pretrain_missions > 1_000_000 {
             return Err("lerp pretrain_missions is at most 1,000,000".into());
         }
@@ -70,10 +90,12 @@ impl LerpParams {
     }
 }
 
-/// One level's agent and the transition it waits to be rewarded for.
+/// One level's agent, the transition it waits to be rewarded for, and whether it has
+/// settled.
 struct LevelAgent {
     agent: DdpgAgent,
     pending: Option<(Vec<f32>, f32)>,
+    conv: Convergence,
 }
 
 /// RusKey's tuner.
@@ -81,37 +103,31 @@ pub struct Lerp {
     params: LerpParams,
     num_levels: usize,
     agents: BTreeMap<usize, LevelAgent>,
-    /// The reward's and state's unit (nanoseconds): t' of the first mission, fixed
-    /// afterwards so that rewards compare across missions (a running mean would cancel
-    /// out the very differences the agents learn from).
-    scale: f64,
-    /// Take the next mission's t' as the unit (after pretraining on the simulator).
-    rebase: bool,
+    /// The rewards' unit per mix and level.
+    scale: MixScale,
+    shift: ShiftDetector,
     /// Draws exploration moves.
     rng: SplitMix64,
-    /// Missions level 1's K has held.
-    stable: u32,
-    last_k1: usize,
     missions: u64,
     /// Missions simulated before the real ones.
     pub pretrained: u64,
 }
 
-const CHECKPOINT_VERSION: u32 = 1;
+/// Version 2: no latency features in the state, per-mix reward units.
+const CHECKPOINT_VERSION: u32 = 2;
 
 impl Lerp {
     /// A fresh tuner for a tree of `num_levels` levels (level 0 included).
     pub fn new(params: LerpParams, num_levels: usize) -> Self {
         let rng = SplitMix64(params.seed ^ 0xE7F1_04E5);
+        let shift = ShiftDetector::new(params.change_threshold, params.shift_persist);
         Lerp {
             params,
             num_levels: num_levels.max(2),
             agents: BTreeMap::new(),
-            scale: 0.0,
-            rebase: false,
+            scale: MixScale::default(),
+            shift,
             rng,
-            stable: 0,
-            last_k1: 0,
             missions: 0,
             pretrained: 0,
         }
@@ -132,16 +148,23 @@ impl Lerp {
         self.agents.get(&level).map(|a| a.agent.noise())
     }
 
+    /// Whether level `level`'s agent has converged (false for a level without one).
+    pub fn converged(&self, level: usize) -> bool {
+        self.agents.get(&level).is_some_and(|a| a.conv.converged())
+    }
+
     fn agent(&mut self, level: usize) -> Result<&mut LevelAgent> {
         if !self.agents.contains_key(&level) {
             let mut cfg = DdpgConfig::new(STATE_DIM);
             cfg.seed = self.params.seed ^ (level as u64).wrapping_mul(0x9E37_79B9);
             let agent = DdpgAgent::new(cfg)?.with_discrete_moves(&MOVES);
+            let conv = Convergence::new(self.params.converge_after);
             self.agents.insert(
                 level,
                 LevelAgent {
                     agent,
                     pending: None,
+                    conv,
                 },
             );
         }
@@ -153,7 +176,6 @@ impl Lerp {
         let t = m.size_ratio.max(1) as f64;
         let ops = m.ops() as f64;
         let l = m.levels.get(level).cloned().unwrap_or_default();
-        let scale = self.scale.max(1.0);
         let fill = if l.capacity > 0 {
             l.bytes as f64 / l.capacity as f64
         } else {
@@ -169,8 +191,6 @@ impl Lerp {
             (l.lookups as f64 / ops).min(1.0),
             (l.read_ios as f64 / ops).min(4.0) / 4.0,
             wa.min(2.0 * t) / (2.0 * t),
-            (m.level_ns(level) / scale).min(4.0) / 4.0,
-            (m.end_to_end_ns() / scale).min(4.0) / 4.0,
         ]
         .iter()
         .copied()
@@ -191,11 +211,14 @@ impl Lerp {
         out
     }
 
-    /// The reward of level `level` for mission `m`: -(alpha t_i + (1 - alpha) t') / scale.
-    pub fn reward(&self, m: &MissionStats, level: usize) -> f32 {
+    /// The reward of level `level` for mission `m`: -(alpha t_i + (1 - alpha) t') in
+    /// units of the mix's reference cost (about -1; feeds the reference while it warms
+    /// up).
+    pub fn reward(&mut self, m: &MissionStats, level: usize) -> f32 {
         let a = self.params.alpha;
         let cost = a * m.level_ns(level) + (1.0 - a) * m.end_to_end_ns();
-        (-(cost / self.scale.max(1.0))).max(-10.0) as f32
+        let unit = self.scale.normalise(level, m.read_fraction(), cost);
+        (-unit).max(-10.0) as f32
     }
 
     /// Simulates `missions` missions on `model`: lookup shares cycle through read-heavy,
@@ -227,9 +250,13 @@ impl Lerp {
             }
         }
         self.pretrained += missions as u64;
-        self.rebase = true;
+        // The simulator's times are not the engine's: fresh units, a fresh anchor, and
+        // exploration from the start on the real tree.
+        self.scale.clear();
+        self.shift.reset();
         for a in self.agents.values_mut() {
             a.pending = None;
+            a.conv.reset();
             a.agent.reset_noise();
         }
         Ok(ks)
@@ -244,7 +271,7 @@ impl Lerp {
             Propagation::Uniform => 1,
             Propagation::Monkey => 2,
         });
-        out.extend_from_slice(&self.scale.to_le_bytes());
+        self.scale.encode(&mut out);
         out.extend_from_slice(&self.missions.to_le_bytes());
         out.extend_from_slice(&self.pretrained.to_le_bytes());
         out.extend_from_slice(&(self.agents.len() as u32).to_le_bytes());
@@ -288,10 +315,7 @@ impl Lerp {
         if mode != expect {
             return Err(bad("checkpoint of another propagation mode"));
         }
-        let scale = f64::from_bits(u64_of(&mut input).ok_or_else(|| bad("truncated"))?);
-        if !scale.is_finite() || scale < 0.0 {
-            return Err(bad("bad scale"));
-        }
+        let scale = MixScale::decode(&mut input).ok_or_else(|| bad("bad reward units"))?;
         let missions = u64_of(&mut input).ok_or_else(|| bad("truncated"))?;
         let pretrained = u64_of(&mut input).ok_or_else(|| bad("truncated"))?;
         let n = u32_of(&mut input).ok_or_else(|| bad("truncated"))?;
@@ -313,6 +337,7 @@ impl Lerp {
                 LevelAgent {
                     agent,
                     pending: None,
+                    conv: Convergence::new(params.converge_after),
                 },
             );
         }
@@ -320,15 +345,14 @@ impl Lerp {
             return Err(bad("trailing bytes"));
         }
         let rng = SplitMix64(params.seed ^ missions.rotate_left(17));
+        let shift = ShiftDetector::new(params.change_threshold, params.shift_persist);
         Ok(Lerp {
             params,
             num_levels: num_levels.max(2),
             agents,
             scale,
-            rebase: false,
+            shift,
             rng,
-            stable: 0,
-            last_k1: 0,
             missions,
             pretrained,
         })
@@ -339,16 +363,11 @@ impl Lerp {
 /// the replay remembers.
 const MOVES: [f32; 3] = [-1.0, 0.0, 1.0];
 
-/// Picks the level's move. Exploration: with probability equal to the agent's noise level
-/// (which decays per mission and restarts on a workload change) a random move, so every
-/// move keeps being tried; otherwise the actor's proposal refined by the critic among the
-/// three moves (Dulac-Arnold et al.'s refinement of DDPG for discrete actions, with k = 3
+/// The level's greedy move: the actor's proposal refined by the critic among the three
+/// moves (Dulac-Arnold et al.'s refinement of DDPG for discrete actions, with k = 3
 /// neighbours): the move with the highest Q(s, a), the actor's own move on ties. In the
 /// simulator the actor's proposal alone saturated at -1 or +1 (tanh) and never left it.
-fn choose_move(agent: &mut DdpgAgent, state: &[f32], rng: &mut SplitMix64) -> Result<f32> {
-    if rng.next_f64() < agent.noise() {
-        return Ok(MOVES[(rng.next_u64() % 3) as usize]);
-    }
+fn greedy_move(agent: &mut DdpgAgent, state: &[f32]) -> Result<f32> {
     let proposal = MOVES[(action_delta(agent.act(state, false)?) + 1) as usize];
     let mut best = (agent.q_value(state, proposal)?, proposal);
     for m in MOVES {
@@ -358,6 +377,64 @@ fn choose_move(agent: &mut DdpgAgent, state: &[f32], rng: &mut SplitMix64) -> Re
         }
     }
     Ok(best.1)
+}
+
+/// Picks the level's move. Exploration: with probability equal to the agent's noise
+/// level (which decays per mission, restarts on a persistent shift and stops at
+/// convergence) a random move, so every move keeps being tried; otherwise the greedy
+/// move.
+fn choose_move(agent: &mut DdpgAgent, state: &[f32], rng: &mut SplitMix64) -> Result<f32> {
+    if rng.next_f64() < agent.noise() {
+        return Ok(MOVES[(rng.next_u64() % 3) as usize]);
+    }
+    greedy_move(agent, state)
+}
+
+/// One mission's exploration step for a level: a persistent shift restarts exploring
+/// and convergence; a converged level stops exploring; otherwise the noise decays.
+fn schedule_noise(a: &mut LevelAgent, shifted: bool) {
+    if shifted {
+        a.agent.reset_noise();
+        a.conv.reset();
+    } else if a.conv.stops_exploring() {
+        a.agent.stop_noise();
+    } else {
+        a.agent.decay_noise();
+    }
+}
+
+impl Lerp {
+    /// Rewards, trains and moves each learned level; returns their new K in order.
+    fn learn_levels(
+        &mut self,
+        m: &MissionStats,
+        learned: &[usize],
+        shifted: bool,
+    ) -> Result<Vec<usize>> {
+        let t = m.size_ratio.max(1);
+        let steps = self.params.train_steps;
+        let mut chosen = Vec::with_capacity(learned.len());
+        let mut rng = self.rng.clone();
+        for &level in learned {
+            let state = self.state(m, level);
+            let reward = self.reward(m, level);
+            let k = m.levels.get(level).map_or(1, |l| l.k.max(1));
+            let a = self.agent(level)?;
+            if let Some((s, act)) = a.pending.take() {
+                a.agent.remember(&s, act, reward, &state);
+            }
+            a.agent.train(steps)?;
+            schedule_noise(a, shifted);
+            let act = choose_move(&mut a.agent, &state, &mut rng)?;
+            let trained = a.agent.replay_len() >= a.agent.config().batch;
+            let next = next_k(k, act, t);
+            a.conv.observe(next, trained);
+            a.pending = Some((state, act));
+            chosen.push(next);
+        }
+        self.rng = rng;
+        Ok(chosen)
+    }
 }
 
 impl CompactionTuner for Lerp {
@@ -372,58 +449,24 @@ impl CompactionTuner for Lerp {
     fn decide(&mut self, m: &MissionStats) -> Result<Vec<(usize, usize)>> {
         self.missions += 1;
         let t = m.size_ratio.max(1);
-        let e2e = m.end_to_end_ns();
-        if self.scale <= 0.0 || self.rebase {
-            self.scale = e2e.max(1.0);
-            self.rebase = false;
-        }
-        let new_workload =
-            (m.read_fraction() - m.prev_read_fraction).abs() > self.params.change_threshold;
+        let shifted = self.shift.observe(m.read_fraction());
         let learned = self
             .params
             .propagation
             .learned_levels(self.num_levels, m.deepest());
-        let steps = self.params.train_steps;
-        let mut chosen = Vec::with_capacity(learned.len());
-        let mut rng = self.rng.clone();
-        for &level in &learned {
-            let state = self.state(m, level);
-            let reward = self.reward(m, level);
-            let k = m.levels.get(level).map_or(1, |l| l.k.max(1));
-            let a = self.agent(level)?;
-            if let Some((s, act)) = a.pending.take() {
-                a.agent.remember(&s, act, reward, &state);
-            }
-            a.agent.train(steps)?;
-            if new_workload {
-                a.agent.reset_noise();
-            } else {
-                a.agent.decay_noise();
-            }
-            let act = choose_move(&mut a.agent, &state, &mut rng)?;
-            a.pending = Some((state, act));
-            chosen.push(next_k(k, act, t));
-        }
-        self.rng = rng;
+        let chosen = self.learn_levels(m, &learned, shifted)?;
         // Levels 1.. of the tree as they are, then the learned and propagated ones.
         let current: Vec<usize> = (1..self.num_levels)
             .map(|l| m.levels.get(l).map_or(1, |x| x.k.max(1)))
             .collect();
-        let k1 = chosen.first().copied().unwrap_or(1);
-        self.stable = if k1 == self.last_k1 {
-            self.stable + 1
+        let settled = learned.iter().all(|&l| self.converged(l));
+        // The levels that do not learn hold until the learned ones converge (5.2).
+        let mode = if settled {
+            self.params.propagation
         } else {
-            0
+            Propagation::None
         };
-        self.last_k1 = k1;
-        let mode = self.params.propagation;
-        let target = if mode == Propagation::Uniform && self.stable < self.params.propagate_after {
-            // Learning level 1: the others hold until its K settles (5.2.1).
-            propagate(Propagation::None, &chosen, &current, t)
-        } else {
-            propagate(mode, &chosen, &current, t)
-        };
-        Ok(target
+        Ok(propagate(mode, &chosen, &current, t)
             .into_iter()
             .enumerate()
             .map(|(i, k)| (i + 1, k))
@@ -468,33 +511,104 @@ mod tests {
         let t = m2.size_ratio as f32;
         for level in [1, 2] {
             let s = lerp.state(&m2, level);
-            let ks: Vec<f32> = s[10..10 + m2.levels.len() - 1].to_vec();
+            let ks: Vec<f32> = s[8..8 + m2.levels.len() - 1].to_vec();
             let want: Vec<f32> = (1..m2.levels.len()).map(|i| (i + 1) as f32 / t).collect();
             assert_eq!(ks, want, "level {level}");
-            assert!(s[10 + m2.levels.len() - 1..].iter().all(|&x| x == 1.0 / t));
+            assert!(s[8 + m2.levels.len() - 1..].iter().all(|&x| x == 1.0 / t));
         }
         let r = lerp.reward(&m, 1);
         assert!(r < 0.0 && r > -2.0, "{r}");
+        // Per-mix units: a write-heavy mission is about -1 too, though its cost differs.
+        let w = model.mission(10, 10_000, 0.1, 0.5, &ks, &mut SplitMix64(2));
+        let ratio = w.end_to_end_ns() / m.end_to_end_ns();
+        assert!(!(0.8..1.25).contains(&ratio), "{ratio}");
+        let rw = lerp.reward(&w, 1);
+        assert!((rw + 1.0).abs() < 0.2, "{rw}");
     }
 
+    /// Deeper levels keep their K while level 1 has not converged, and carry level 1's
+    /// K in every mission once it has (uniform propagation, 5.2.1).
     #[test]
-    fn uniform_propagation_copies_level_one_once_settled() {
+    fn propagation_waits_for_convergence() {
         let model = CostModel::for_options(&Options::default(), 3);
         let mut lerp = Lerp::new(LerpParams::default(), 4);
-        let mut ks = vec![1, 1, 1];
-        run(&mut lerp, &model, 0.5, 30, &mut ks);
-        assert_eq!(lerp.agents.len(), 1, "only level 1 learns");
-        // Level 1's K has been stable at some point, and then the others copied it.
-        let mut rng = SplitMix64(3);
-        for _ in 0..10 {
-            let m = model.mission(99, 10_000, 0.5, 0.5, &ks, &mut rng);
-            let d = lerp.decide(&m).unwrap();
-            assert_eq!(d.len(), 3);
-            for (l, k) in d {
-                ks[l - 1] = k;
+        let mut ks = vec![3, 7, 7];
+        let mut rng = SplitMix64(5);
+        let (mut held, mut copied) = (0, 0);
+        for i in 0..400 {
+            let m = model.mission(i, 10_000, 0.5, 0.5, &ks, &mut rng);
+            let before = ks.clone();
+            for (level, k) in lerp.decide(&m).unwrap() {
+                ks[level - 1] = k;
+            }
+            assert_eq!(lerp.agents.len(), 1, "only level 1 learns");
+            if std::env::var("LERP_TRACE").is_ok() {
+                eprintln!(
+                    "{i} {ks:?} noise {:.3} conv {}",
+                    lerp.noise(1).unwrap(),
+                    lerp.converged(1)
+                );
+            }
+            if lerp.converged(1) {
+                assert!(ks.iter().all(|&k| k == ks[0]), "mission {i}: {ks:?}");
+                copied += 1;
+            } else {
+                assert_eq!(
+                    ks[1..],
+                    before[1..],
+                    "mission {i}: moved before convergence"
+                );
+                held += 1;
             }
         }
-        assert!(ks.iter().all(|&k| (1..=10).contains(&k)));
+        assert!(held > 0 && copied > 0, "held {held}, copied {copied}");
+    }
+
+    /// Exploration decays, stops at convergence, ignores a one-mission blip of the mix
+    /// and restarts on a shift that lasts `shift_persist` missions.
+    #[test]
+    fn exploration_schedule() {
+        let model = CostModel::for_options(&Options::default(), 3);
+        let params = LerpParams::default();
+        let mut lerp = Lerp::new(params.clone(), 4);
+        let mut ks = vec![5, 5, 5];
+        let mut rng = SplitMix64(9);
+        let mut step = |lerp: &mut Lerp, ks: &mut Vec<usize>, gamma: f64, i: u64| {
+            let m = model.mission(i, 10_000, gamma, gamma, ks, &mut rng);
+            for (level, k) in lerp.decide(&m).unwrap() {
+                ks[level - 1] = k;
+            }
+        };
+        let mut i = 0;
+        while !lerp.converged(1) {
+            i += 1;
+            assert!(i < 2000, "level 1 never converged");
+            step(&mut lerp, &mut ks, 0.9, i);
+        }
+        // Converged: the next mission explores no more.
+        i += 1;
+        step(&mut lerp, &mut ks, 0.9, i);
+        assert!(!lerp.converged(1) || lerp.noise(1) == Some(0.0));
+        let quiet = lerp.noise(1).unwrap();
+        assert!(quiet < params.change_threshold);
+        // One write-heavy mission between read-heavy ones: no restart.
+        for g in [0.1, 0.9, 0.9] {
+            i += 1;
+            step(&mut lerp, &mut ks, g, i);
+            assert!(lerp.noise(1).unwrap() < 0.5, "restarted on a blip");
+        }
+        // A write-heavy phase: the third mission restarts exploration at its start level.
+        for n in 1..=params.shift_persist {
+            i += 1;
+            step(&mut lerp, &mut ks, 0.1, i);
+            let noise = lerp.noise(1).unwrap();
+            if n < params.shift_persist {
+                assert!(noise < 0.5, "restarted after {n} missions");
+            } else {
+                assert_eq!(noise, DdpgConfig::new(STATE_DIM).noise_start);
+                assert!(!lerp.converged(1));
+            }
+        }
     }
 
     /// Cost of Lerp's K over the last 30 missions of a read-heavy, then a write-heavy

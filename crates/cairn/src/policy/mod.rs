@@ -3,18 +3,21 @@
 //!   [`prefetch`]), with the hot-range prediction ([`hot_ranges`]) and overlap check
 //!   ([`overlap`]) it uses;
 //! - the compaction-policy tuner (K_i per level, [`tuner`]): RusKey's Lerp ([`lerp`]) with
-//!   policy propagation ([`propagation`]) and a cost-model simulator to pretrain and test
-//!   it ([`cost_model`]), and the greedy-threshold baseline;
+//!   policy propagation ([`propagation`]), its exploration schedule ([`schedule`]) and
+//!   per-mix reward units ([`mix_scale`]), a cost-model simulator to pretrain and test it
+//!   ([`cost_model`]), and the greedy-threshold baseline;
 //! - hot/cold placement ([`placement`]): SA-LSM's cold-key sets, the age rule and passive
 //!   compaction, for the proactive compaction of `db/placement.rs`.
 
 pub mod cost_model;
 pub mod hot_ranges;
 pub mod lerp;
+pub mod mix_scale;
 pub mod overlap;
 pub mod placement;
 pub mod prefetch;
 pub mod propagation;
+pub mod schedule;
 pub mod tuner;
 
 pub use hot_ranges::HotRangePredictor;

@@ -246,6 +246,9 @@ pub struct TunerStats {
     pub pretrained_missions: u64,
     /// Thread CPU time of that pretraining, nanoseconds.
     pub pretrain_cpu_ns: u64,
+    /// The entry size (bytes) the pretraining simulator was given: measured from the
+    /// writes before the first mission ended (0 until pretraining ran).
+    pub pretrain_entry_bytes: f64,
     /// Errors met (checkpoint writes, K changes); the tuner goes on.
     pub errors: u64,
     /// K per level after the last mission (index = level).
