@@ -413,6 +413,11 @@ pub struct BudgetArgs {
     /// RusKey's tree merges every flush at once: 1.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
     pub l0_trigger: Option<u64>,
+    /// Levels, level 0 included (cairn's num_levels, RocksDB's num_levels) [default: the
+    /// engine's own, 7]. RusKey's tree has its bulk in the configured last level, where
+    /// lazy-leveling keeps one run: size it so that the data reaches that level.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..=16))]
+    pub num_levels: Option<u64>,
     /// Memtables per engine, the active one included, before writes wait for a flush
     /// (cairn's max_write_buffers, RocksDB's max_write_buffer_number).
     #[arg(long, default_value_t = crate::engines::default_memtables() as u64, value_parser = clap::value_parser!(u64).range(2..=64))]
@@ -440,6 +445,11 @@ pub struct BudgetArgs {
     /// `-lazy`, `-flexible`; other presets flexible). Needs --mission-ops.
     #[arg(long, value_name = "MISSION:K", requires = "mission_ops")]
     pub set_k_at: Option<crate::engines::KChange>,
+    /// Seed of cairn's learned tuner (presets tuned by Lerp: cairn:ruskey,
+    /// cairn:ruskey-pretrained, cairn:ruskey-monkey) [default: the preset's own]. Other
+    /// engines ignore it. Recorded in the run's `config`, where ruskey-summary reads it.
+    #[arg(long, value_name = "N")]
+    pub tuner_seed: Option<u64>,
 }
 
 impl BudgetArgs {
@@ -471,12 +481,14 @@ impl BudgetArgs {
             target_file_size: self.target_file_size.map(|b| b as u64),
             size_ratio: self.size_ratio.map(|t| t as usize),
             l0_trigger: self.l0_trigger.map(|n| n as usize),
+            num_levels: self.num_levels.map(|n| n as usize),
             mission_ops: self.mission_ops,
             set_k_at: self.set_k_at,
             memtables: self.memtables as usize,
             subcompactions: self.subcompactions as usize,
             compaction_jobs: self.compaction_jobs as usize,
             rocksdb_statistics: self.rocksdb_statistics,
+            tuner_seed: self.tuner_seed,
             ..BenchConfig::default()
         }
     }
@@ -675,6 +687,8 @@ mod tests {
             Some(crate::engines::KChange { mission: 60, k: 10 })
         );
         assert_eq!(d.set_k_at, None);
+        assert_eq!(parse(&["--tuner-seed", "7"]).unwrap().tuner_seed, Some(7));
+        assert_eq!(d.tuner_seed, None);
         for bad in ["60", "0:10", "60:0", "a:1", "60:10:1"] {
             assert!(
                 parse(&["--mission-ops", "100", "--set-k-at", bad]).is_err(),

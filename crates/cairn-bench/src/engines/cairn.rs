@@ -7,7 +7,7 @@ use super::{
 };
 use anyhow::{anyhow, Context, Result};
 use cairn::events::{CompactionInfo, EventListener, FlushInfo};
-use cairn::policy::PrefetchPolicy;
+use cairn::policy::{PrefetchPolicy, TunerPolicy};
 use cairn::{Db, Options, WriteOptions};
 use parking_lot::Mutex;
 use std::path::Path;
@@ -207,7 +207,21 @@ impl CairnEngine {
     }
 }
 
-/// The tree's shape flags: level-1 capacity, table size, size ratio, mission size.
+/// Sets the number of levels; a preset's run limits keep their inner entries and their
+/// last level's (lazy-leveling's K = 1 stays on the last level).
+fn set_num_levels(opts: &mut Options, n: usize) {
+    let below_l0 = n.saturating_sub(1);
+    if opts.level_runs.len() > below_l0 {
+        let last = opts.level_runs.last().copied();
+        opts.level_runs.truncate(below_l0);
+        if let (Some(k), Some(slot)) = (last, opts.level_runs.last_mut()) {
+            *slot = k;
+        }
+    }
+    opts.num_levels = n;
+}
+
+/// The tree's shape flags: level-1 capacity, table size, size ratio, levels, mission size.
 fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
     if let Some(b) = cfg.level1_bytes {
         opts.level1_bytes = b;
@@ -221,6 +235,9 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
         opts.l0_slowdown_trigger = opts.l0_slowdown_trigger.max(n + 1);
         opts.l0_stop_trigger = opts.l0_stop_trigger.max(n + 2);
     }
+    if let Some(n) = cfg.num_levels {
+        set_num_levels(opts, n);
+    }
     if let Some(t) = cfg.size_ratio {
         // Presets derive their run limits from the default T: an entry equal to it means
         // K = T (tiering, lazy-leveling) and follows the new T; the others (moderate's 5)
@@ -233,6 +250,15 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
     }
     // The tuner's missions are the harness's: one per --mission-ops operations.
     opts.tuner.mission_ops = cfg.mission_ops();
+    apply_tuner_seed(opts, cfg);
+}
+
+/// `--tuner-seed`: a learned tuner's seed, so repeats of one preset differ only by it;
+/// tuners without randomness (static, greedy) have none to set.
+fn apply_tuner_seed(opts: &mut Options, cfg: &BenchConfig) {
+    if let (Some(seed), TunerPolicy::Lerp(p)) = (cfg.tuner_seed, &mut opts.tuner.policy) {
+        p.seed = seed;
+    }
 }
 
 impl CairnEngine {
@@ -606,5 +632,40 @@ mod tests {
         assert!(shaped("tiering", &t20).level_runs.iter().all(|&k| k == 20));
         assert!(shaped("moderate", &t20).level_runs.iter().all(|&k| k == 5));
         assert!(shaped("default", &t20).level_runs.is_empty());
+    }
+
+    /// --num-levels keeps lazy-leveling's one run on the configured last level (the one
+    /// holding the bulk in RusKey's shape), and uniform presets uniform.
+    #[test]
+    fn num_levels_moves_lazy_levelings_last_level() {
+        let four = BenchConfig {
+            num_levels: Some(4),
+            ..Default::default()
+        };
+        assert_eq!(shaped("lazy-leveling", &four).level_runs, vec![10, 10, 1]);
+        assert_eq!(shaped("tiering", &four).level_runs, vec![10, 10, 10]);
+        assert_eq!(shaped("k-3", &four).level_runs, vec![3, 3, 3]);
+        assert_eq!(shaped("default", &four).num_levels, 4);
+    }
+
+    #[test]
+    fn tuner_seed_reaches_lerp_only() {
+        let seed = |preset: &str, s: Option<u64>| {
+            let cfg = BenchConfig {
+                tuner_seed: s,
+                ..Default::default()
+            };
+            match shaped(preset, &cfg).tuner.policy {
+                TunerPolicy::Lerp(p) => Some(p.seed),
+                _ => None,
+            }
+        };
+        let own = seed("ruskey", None).unwrap();
+        assert_ne!(own, 7);
+        for p in ["ruskey", "ruskey-pretrained", "ruskey-monkey"] {
+            assert_eq!(seed(p, Some(7)), Some(7), "{p}");
+        }
+        assert_eq!(seed("greedy", Some(7)), None);
+        assert_eq!(seed("default", Some(7)), None);
     }
 }

@@ -65,6 +65,10 @@ pub struct BenchConfig {
     /// `level0_file_num_compaction_trigger`); None: the engine's own (4 both).
     #[serde(default)]
     pub l0_trigger: Option<usize>,
+    /// Levels, level 0 included (cairn's `num_levels`, RocksDB's `num_levels`); None:
+    /// the engine's own (7 both).
+    #[serde(default)]
+    pub num_levels: Option<usize>,
     /// Operations per mission (RusKey): the harness's per-mission series, and cairn's tuner
     /// (`TunerOptions::mission_ops`). None: [`DEFAULT_MISSION_OPS`], and no series unless
     /// the workload has several phases.
@@ -102,6 +106,11 @@ pub struct BenchConfig {
     /// On the virtual clock: the CPU price file (None: the built-in calibration).
     #[serde(default)]
     pub cpu_prices: Option<std::path::PathBuf>,
+    /// Seed of cairn's learned tuner (`LerpParams::seed` of the presets tuned by Lerp);
+    /// None: the preset's own. Other engines ignore it; ruskey-summary tells repeats
+    /// apart by it.
+    #[serde(default)]
+    pub tuner_seed: Option<u64>,
 }
 
 /// Which clock a run is timed on.
@@ -238,6 +247,7 @@ impl Default for BenchConfig {
             target_file_size: None,
             size_ratio: None,
             l0_trigger: None,
+            num_levels: None,
             mission_ops: None,
             set_k_at: None,
             memtables: default_memtables(),
@@ -247,6 +257,7 @@ impl Default for BenchConfig {
             clock: ClockKind::Wall,
             bg_every_ops: default_bg_every_ops(),
             cpu_prices: None,
+            tuner_seed: None,
         }
     }
 }

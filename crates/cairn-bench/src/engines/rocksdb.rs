@@ -55,6 +55,9 @@ impl Engine for RocksEngine {
         if let Some(n) = cfg.l0_trigger {
             opts.set_level_zero_file_num_compaction_trigger(n as i32);
         }
+        if let Some(n) = cfg.num_levels {
+            opts.set_num_levels(n as i32);
+        }
         opts.set_compression_type(DBCompressionType::None);
         opts.set_bottommost_compression_type(DBCompressionType::None);
         opts.set_use_direct_reads(cfg.direct_io);
