@@ -27,8 +27,15 @@
 # ruskey-summary.md (per-session latency once converged, ranks, Table 3, the goals, when
 # RusKey's K and latency settled). $OUT/summary.md collects them with each part's time.
 #
-#   scripts/ruskey-bench.sh                  # about 20 minutes on 2 cores (13 with MISSIONS=200)
-#   QUICK=1 scripts/ruskey-bench.sh          # smaller and shorter: about 8 minutes
+# Seeds: the learned engines (cairn:ruskey*) run once per tuner seed in $SEEDS (default
+# "1 2 3 4 5"), each seed into the workload directory's seed-S/ (--tuner-seed S); every
+# other engine (statics, and greedy, which is deterministic) runs once in the workload
+# directory. ruskey-summary reads them all: per session the median over the seeds ranks,
+# with the worst seed beside it, and convergence is counted per seed.
+#
+#   SEEDS=1 scripts/ruskey-bench.sh          # about 20 minutes on 2 cores (13 with MISSIONS=200)
+#   SEEDS=1 QUICK=1 scripts/ruskey-bench.sh  # smaller and shorter: about 8 minutes
+#   scripts/ruskey-bench.sh                  # five seeds: each adds the cairn:ruskey* runs
 #
 # Time goes mostly to loads: every run loads $RECORDS records, and the tuner presets work
 # during the load too (their missions count the load's writes), which made cairn:ruskey's
@@ -88,6 +95,8 @@ ENGINES=${ENGINES:-cairn:ruskey,cairn:default,cairn:moderate,cairn:tiering,cairn
 GREEDY_ENGINES=${GREEDY_ENGINES:-cairn:greedy-50-50,cairn:greedy-33-67,cairn:greedy-25-75,cairn:greedy-10-90,cairn:greedy-25-50,cairn:greedy-50-75}
 MONKEY_ENGINES=${MONKEY_ENGINES:-cairn:ruskey-monkey,cairn:lazy-leveling,cairn:monkey}
 YCSB_ENGINES=${YCSB_ENGINES:-cairn:ruskey,cairn:default,cairn:moderate,cairn:tiering}
+# Tuner seeds of the learned engines (cairn:ruskey*): one run per seed.
+SEEDS=${SEEDS:-"1 2 3 4 5"}
 # The method ruskey-summary's goals are about (default: cairn:ruskey, else the first
 # cairn:ruskey*/cairn:greedy* engine); set it to try the script with static presets only.
 RUSKEY=${RUSKEY:-}
@@ -151,6 +160,33 @@ compare() {
     ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
 }
 
+# seeded DIR ENGINES ARGS...: compare ENGINES on one workload: the learned ones
+# (cairn:ruskey*) once per seed of $SEEDS into DIR/seed-S with --tuner-seed S, the others
+# once into DIR. On the virtual clock a static's rerun is identical, so one run suffices
+# (greedy is deterministic too). Appends the directories it wrote to DIRS.
+seeded() {
+  local dir=$1 e s learned=() others=()
+  local -a all
+  IFS=, read -ra all <<<"$2"
+  shift 2
+  for e in "${all[@]}"; do
+    case $e in
+      cairn:ruskey*) learned+=("$e") ;;
+      *) others+=("$e") ;;
+    esac
+  done
+  if [ ${#others[@]} -gt 0 ]; then
+    compare "$dir" "$(IFS=,; echo "${others[*]}")" "$@"
+    DIRS+=("$dir")
+  fi
+  if [ ${#learned[@]} -gt 0 ]; then
+    for s in $SEEDS; do
+      compare "$dir/seed-$s" "$(IFS=,; echo "${learned[*]}")" "$@" --tuner-seed "$s"
+      DIRS+=("$dir/seed-$s")
+    done
+  fi
+}
+
 # rsummary TITLE OUTFILE DIR...: ruskey-summary over the directories, into the summary.
 rsummary() {
   local title=$1 out=$2
@@ -176,7 +212,8 @@ finish() { echo "_Part $1: $(($(date +%s) - part_start)) s._" >>"$summary"; }
   echo "level 1 $LEVEL1, size ratio $T, block cache $CACHE, $BLOOM bloom bits per key; missions of"
   echo "$MISSION_OPS ops, $MISSIONS per session ($SESSION_OPS ops over five sessions), $STATIC_MISSIONS per"
   echo "static workload ($STATIC_OPS ops); seed $SEED. Every engine loads the records and waits for"
-  echo "background work (--settle) before the measured ops. Extra flags: ${EXTRA:-none}."
+  echo "background work (--settle) before the measured ops. Tuner seeds of cairn:ruskey*: $SEEDS"
+  echo "(one run each; other engines run once). Extra flags: ${EXTRA:-none}."
   if [ "$CLOCK" = virtual ]; then
     echo
     echo "Clock: virtual, device $DEVICE (--clock virtual --threads 1): times and latencies are"
@@ -188,55 +225,56 @@ for p in $PARTS; do
   case $p in
     sessions)
       begin sessions
-      compare "$OUT/sessions" "$ENGINES" --workload ruskey-sessions --distribution uniform \
+      DIRS=()
+      seeded "$OUT/sessions" "$ENGINES" --workload ruskey-sessions --distribution uniform \
         --ops "$SESSION_OPS" --bloom-bits "$BLOOM"
-      rsummary "Fig. 7 / Table 3: dynamic sessions" "$OUT/sessions/ruskey-summary.md" "$OUT/sessions"
+      rsummary "Fig. 7 / Table 3: dynamic sessions" "$OUT/sessions/ruskey-summary.md" "${DIRS[@]}"
       finish sessions
       ;;
     static)
       begin static
-      dirs=()
+      DIRS=()
       for w in $STATIC_MIXES; do
         name=${w%%:*}
-        compare "$OUT/static/$name" "$ENGINES" --workload mix --mix "${w#*:}" \
+        seeded "$OUT/static/$name" "$ENGINES" --workload mix --mix "${w#*:}" \
           --distribution uniform --ops "$STATIC_OPS" --bloom-bits "$BLOOM"
-        dirs+=("$OUT/static/$name")
       done
-      rsummary "Fig. 6: static workloads" "$OUT/static/ruskey-summary.md" "${dirs[@]}"
+      rsummary "Fig. 6: static workloads" "$OUT/static/ruskey-summary.md" "${DIRS[@]}"
       finish static
       ;;
     greedy)
       begin greedy
-      compare "$OUT/greedy" "$GREEDY_ENGINES" --workload ruskey-sessions --distribution uniform \
+      DIRS=()
+      seeded "$OUT/greedy" "$GREEDY_ENGINES" --workload ruskey-sessions --distribution uniform \
         --ops "$SESSION_OPS" --bloom-bits "$BLOOM"
-      # With the sessions part's runs (same stream): each greedy variant ranks against
-      # its static policies (Fig. 12's table).
-      gdirs=("$OUT/greedy")
-      [ -d "$OUT/sessions" ] && gdirs+=("$OUT/sessions")
-      rsummary "Fig. 12: greedy thresholds" "$OUT/greedy/ruskey-summary.md" "${gdirs[@]}"
+      # With the sessions part's runs (same stream; its seeds of this run only): each
+      # greedy variant ranks against its static policies (Fig. 12's table).
+      [ -d "$OUT/sessions" ] && DIRS+=("$OUT/sessions")
+      for s in $SEEDS; do
+        [ -d "$OUT/sessions/seed-$s" ] && DIRS+=("$OUT/sessions/seed-$s")
+      done
+      rsummary "Fig. 12: greedy thresholds" "$OUT/greedy/ruskey-summary.md" "${DIRS[@]}"
       finish greedy
       ;;
     monkey)
       begin monkey
-      dirs=()
+      DIRS=()
       for w in $STATIC_MIXES; do
         name=${w%%:*}
-        compare "$OUT/monkey/$name" "$MONKEY_ENGINES" --workload mix --mix "${w#*:}" \
+        seeded "$OUT/monkey/$name" "$MONKEY_ENGINES" --workload mix --mix "${w#*:}" \
           --distribution uniform --ops "$STATIC_OPS" --bloom-bits "$MONKEY_BLOOM"
-        dirs+=("$OUT/monkey/$name")
       done
-      rsummary "Fig. 8: Monkey blooms ($MONKEY_BLOOM bits per key)" "$OUT/monkey/ruskey-summary.md" "${dirs[@]}"
+      rsummary "Fig. 8: Monkey blooms ($MONKEY_BLOOM bits per key)" "$OUT/monkey/ruskey-summary.md" "${DIRS[@]}"
       finish monkey
       ;;
     ycsb)
       begin ycsb
-      dirs=()
+      DIRS=()
       for l in $YCSB_WORKLOADS; do
-        compare "$OUT/ycsb/ycsb-$l" "$YCSB_ENGINES" --workload "ycsb-$l" \
+        seeded "$OUT/ycsb/ycsb-$l" "$YCSB_ENGINES" --workload "ycsb-$l" \
           --ops "$YCSB_OPS" --bloom-bits "$BLOOM"
-        dirs+=("$OUT/ycsb/ycsb-$l")
       done
-      rsummary "Fig. 11: YCSB (zipfian)" "$OUT/ycsb/ruskey-summary.md" "${dirs[@]}"
+      rsummary "Fig. 11: YCSB (zipfian)" "$OUT/ycsb/ruskey-summary.md" "${DIRS[@]}"
       finish ycsb
       ;;
     transitions)
