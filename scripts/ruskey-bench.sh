@@ -51,9 +51,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # REGIME=paper: RusKey's tree shape (section 7) at a size that runs in minutes: every flush
-# merged at once (level-0 trigger 1), level 1 = T memtables, 256 KiB tables, and enough
-# records that the deepest of four levels holds most of the data; on the virtual clock
-# (nvme) unless CLOCK says otherwise. Each knob can still be set on its own.
+# merged at once (level-0 trigger 1), level 1 = T memtables, 256 KiB tables, and levels
+# 0..3 with enough records that level 3, the configured last level (lazy-leveling's one
+# run), holds most of the data; on the virtual clock (nvme) unless CLOCK says otherwise.
+# Each knob can still be set on its own.
 REGIME=${REGIME:-}
 case $REGIME in
   "") ;;
@@ -61,6 +62,7 @@ case $REGIME in
     WBS=${WBS:-256K}
     LEVEL1=${LEVEL1:-2560K}
     L0_TRIGGER=${L0_TRIGGER:-1}
+    NUM_LEVELS=${NUM_LEVELS:-4}
     TABLE=${TABLE:-256K}
     RECORDS=${RECORDS:-300000}
     CLOCK=${CLOCK:-virtual}
@@ -68,6 +70,7 @@ case $REGIME in
   *) echo "REGIME must be empty or paper (got '$REGIME')" >&2; exit 2 ;;
 esac
 L0_TRIGGER=${L0_TRIGGER:-}
+NUM_LEVELS=${NUM_LEVELS:-}
 TABLE=${TABLE:-}
 
 QUICK=${QUICK:-}
@@ -157,6 +160,7 @@ compare() {
     --write-buffer-size "$WBS" --level1-bytes "$LEVEL1" --size-ratio "$T" \
     --cache-bytes "$CACHE" --mission-ops "$MISSION_OPS" --settle \
     ${L0_TRIGGER:+--l0-trigger "$L0_TRIGGER"} ${TABLE:+--target-file-size "$TABLE"} \
+    ${NUM_LEVELS:+--num-levels "$NUM_LEVELS"} \
     ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
 }
 

@@ -41,6 +41,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ruskey", "RusKey: Lerp tunes K_1 by DDPG after every mission of 50,000 operations and copies it down (uniform blooms, flexible transitions)"),
     ("ruskey-pretrained", "RusKey pretrained on the cost-model simulator before its first mission"),
     ("ruskey-monkey", "RusKey on Monkey blooms: Lerp tunes K_1 and K_2, deeper levels follow Lemma 5.1"),
+    ("ruskey-prior", "ruskey whose exploration walks toward eq. 5's K fitted online from the counts (beyond the paper)"),
     ("greedy", "RusKey's greedy-threshold baseline: a level's K + 1 when its lookup share is under 33%, K - 1 over 67%"),
     ("greedy-B-T", "the greedy baseline with thresholds in percent (e.g. greedy-25-75)"),
     ("transition-greedy", "RusKey 4.1's greedy transition (Fig. 10): K=1 at every level; a change of K merges the level into the next one first"),
@@ -210,7 +211,7 @@ pub fn by_name(name: &str) -> Option<Options> {
                 o.read_cache = ReadCachePolicy::AcKey(Default::default());
             }
         }
-        "ruskey" | "ruskey-pretrained" | "ruskey-monkey" => {
+        "ruskey" | "ruskey-pretrained" | "ruskey-monkey" | "ruskey-prior" => {
             let monkey = name == "ruskey-monkey";
             if monkey {
                 o.bloom_allocation = BloomAllocation::Monkey;
@@ -226,6 +227,7 @@ pub fn by_name(name: &str) -> Option<Options> {
                 } else {
                     0
                 },
+                prior: name == "ruskey-prior",
                 ..Default::default()
             });
         }

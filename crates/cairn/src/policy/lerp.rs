@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use super::cost_model::{CostModel, SplitMix64};
+use super::cost_prior::CostPrior;
 use super::mix_scale::MixScale;
 use super::propagation::{propagate, Propagation};
 use super::schedule::{Convergence, ShiftDetector};
@@ -47,6 +48,11 @@ pub struct LerpParams {
     /// the levels that do not learn (0: converged from the start, propagation every
     /// mission, exploration never stops).
     pub converge_after: u32,
+    /// Beyond the paper: at the start and after each persistent shift, K walks one step
+    /// per mission to the K of eq. 5 fitted online from the counts ([`CostPrior`]);
+    /// from there Lerp moves and explores as usual. Exploring moves also step toward
+    /// the prior's K rather than to a random neighbour.
+    pub prior: bool,
     /// Missions simulated on the cost model ([`CostModel`]) before the first real one
     /// (0: none). Skipped when a checkpoint is resumed.
     pub pretrain_missions: u32,
@@ -63,6 +69,7 @@ impl Default for LerpParams {
             change_threshold: 0.15,
             shift_persist: 3,
             converge_after: 20,
+            prior: false,
             pretrain_missions: 0,
             seed: 0x5EED_1E77,
         }
@@ -96,6 +103,8 @@ struct LevelAgent {
     agent: DdpgAgent,
     pending: Option<(Vec<f32>, f32)>,
     conv: Convergence,
+    /// Walking to the prior's K (with `LerpParams::prior`), until it is reached.
+    walking: bool,
 }
 
 /// RusKey's tuner.
@@ -106,6 +115,8 @@ pub struct Lerp {
     /// The rewards' unit per mix and level.
     scale: MixScale,
     shift: ShiftDetector,
+    /// Eq. 5 fitted online (used when `params.prior`).
+    prior: CostPrior,
     /// Draws exploration moves.
     rng: SplitMix64,
     missions: u64,
@@ -127,6 +138,7 @@ impl Lerp {
             agents: BTreeMap::new(),
             scale: MixScale::default(),
             shift,
+            prior: CostPrior::default(),
             rng,
             missions: 0,
             pretrained: 0,
@@ -165,6 +177,7 @@ impl Lerp {
                     agent,
                     pending: None,
                     conv,
+                    walking: true,
                 },
             );
         }
@@ -338,6 +351,7 @@ impl Lerp {
                     agent,
                     pending: None,
                     conv: Convergence::new(params.converge_after),
+                    walking: true,
                 },
             );
         }
@@ -352,6 +366,7 @@ impl Lerp {
             agents,
             scale,
             shift,
+            prior: CostPrior::default(),
             rng,
             missions,
             pretrained,
@@ -381,13 +396,42 @@ fn greedy_move(agent: &mut DdpgAgent, state: &[f32]) -> Result<f32> {
 
 /// Picks the level's move. Exploration: with probability equal to the agent's noise
 /// level (which decays per mission, restarts on a persistent shift and stops at
-/// convergence) a random move, so every move keeps being tried; otherwise the greedy
-/// move.
-fn choose_move(agent: &mut DdpgAgent, state: &[f32], rng: &mut SplitMix64) -> Result<f32> {
+/// convergence) a random move, so every move keeps being tried, or with a prior's
+/// proposal `toward`, a step toward it; otherwise the greedy move.
+fn choose_move(
+    agent: &mut DdpgAgent,
+    state: &[f32],
+    rng: &mut SplitMix64,
+    toward: Option<(usize, usize)>,
+) -> Result<f32> {
     if rng.next_f64() < agent.noise() {
-        return Ok(MOVES[(rng.next_u64() % 3) as usize]);
+        let random = MOVES[(rng.next_u64() % 3) as usize];
+        return Ok(match toward {
+            Some((k, target)) if target != k => {
+                if target > k {
+                    1.0
+                } else {
+                    -1.0
+                }
+            }
+            _ => random,
+        });
     }
     greedy_move(agent, state)
+}
+
+/// The step of a walk to the prior's K, if the level is walking and has not reached it
+/// (reaching it ends the walk; no proposal yet keeps it pending).
+fn walk_step(a: &mut LevelAgent, toward: Option<(usize, usize)>) -> Option<f32> {
+    let (k, target) = toward?;
+    if !a.walking {
+        return None;
+    }
+    if k == target {
+        a.walking = false;
+        return None;
+    }
+    Some(if target > k { 1.0 } else { -1.0 })
 }
 
 /// One mission's exploration step for a level: a persistent shift restarts exploring
@@ -396,6 +440,7 @@ fn schedule_noise(a: &mut LevelAgent, shifted: bool) {
     if shifted {
         a.agent.reset_noise();
         a.conv.reset();
+        a.walking = true;
     } else if a.conv.stops_exploring() {
         a.agent.stop_noise();
     } else {
@@ -404,6 +449,23 @@ fn schedule_noise(a: &mut LevelAgent, shifted: bool) {
 }
 
 impl Lerp {
+    /// The prior's K for `level` (when the prior is on): priced over the levels that will
+    /// carry its K, i.e. with uniform propagation level 1 and every deeper level holding
+    /// data, otherwise the level alone.
+    fn prior_target(&self, m: &MissionStats, level: usize, learned: &[usize]) -> Option<usize> {
+        if !self.params.prior {
+            return None;
+        }
+        let follows: Vec<usize> =
+            if self.params.propagation == Propagation::Uniform && learned == [1] {
+                (1..=m.deepest().max(1)).collect()
+            } else {
+                vec![level]
+            };
+        self.prior
+            .best_k(&follows, m.read_fraction(), m.size_ratio.max(1))
+    }
+
     /// Rewards, trains and moves each learned level; returns their new K in order.
     fn learn_levels(
         &mut self,
@@ -419,13 +481,17 @@ impl Lerp {
             let state = self.state(m, level);
             let reward = self.reward(m, level);
             let k = m.levels.get(level).map_or(1, |l| l.k.max(1));
+            let toward = self.prior_target(m, level, learned).map(|p| (k, p));
             let a = self.agent(level)?;
             if let Some((s, act)) = a.pending.take() {
                 a.agent.remember(&s, act, reward, &state);
             }
             a.agent.train(steps)?;
             schedule_noise(a, shifted);
-            let act = choose_move(&mut a.agent, &state, &mut rng)?;
+            let act = match walk_step(a, toward) {
+                Some(step) => step,
+                None => choose_move(&mut a.agent, &state, &mut rng, toward)?,
+            };
             let trained = a.agent.replay_len() >= a.agent.config().batch;
             let next = next_k(k, act, t);
             a.conv.observe(next, trained);
@@ -450,6 +516,7 @@ impl CompactionTuner for Lerp {
         self.missions += 1;
         let t = m.size_ratio.max(1);
         let shifted = self.shift.observe(m.read_fraction());
+        self.prior.observe(m);
         let learned = self
             .params
             .propagation
@@ -609,6 +676,50 @@ mod tests {
                 assert!(!lerp.converged(1));
             }
         }
+    }
+
+    /// With the prior (beyond the paper), a persistent shift sends K straight to eq. 5's
+    /// K fitted from the counts: on the simulator, its own optimum, one step per mission.
+    #[test]
+    fn the_prior_walks_to_eq5s_k_after_a_shift() {
+        let mut model = CostModel::for_options(&Options::default(), 3);
+        model.noise = 0.0;
+        let params = LerpParams {
+            prior: true,
+            ..Default::default()
+        };
+        let mut lerp = Lerp::new(params.clone(), 4);
+        let mut ks = vec![5, 5, 5];
+        let mut rng = SplitMix64(4);
+        let mut i = 0;
+        let mut run = |lerp: &mut Lerp, ks: &mut Vec<usize>, gamma: f64, n: u64| {
+            let mut k1 = Vec::new();
+            for _ in 0..n {
+                i += 1;
+                let m = model.mission(i, 10_000, gamma, gamma, ks, &mut rng);
+                for (level, k) in lerp.decide(&m).unwrap() {
+                    ks[level - 1] = k;
+                }
+                k1.push(ks[0]);
+            }
+            k1
+        };
+        run(&mut lerp, &mut ks, 0.1, 80);
+        let want = (1..=10)
+            .min_by(|&a, &b| {
+                model
+                    .cost(&[a; 3], 0.9)
+                    .total_cmp(&model.cost(&[b; 3], 0.9))
+            })
+            .unwrap();
+        let start = ks[0];
+        let walk = run(&mut lerp, &mut ks, 0.9, 30);
+        let steps = start.abs_diff(want);
+        let reached = walk.iter().position(|&k| k == want);
+        assert!(
+            reached.is_some_and(|p| p <= params.shift_persist as usize + steps),
+            "from {start} to {want}: {walk:?}"
+        );
     }
 
     /// Cost of Lerp's K over the last 30 missions of a read-heavy, then a write-heavy

@@ -5,11 +5,13 @@
 //! - the compaction-policy tuner (K_i per level, [`tuner`]): RusKey's Lerp ([`lerp`]) with
 //!   policy propagation ([`propagation`]), its exploration schedule ([`schedule`]) and
 //!   per-mix reward units ([`mix_scale`]), a cost-model simulator to pretrain and test it
-//!   ([`cost_model`]), and the greedy-threshold baseline;
+//!   ([`cost_model`]), an online eq. 5 prior for its exploration ([`cost_prior`], beyond
+//!   the paper), and the greedy-threshold baseline;
 //! - hot/cold placement ([`placement`]): SA-LSM's cold-key sets, the age rule and passive
 //!   compaction, for the proactive compaction of `db/placement.rs`.
 
 pub mod cost_model;
+pub mod cost_prior;
 pub mod hot_ranges;
 pub mod lerp;
 pub mod mix_scale;
