@@ -188,6 +188,7 @@ impl DbInner {
             Ok(())
         })();
         core.stats.pretrain_cpu_ns += super::thread_cpu_nanos().saturating_sub(t0);
+        core.last_at = self.clock.now();
         match r {
             Ok(()) => core.stats.pretrained_missions += n as u64,
             Err(e) => {
@@ -208,14 +209,20 @@ impl DbInner {
         if due == 0 {
             return Ok(());
         }
+        let m = {
+            let mut core = rt.core.lock();
+            core.stats.missions_skipped += due - 1;
+            let now = self.tuner_counters();
+            let m = self.mission_stats(&core, &now);
+            core.last = now;
+            core.last_at = self.clock.now();
+            core.prev_read_fraction = m.read_fraction();
+            m
+        };
+        // Once, after the first mission's counts are taken: its writes give the
+        // simulator's entry size, and the pretraining's time is no mission's.
         self.tuner_pretrain(rt);
         let mut core = rt.core.lock();
-        core.stats.missions_skipped += due - 1;
-        let now = self.tuner_counters();
-        let m = self.mission_stats(&core, &now);
-        core.last = now;
-        core.last_at = self.clock.now();
-        core.prev_read_fraction = m.read_fraction();
         core.stats.missions += 1;
         core.stats.mission_op_ns += m.op_ns;
         let t0 = super::thread_cpu_nanos();

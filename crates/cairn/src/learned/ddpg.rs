@@ -791,7 +791,8 @@ impl DdpgAgent {
         self.noise = (self.noise * self.cfg.noise_decay).max(self.cfg.noise_min);
     }
 
-    /// Stops exploring (a converged agent): the noise is 0 until [`Self::reset_noise`].
+    /// Stops exploring (a converged agent): the noise is 0 until [`Self::reset_noise`],
+    /// or until [`Self::decay_noise`] lifts it to its floor.
     pub fn stop_noise(&mut self) {
         self.noise = 0.0;
     }

@@ -37,7 +37,9 @@ impl CostPrior {
                 r.0 += l.read_ns as f64;
                 r.1 += m.lookups as f64 * l.k.max(1) as f64;
             }
-            if m.updates > 0 {
+            // A level counts only once it holds data: before, no merge can reach it,
+            // and its zero merge time would dilute `b` for when it fills.
+            if m.updates > 0 && (l.runs > 0 || l.bytes > 0) {
                 let w = &mut self.merge[i];
                 w.0 += l.compaction_ns as f64;
                 w.1 += m.updates as f64 * t / l.k.max(1) as f64;

@@ -1,4 +1,5 @@
-//! Lerp's reward unit per workload mix. A mission's cost is divided by the reference cost
+//! Lerp's reward unit per workload mix (ours: the paper uses alpha t_i + (1 - alpha) t'
+//! as it comes, with no unit). A mission's cost is divided by the reference cost
 //! of its mix (lookup share rounded to a tenth) at its level, so that a read-heavy mix
 //! whose operations cost five times a write-heavy mix's does not drown, in the replay,
 //! the few percent that separate neighbouring K within one mix. The reference is the

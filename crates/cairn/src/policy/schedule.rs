@@ -4,10 +4,13 @@
 //!   stay away from the share exploration last started at for several missions in a row,
 //!   so one odd mission (a compaction burst, a scan) does not throw the learned policy
 //!   away.
-//! - A level has converged once the critic's own choice (the greedy move, whatever the
-//!   exploration then picked) has been "keep K" for several missions in a row. Converged
-//!   levels stop exploring, and only then are their K propagated to the levels that do
-//!   not learn (5.2: deeper levels follow level 1 once it has settled).
+//! - A level has converged once its K (as moved by the critic, exploration or a walk)
+//!   has stayed within one step over several trained missions. Converged levels stop
+//!   exploring, and only then are their K propagated to the levels that do not learn
+//!   (5.2: deeper levels follow level 1 once it has converged).
+//!
+//! Both rules are ours: the paper restarts exploration on a workload change and
+//! propagates after convergence without saying how either is detected.
 
 use std::collections::VecDeque;
 
@@ -18,8 +21,9 @@ pub struct ShiftDetector {
     persist: u32,
     /// The lookup share exploration last (re)started at; `None` before the first mission.
     anchor: Option<f64>,
-    /// Missions in a row away from the anchor.
-    away: u32,
+    /// Missions in a row away from the anchor, all within the threshold of the first of
+    /// them: (count, sum of their shares, first share).
+    away: (u32, f64, f64),
 }
 
 impl ShiftDetector {
@@ -30,7 +34,7 @@ impl ShiftDetector {
             threshold,
             persist: persist.max(1),
             anchor: None,
-            away: 0,
+            away: (0, 0.0, 0.0),
         }
     }
 
@@ -42,22 +46,28 @@ impl ShiftDetector {
             return false;
         };
         if (read_fraction - anchor).abs() <= self.threshold {
-            self.away = 0;
+            self.away = (0, 0.0, 0.0);
             return false;
         }
-        self.away += 1;
-        if self.away < self.persist {
+        let (n, sum, first) = self.away;
+        // Missions away in different directions are no one new mix: count from this one.
+        self.away = if n > 0 && (read_fraction - first).abs() <= self.threshold {
+            (n + 1, sum + read_fraction, first)
+        } else {
+            (1, read_fraction, read_fraction)
+        };
+        if self.away.0 < self.persist {
             return false;
         }
-        self.anchor = Some(read_fraction);
-        self.away = 0;
+        self.anchor = Some(self.away.1 / self.away.0 as f64);
+        self.away = (0, 0.0, 0.0);
         true
     }
 
     /// Forgets the anchor (after pretraining on the simulator's mixes).
     pub fn reset(&mut self) {
         self.anchor = None;
-        self.away = 0;
+        self.away = (0, 0.0, 0.0);
     }
 }
 
@@ -77,7 +87,7 @@ impl Convergence {
     pub fn new(after: u32) -> Self {
         Convergence {
             after: after as usize,
-            recent: VecDeque::with_capacity(after as usize + 1),
+            recent: VecDeque::with_capacity((after as usize).min(64) + 1),
         }
     }
 
@@ -138,6 +148,13 @@ mod tests {
         for _ in 0..10 {
             assert!(!d.observe(0.1));
         }
+        // Away in opposite directions (0.5, then 0.9): no one new mix, no shift yet.
+        assert!(!d.observe(0.5));
+        assert!(!d.observe(0.9));
+        assert!(!d.observe(0.5));
+        assert!(!d.observe(0.5));
+        // ... until three missions agree.
+        assert!(d.observe(0.52));
         d.reset();
         assert!(!d.observe(0.5));
     }

@@ -246,8 +246,9 @@ pub struct TunerStats {
     pub pretrained_missions: u64,
     /// Thread CPU time of that pretraining, nanoseconds.
     pub pretrain_cpu_ns: u64,
-    /// The entry size (bytes) the pretraining simulator was given: measured from the
-    /// writes before the first mission ended (0 until pretraining ran).
+    /// The entry size (bytes) the pretraining simulator was given: the mean of the
+    /// writes before the first mission ended when there were at least 100, else the
+    /// simulator's default (0 until pretraining ran).
     pub pretrain_entry_bytes: f64,
     /// Errors met (checkpoint writes, K changes); the tuner goes on.
     pub errors: u64,
