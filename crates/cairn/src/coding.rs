@@ -46,6 +46,17 @@ fn get_varint_long(buf: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
+/// Splits the first `n` bytes off `input`; `None` (and `input` untouched) when it is
+/// shorter.
+pub fn take<'a>(input: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if input.len() < n {
+        return None;
+    }
+    let (head, tail) = input.split_at(n);
+    *input = tail;
+    Some(head)
+}
+
 /// Appends a varint length followed by the bytes.
 pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);

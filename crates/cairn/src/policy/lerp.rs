@@ -15,6 +15,7 @@ use super::mix_scale::MixScale;
 use super::propagation::{propagate, Propagation};
 use super::schedule::{Convergence, ShiftDetector};
 use super::tuner::{CompactionTuner, MissionStats};
+use crate::coding::take;
 use crate::learned::ddpg::{action_delta, next_k, DdpgAgent, DdpgConfig};
 use crate::{Error, Result};
 
@@ -304,14 +305,6 @@ impl Lerp {
     /// propagation mode, or any malformed byte, is an error (the caller starts fresh).
     pub fn decode(params: LerpParams, num_levels: usize, mut input: &[u8]) -> Result<Self> {
         let bad = |d: &str| Error::corruption("TUNER", d);
-        fn take<'a>(input: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-            if input.len() < n {
-                return None;
-            }
-            let (h, t) = input.split_at(n);
-            *input = t;
-            Some(h)
-        }
         let u32_of =
             |i: &mut &[u8]| take(i, 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
         let u64_of =

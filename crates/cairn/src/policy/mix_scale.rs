@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::coding::take;
+
 /// Missions whose mean becomes a mix's reference.
 pub const WARMUP: u32 = 5;
 
@@ -57,13 +59,6 @@ impl MixScale {
     /// Reads what [`MixScale::encode`] wrote from the front of `input`; `None` on a
     /// truncated or impossible entry.
     pub fn decode(input: &mut &[u8]) -> Option<MixScale> {
-        fn take<'a>(input: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-            (input.len() >= n).then(|| {
-                let (h, t) = input.split_at(n);
-                *input = t;
-                h
-            })
-        }
         let u32_at =
             |i: &mut &[u8]| take(i, 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         let n = u32_at(input)?;
