@@ -54,7 +54,7 @@ cd "$(dirname "$0")/.."
 # merged at once (level-0 trigger 1), level 1 = T memtables, 256 KiB tables, and levels
 # 0..3 with enough records that level 3, the configured last level (lazy-leveling's one
 # run), holds most of the data; on the virtual clock (nvme) unless CLOCK says otherwise.
-# Each knob can still be set on its own.
+# Missions of 5,000 ops; every static K from 1 to T. Each knob can still be set on its own.
 REGIME=${REGIME:-}
 case $REGIME in
   "") ;;
@@ -66,6 +66,14 @@ case $REGIME in
     TABLE=${TABLE:-256K}
     RECORDS=${RECORDS:-300000}
     CLOCK=${CLOCK:-virtual}
+    # Missions of 5,000 ops: at 1,000 a mission's latency varies ~10% while neighbouring K
+    # differ 0-5%, and the tuner cannot learn (docs/results/ruskey.md). The paper's are 50,000.
+    MISSION_OPS=${MISSION_OPS:-5000}
+    MISSIONS=${MISSIONS:-60}
+    STATIC_MISSIONS=${STATIC_MISSIONS:-100}
+    YCSB_OPS=${YCSB_OPS:-500000}
+    ENGINES=${ENGINES:-cairn:k-1,cairn:k-2,cairn:k-3,cairn:k-4,cairn:k-5,cairn:k-6,cairn:k-7,cairn:k-8,cairn:k-9,cairn:k-10,cairn:lazy-leveling,cairn:monkey,cairn:greedy,cairn:ruskey}
+    YCSB_ENGINES=${YCSB_ENGINES:-cairn:k-1,cairn:k-2,cairn:k-4,cairn:k-10,cairn:ruskey}
     ;;
   *) echo "REGIME must be empty or paper (got '$REGIME')" >&2; exit 2 ;;
 esac
