@@ -8,12 +8,15 @@
 //! part's tail first, so blocks read once (a scan, a uniform miss) leave before blocks read
 //! again.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use lru::LruCache;
 use parking_lot::Mutex;
 
-use super::{BlockCache, BlockKey, BlockKind, CacheStats, CacheValue};
+use super::{
+    BlockCache, BlockKey, BlockKind, CacheStats, CacheValue, Priority, Staged, SwapOutcome,
+};
 use crate::table::Block;
 
 /// Number of shards [`LruBlockCache::with_default_shards`] uses.
@@ -68,6 +71,44 @@ impl Shard {
         let e = self.cold.pop(key)?;
         self.hot_usage += e.charge;
         self.hot.push(*key, e);
+        self.overflow_hot();
+        // The block may itself have overflowed (a hot share smaller than it).
+        self.hot.peek(key).or_else(|| self.cold.peek(key))
+    }
+
+    /// Puts a block in at the head of the hot or the cold part, evicting to make room; the
+    /// hot part's overflow goes to the cold part's head. False if it alone exceeds the
+    /// shard's budget.
+    fn admit(&mut self, key: BlockKey, entry: Entry, hot: bool) -> bool {
+        self.remove(&key);
+        let (kind, charge) = (entry.kind, entry.charge);
+        if charge > self.capacity {
+            self.stats.rejected += 1;
+            return false;
+        }
+        while self.usage + charge > self.capacity {
+            let Some(old) = self.evict_one() else {
+                break;
+            };
+            self.stats.evictions += 1;
+            self.stats.by_kind[old.kind.index()].evictions += 1;
+        }
+        self.usage += charge;
+        if hot {
+            self.hot_usage += charge;
+            self.hot.push(key, entry);
+            self.overflow_hot();
+        } else {
+            self.cold.push(key, entry);
+        }
+        self.stats.inserts += 1;
+        self.stats.by_kind[kind.index()].inserts += 1;
+        true
+    }
+
+    /// Moves the hot part's least recent blocks to the cold part's head until it fits
+    /// its share.
+    fn overflow_hot(&mut self) {
         while self.hot_usage > self.hot_capacity {
             let Some((k, old)) = self.hot.pop_lru() else {
                 break;
@@ -75,8 +116,30 @@ impl Shard {
             self.hot_usage -= old.charge;
             self.cold.push(k, old);
         }
-        // The block may itself have overflowed (a hot share smaller than it).
-        self.hot.peek(key).or_else(|| self.cold.peek(key))
+    }
+
+    /// Takes out the data blocks of `files`, each with its place: (hot part?, position
+    /// from the part's head as a share of its length).
+    fn take_data_of(&mut self, files: &HashSet<u64>) -> Vec<Place> {
+        let mut out = Vec::new();
+        for (hot, part) in [(true, &self.hot), (false, &self.cold)] {
+            let n = part.len().max(1) as f64;
+            out.extend(
+                part.iter()
+                    .enumerate()
+                    .filter(|(_, (k, e))| files.contains(&k.file_no) && e.kind == BlockKind::Data)
+                    .map(|(i, (k, e))| Place {
+                        key: *k,
+                        hot,
+                        depth: i as f64 / n,
+                        charge: e.charge,
+                    }),
+            );
+        }
+        for p in &out {
+            self.remove(&p.key);
+        }
+        out
     }
 
     /// Takes the least valuable block out: the cold part's tail, else the hot part's.
@@ -92,6 +155,14 @@ impl Shard {
         self.usage -= e.charge;
         Some(e)
     }
+}
+
+/// Where a block sat before a swap took it out.
+struct Place {
+    key: BlockKey,
+    hot: bool,
+    depth: f64,
+    charge: usize,
 }
 
 /// A sharded block cache with a byte budget, LRU with midpoint insertion (see the module).
@@ -176,6 +247,14 @@ impl LruBlockCache {
     fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {
         &self.shards[self.shard_of(key)]
     }
+
+    fn entry(value: CacheValue, charge: usize) -> Entry {
+        Entry {
+            kind: value.kind(),
+            value,
+            charge: charge.saturating_add(Self::ENTRY_OVERHEAD),
+        }
+    }
 }
 
 impl BlockCache for LruBlockCache {
@@ -196,32 +275,50 @@ impl BlockCache for LruBlockCache {
     }
 
     fn insert(&self, key: BlockKey, value: CacheValue, charge: usize) {
-        let kind = value.kind();
-        let charge = charge.saturating_add(Self::ENTRY_OVERHEAD);
+        self.insert_with(key, value, charge, Priority::Low)
+    }
+
+    fn insert_with(&self, key: BlockKey, value: CacheValue, charge: usize, priority: Priority) {
         let mut s = self.shard(&key).lock();
-        s.remove(&key);
-        if charge > s.capacity {
-            s.stats.rejected += 1;
-            return;
+        if s.admit(key, Self::entry(value, charge), false) && priority == Priority::Bottom {
+            s.cold.demote(&key);
         }
-        while s.usage + charge > s.capacity {
-            let Some(old) = s.evict_one() else {
+    }
+
+    /// Places are kept per part: the best staged block goes where the most recent of the
+    /// taken-out blocks was (hot part before cold, nearer the head first), at the head of
+    /// that part in its own shard, and the staged blocks keep that order among
+    /// themselves. Shards keep separate lists, so a place is a part and an order, not the
+    /// exact position.
+    fn swap_in(&self, files: &HashSet<u64>, staged: Vec<Staged>) -> SwapOutcome {
+        let mut places: Vec<Place> = self
+            .shards
+            .iter()
+            .flat_map(|s| s.lock().take_data_of(files))
+            .collect();
+        places.sort_by(|a, b| b.hot.cmp(&a.hot).then(a.depth.total_cmp(&b.depth)));
+        let mut out = SwapOutcome {
+            erased: places.len(),
+            freed: places.iter().map(|p| p.charge).sum(),
+            ..SwapOutcome::default()
+        };
+        let mut chosen = Vec::new();
+        for (s, place) in staged.into_iter().zip(&places) {
+            let charge = s.block_charge();
+            let entry = Self::entry(CacheValue::Data(s.block), charge);
+            if out.charged + entry.charge > out.freed {
                 break;
-            };
-            s.stats.evictions += 1;
-            s.stats.by_kind[old.kind.index()].evictions += 1;
+            }
+            out.charged += entry.charge;
+            chosen.push((s.key, entry, place.hot));
         }
-        s.cold.push(
-            key,
-            Entry {
-                value,
-                kind,
-                charge,
-            },
-        );
-        s.usage += charge;
-        s.stats.inserts += 1;
-        s.stats.by_kind[kind.index()].inserts += 1;
+        // The least valuable place first, so that each part's best ends at its head.
+        for (key, entry, hot) in chosen.into_iter().rev() {
+            if self.shard(&key).lock().admit(key, entry, hot) {
+                out.inserted += 1;
+            }
+        }
+        out
     }
 
     fn erase(&self, key: &BlockKey) {
@@ -250,10 +347,7 @@ impl BlockCache for LruBlockCache {
         self.capacity
     }
 
-    fn cached_data_blocks(
-        &self,
-        files: &std::collections::HashSet<u64>,
-    ) -> Vec<(BlockKey, Arc<Block>)> {
+    fn cached_data_blocks(&self, files: &HashSet<u64>) -> Vec<(BlockKey, Arc<Block>)> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             let s = shard.lock();
@@ -284,6 +378,95 @@ mod tests {
 
     fn key(file_no: u64, offset: u64) -> BlockKey {
         BlockKey { file_no, offset }
+    }
+
+    /// (hot part, cold part), each most recent first (one shard).
+    fn parts(c: &LruBlockCache) -> (Vec<BlockKey>, Vec<BlockKey>) {
+        let s = c.shards[0].lock();
+        (
+            s.hot.iter().map(|(k, _)| *k).collect(),
+            s.cold.iter().map(|(k, _)| *k).collect(),
+        )
+    }
+
+    fn staged(file_no: u64, n: u64) -> Vec<Staged> {
+        (0..n)
+            .map(|off| Staged {
+                key: key(file_no, off),
+                block: block_for_tests(4),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_swap_keeps_the_charge_and_each_blocks_part() {
+        let b = block_for_tests(4);
+        let charge = b.charge();
+        let c = LruBlockCache::with_hot_share(10 * (charge + OV), 1, 0.5);
+        for off in 0..4 {
+            c.insert(key(1, off), CacheValue::Data(b.clone()), charge);
+            c.insert(key(2, off), CacheValue::Data(b.clone()), charge);
+        }
+        // Blocks 1/0 and 1/1 are read again: hot part, 1/1 the most recent.
+        c.lookup(&key(1, 0));
+        c.lookup(&key(1, 1));
+        let before = c.usage();
+        let out = c.swap_in(&HashSet::from([1]), staged(9, 6));
+        assert_eq!(out.erased, 4);
+        assert_eq!(
+            out.inserted, 4,
+            "one for one: the budget is what the job frees"
+        );
+        assert_eq!(out.freed, out.charged);
+        assert_eq!(c.usage(), before, "the cache's charge is unchanged");
+        let (hot, cold) = parts(&c);
+        // The two best staged blocks take the two hot places, best at the head.
+        assert_eq!(hot, vec![key(9, 0), key(9, 1)]);
+        // The next two take the cold places of 1/3 and 1/2, in that order, above the
+        // blocks that were there.
+        assert_eq!(&cold[..2], &[key(9, 2), key(9, 3)]);
+        assert!(cold[2..].iter().all(|k| k.file_no == 2));
+        assert_eq!(c.stats().evictions, 0);
+    }
+
+    #[test]
+    fn a_swap_with_fewer_staged_blocks_shrinks_the_charge() {
+        let b = block_for_tests(4);
+        let charge = b.charge();
+        let c = LruBlockCache::new(10 * (charge + OV), 1);
+        for off in 0..3 {
+            c.insert(key(1, off), CacheValue::Data(b.clone()), charge);
+        }
+        c.insert(key(1, 99), CacheValue::Filter(filter_for_tests()), 10);
+        let out = c.swap_in(&HashSet::from([1]), staged(9, 1));
+        assert_eq!((out.erased, out.inserted), (3, 1));
+        assert_eq!(
+            c.len(),
+            2,
+            "the filter of file 1 stays: a swap is for data blocks"
+        );
+        assert!(c.lookup(&key(9, 0)).is_some());
+        assert!(c.lookup(&key(1, 0)).is_none());
+    }
+
+    #[test]
+    fn bottom_priority_is_evicted_first() {
+        let b = block_for_tests(1);
+        let c = LruBlockCache::new(3 * (100 + OV), 1);
+        c.insert(key(1, 0), CacheValue::Data(b.clone()), 100);
+        c.insert(key(1, 1), CacheValue::Data(b.clone()), 100);
+        c.insert_with(
+            key(2, 0),
+            CacheValue::Data(b.clone()),
+            100,
+            Priority::Bottom,
+        );
+        c.insert(key(1, 2), CacheValue::Data(b.clone()), 100);
+        assert!(
+            c.lookup(&key(2, 0)).is_none(),
+            "the bottom block went first"
+        );
+        assert!(c.lookup(&key(1, 0)).is_some());
     }
 
     #[test]

@@ -140,6 +140,47 @@ impl CacheStats {
     }
 }
 
+/// Where an inserted block enters the recency order (RocksDB's cache priorities).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Priority {
+    /// Below the blocks read again, above the coldest: a new block's usual place (the
+    /// cold part's head; RocksDB's LOW).
+    #[default]
+    Low,
+    /// Last in line for eviction's first pick: the cold part's tail (RocksDB's BOTTOM,
+    /// which `prepopulate_block_cache` gives compaction output).
+    Bottom,
+}
+
+/// A block to swap in when a compaction installs (see [`BlockCache::swap_in`]).
+#[derive(Clone, Debug)]
+pub struct Staged {
+    /// Its key (an output table's file number and offset).
+    pub key: BlockKey,
+    /// The decoded block.
+    pub block: Arc<Block>,
+}
+
+impl Staged {
+    /// What the cache charges for the block (before its own per-entry overhead).
+    pub fn block_charge(&self) -> usize {
+        self.block.charge()
+    }
+}
+
+/// What a [`BlockCache::swap_in`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwapOutcome {
+    /// Cached data blocks of the given files taken out.
+    pub erased: usize,
+    /// Staged blocks put in.
+    pub inserted: usize,
+    /// Bytes the erased blocks were charged (the budget).
+    pub freed: usize,
+    /// Bytes the inserted blocks are charged.
+    pub charged: usize,
+}
+
 /// A cache of decoded blocks shared by all tables of a database.
 pub trait BlockCache: Send + Sync {
     /// The block, if cached (and marks it recently used).
@@ -147,6 +188,38 @@ pub trait BlockCache: Send + Sync {
     /// Caches a block, charging `charge` bytes against the budget (replaces any block
     /// under the same key). A block larger than the budget is not cached.
     fn insert(&self, key: BlockKey, value: CacheValue, charge: usize);
+    /// As [`insert`](Self::insert), at a given place in the recency order. A cache
+    /// without priorities inserts as usual.
+    fn insert_with(&self, key: BlockKey, value: CacheValue, charge: usize, priority: Priority) {
+        let _ = priority;
+        self.insert(key, value, charge)
+    }
+    /// Takes every cached data block of `files` out and puts the `staged` blocks (best
+    /// first) in, within the bytes the taken-out blocks were charged: the cache's charge
+    /// does not grow (Leaper §6.2's warming at install, Incremental Warmup's swap). The
+    /// i-th staged block takes the place of the i-th most valuable block taken out where
+    /// the cache keeps places (its segment); a cache without them inserts as usual.
+    fn swap_in(&self, files: &std::collections::HashSet<u64>, staged: Vec<Staged>) -> SwapOutcome {
+        let olds = self.cached_data_blocks(files);
+        let mut out = SwapOutcome {
+            erased: olds.len(),
+            freed: olds.iter().map(|(_, b)| b.charge()).sum(),
+            ..SwapOutcome::default()
+        };
+        for (k, _) in &olds {
+            self.erase(k);
+        }
+        for s in staged {
+            let c = s.block_charge();
+            if out.charged + c > out.freed {
+                break;
+            }
+            out.charged += c;
+            out.inserted += 1;
+            self.insert(s.key, CacheValue::Data(s.block), c);
+        }
+        out
+    }
     /// Drops one block.
     fn erase(&self, key: &BlockKey);
     /// Drops every block of a file (called when the table is deleted).

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{BlockCache, BlockKey, CacheStats, CacheValue};
+use super::{BlockCache, BlockKey, CacheStats, CacheValue, Priority, Staged, SwapOutcome};
 use crate::table::Block;
 
 /// Where a view's number goes in a file number: file numbers stay far below 2^40.
@@ -54,6 +54,23 @@ impl BlockCache for SharedCacheView {
 
     fn insert(&self, key: BlockKey, value: CacheValue, charge: usize) {
         self.inner.insert(self.key(&key), value, charge)
+    }
+
+    fn insert_with(&self, key: BlockKey, value: CacheValue, charge: usize, priority: Priority) {
+        self.inner
+            .insert_with(self.key(&key), value, charge, priority)
+    }
+
+    fn swap_in(&self, files: &HashSet<u64>, staged: Vec<Staged>) -> SwapOutcome {
+        let mine: HashSet<u64> = files.iter().map(|&f| self.file(f)).collect();
+        let staged = staged
+            .into_iter()
+            .map(|s| Staged {
+                key: self.key(&s.key),
+                block: s.block,
+            })
+            .collect();
+        self.inner.swap_in(&mine, staged)
     }
 
     fn erase(&self, key: &BlockKey) {
