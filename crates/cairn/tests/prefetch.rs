@@ -98,9 +98,12 @@ fn hot_blocks_survive_compaction_under_the_oracle_and_warmup() {
     assert!(p.warmed_blocks < 40, "{p:?}");
     assert!(p.warmed_hits <= p.warmed_blocks);
 
+    // Incremental Warmup swaps one for one: the hot keys' 13 cached blocks overlap 14
+    // new ones, and the one past the freed room stays cold.
     let (warmup_misses, warmup) = run(PrefetchPolicy::Warmup);
-    assert_eq!(warmup_misses, 0, "{:?}", warmup.prefetch);
+    assert!(warmup_misses <= 1, "{:?}", warmup.prefetch);
     assert!(warmup.prefetch.warmed_blocks > 0);
+    assert!(warmup.prefetch.warmed_blocks <= warmup.prefetch.invalidated_blocks);
 
     let (all_misses, all) = run(PrefetchPolicy::WarmAll);
     assert_eq!(all_misses, 0);
@@ -294,8 +297,10 @@ fn a_compaction_counts_misses_on_its_own_tables_only() {
 }
 
 #[test]
-fn leaper_drops_cold_input_blocks_only_when_it_needs_the_room() {
-    for (cache, full) in [(48usize << 10, true), (8 << 20, false)] {
+fn leaper_drops_cold_input_blocks_at_the_jobs_start_whatever_the_room() {
+    // Phase one (§6.2) evicts the cached input blocks outside hot_T1 unconditionally: a
+    // block no one reads during the job only holds a place LRU could give another.
+    for cache in [48usize << 10, 8 << 20] {
         let dir = tempfile::tempdir().unwrap();
         let opts = Options {
             block_cache_bytes: cache,
@@ -318,10 +323,12 @@ fn leaper_drops_cold_input_blocks_only_when_it_needs_the_room() {
         db.compact_range(None, None).unwrap();
         let p = db.stats().prefetch;
         assert!(p.invalidated_blocks > 0, "{p:?}");
-        if full {
-            assert!(p.evicted_blocks > 0, "a full cache makes room: {p:?}");
-        } else {
-            assert_eq!(p.evicted_blocks, 0, "room to spare: nothing dropped: {p:?}");
+        // Only blocks of the 100 hot keys stay (about 13 of 1 KiB; in the small cache,
+        // the few of them the reads left cached); the rest go, room or not.
+        let kept = p.invalidated_blocks - p.evicted_blocks;
+        assert!(p.evicted_blocks > 0 && kept <= 20, "{p:?}");
+        if cache > 1 << 20 {
+            assert!((10..=20).contains(&kept), "{p:?}");
         }
         for i in (0..KEYS).step_by(97) {
             let want = if i % 10 == 0 { b'b' } else { b'a' };

@@ -877,6 +877,9 @@ impl DbInner {
             self.prefetch.compaction_outputs(j, &outputs);
         }
         self.install_edit(cf, edit)?;
+        if let Some(j) = &job.1 {
+            self.prefetch.compaction_installed(j); // warmed blocks swap in now
+        }
         if let Some(rc) = &self.read_cache {
             rc.on_compaction(id, &gone, &files); // AC-Key: repoint KP entries
             if let Some(r) = replacer.and_then(|r| Arc::try_unwrap(r).ok()) {

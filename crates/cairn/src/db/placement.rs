@@ -594,6 +594,9 @@ impl DbInner {
         }
         // On failure the outputs stay, as for any compaction: the edit may be on disk.
         self.install_edit(&state, edit)?;
+        if let Some(j) = &job.1 {
+            self.prefetch.compaction_installed(j);
+        }
         if let Some(rc) = &self.read_cache {
             rc.on_compaction(state.id, &gone, &files);
         }

@@ -18,12 +18,37 @@ use crate::access::{estimate, RangeCollector};
 use crate::learned::leaper_model::LeaperModel;
 use crate::{Error, Result};
 
+/// One range predicted hot in some step.
+#[derive(Debug)]
+struct HotRange {
+    /// Coarse range id.
+    range: u64,
+    /// A bit per step (bit i: hot in slot s + i + 1).
+    bits: u64,
+    /// Each step's predicted probability.
+    probs: Box<[f32]>,
+    /// Estimated reads per slot over the feature window.
+    rate: f64,
+}
+
+impl HotRange {
+    /// Expected reads in the best step of `mask`: probability x read rate.
+    fn score(&self, mask: u64) -> f64 {
+        self.probs
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i < 64 && mask & (1 << i) != 0)
+            .map(|(_, &p)| f64::from(p) * self.rate)
+            .fold(0.0, f64::max)
+    }
+}
+
 /// Predictions for one slot.
 #[derive(Debug)]
 struct Memo {
     slot: u64,
-    /// Sorted coarse range ids with a bit per step (bit i: hot in slot s + i + 1).
-    hot: Vec<(u64, u64)>,
+    /// Ranges hot in some step, sorted by id.
+    hot: Vec<HotRange>,
     /// Whether a range with no recent access is predicted hot at each step (bit mask).
     idle_hot: u64,
 }
@@ -129,31 +154,46 @@ impl HotRangePredictor {
             f.extend_from_slice(&pre);
             f
         };
-        let bits = |f: &[f64]| {
+        let probs = |f: &[f64]| -> Box<[f32]> {
             self.model
                 .models()
                 .iter()
+                .map(|m| m.predict(f) as f32)
+                .collect()
+        };
+        let bits = |p: &[f32]| {
+            p.iter()
                 .enumerate()
-                .filter(|(_, m)| m.predict(f) >= meta.threshold)
+                .filter(|&(_, &p)| f64::from(p) >= meta.threshold)
                 .fold(0u64, |b, (i, _)| b | (1 << i))
         };
-        let mut hot: Vec<(u64, u64)> = agg
+        let mut hot: Vec<HotRange> = agg
             .iter()
             .filter_map(|(&range, counts)| {
                 let mut pre = [0.0; 3];
                 for (slot, &q) in pre.iter_mut().zip(self.model.precursors(range)) {
                     *slot = agg.get(&q).map_or(0.0, |c| c[0].0);
                 }
-                let b = bits(&row(Some(counts), pre));
-                (b != 0).then_some((range, b))
+                let p = probs(&row(Some(counts), pre));
+                let b = bits(&p);
+                (b != 0).then(|| HotRange {
+                    range,
+                    bits: b,
+                    probs: p,
+                    rate: counts.iter().map(|c| c.0).sum::<f64>() / n.max(1) as f64,
+                })
             })
             .collect();
-        hot.sort_unstable();
+        hot.sort_unstable_by_key(|h| h.range);
         Memo {
             slot,
             hot,
-            idle_hot: bits(&row(None, [0.0; 3])),
+            idle_hot: bits(&probs(&row(None, [0.0; 3]))),
         }
+    }
+
+    fn mask(steps: std::ops::Range<usize>) -> u64 {
+        steps.filter(|&s| s < 64).fold(0u64, |b, s| b | (1u64 << s))
     }
 
     /// The key-number intervals of the ranges predicted hot in any step of `steps`
@@ -161,17 +201,14 @@ impl HotRangePredictor {
     /// calls every idle range hot: then everything is (the caller keeps or warms all).
     pub fn hot_intervals(&self, steps: std::ops::Range<usize>) -> Option<Vec<Interval>> {
         let m = self.memo();
-        let mask = steps.filter(|&s| s < 64).fold(0u64, |b, s| b | (1u64 << s));
+        let mask = Self::mask(steps);
         if m.idle_hot & mask != 0 {
             return None;
         }
         let w = self.model.meta().range_width;
         let mut out: Vec<Interval> = Vec::new();
-        for &(r, b) in &m.hot {
-            if b & mask == 0 {
-                continue;
-            }
-            let lo = r.saturating_mul(w);
+        for h in m.hot.iter().filter(|h| h.bits & mask != 0) {
+            let lo = h.range.saturating_mul(w);
             let hi = lo.saturating_add(w - 1);
             match out.last_mut() {
                 Some(last) if last.1.saturating_add(1) >= lo => last.1 = last.1.max(hi),
@@ -181,13 +218,36 @@ impl HotRangePredictor {
         Some(out)
     }
 
+    /// The ranges predicted hot in any step of `steps`, one interval each (sorted,
+    /// disjoint), scored by expected reads: the best step's probability times the
+    /// range's read rate over the feature window. A ranking, where `hot_intervals` is a
+    /// set: warming fills its budget with the best first. `None` as for `hot_intervals`.
+    pub fn hot_scores(&self, steps: std::ops::Range<usize>) -> Option<Vec<(Interval, f64)>> {
+        let m = self.memo();
+        let mask = Self::mask(steps);
+        if m.idle_hot & mask != 0 {
+            return None;
+        }
+        let w = self.model.meta().range_width;
+        Some(
+            m.hot
+                .iter()
+                .filter(|h| h.bits & mask != 0)
+                .map(|h| {
+                    let lo = h.range.saturating_mul(w);
+                    ((lo, lo.saturating_add(w - 1)), h.score(mask))
+                })
+                .collect(),
+        )
+    }
+
     /// Ranges predicted hot in the next slot (for tests and reports).
     pub fn hot_ranges_next(&self) -> Vec<u64> {
         self.memo()
             .hot
             .iter()
-            .filter(|(_, b)| b & 1 != 0)
-            .map(|&(r, _)| r)
+            .filter(|h| h.bits & 1 != 0)
+            .map(|h| h.range)
             .collect()
     }
 }

@@ -1,7 +1,7 @@
 //! Background policies that act on the engine's seams:
 //! - Leaper's prefetcher and its baselines (the cache around flush and compaction,
-//!   [`prefetch`]), with the hot-range prediction ([`hot_ranges`]) and overlap check
-//!   ([`overlap`]) it uses;
+//!   [`prefetch`]), with the hot-range prediction ([`hot_ranges`]), overlap check
+//!   ([`overlap`]) and the staging of warmed blocks until install (`staging`) it uses;
 //! - the compaction-policy tuner (K_i per level, [`tuner`]): RusKey's Lerp ([`lerp`]) with
 //!   policy propagation ([`propagation`]), its exploration schedule ([`schedule`]) and
 //!   per-mix reward units ([`mix_scale`]), a cost-model simulator to pretrain and test it
@@ -20,6 +20,7 @@ pub mod placement;
 pub mod prefetch;
 pub mod propagation;
 pub mod schedule;
+pub(crate) mod staging;
 pub mod tuner;
 
 pub use hot_ranges::HotRangePredictor;

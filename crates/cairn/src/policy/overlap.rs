@@ -72,6 +72,17 @@ pub fn block_is_hot(block: Interval, hot: &[Interval]) -> bool {
     hot.get(i).is_some_and(|&h| meets(block, h))
 }
 
+/// The best score of the hot ranges one block meets (`hot` sorted by start, disjoint),
+/// or `None` if it meets none: the block's expected reads, for warming best-first.
+pub fn block_score(block: Interval, hot: &[(Interval, f64)]) -> Option<f64> {
+    let i = hot.partition_point(|h| h.0 .1 < block.0);
+    hot[i..]
+        .iter()
+        .take_while(|h| h.0 .0 <= block.1)
+        .map(|h| h.1)
+        .reduce(f64::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +106,10 @@ mod tests {
         assert!(!block_is_hot((1, 150), &hot));
         assert!(!block_is_hot((701, 800), &hot));
         assert!(block_is_hot((700, 700), &hot));
+        let scored = [((160, 170), 2.0), ((300, 320), 0.5), ((340, 345), 3.0)];
+        assert_eq!(block_score((201, 350), &scored), Some(3.0));
+        assert_eq!(block_score((1, 150), &scored), None);
+        assert_eq!(block_score((165, 305), &scored), Some(2.0));
         assert!(by_sort_merge(&[], &hot).is_empty());
         assert!(by_binary_search(&blocks, &[]).is_empty());
     }

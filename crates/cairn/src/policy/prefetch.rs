@@ -6,16 +6,23 @@
 //!   (RocksDB's default).
 //! - `EagerEvict`: blocks of deleted tables are erased when the files go (cairn's default).
 //! - `Warmup` (Incremental Warmup, Leaper §2.2): output blocks that overlap a cached input
-//!   block go into the cache as they are written; the old blocks go.
-//! - `WarmFlush` / `WarmAll` (RocksDB's `kFlushOnly` / `kFlushAndCompaction`): every block
-//!   a flush (and a compaction) writes goes into the cache.
+//!   block are staged in key order as they are written; at install the cached input
+//!   blocks go and the staged ones take their places, one for one (within the bytes the
+//!   old ones free).
+//! - `WarmFlush` / `WarmAll` (RocksDB's `prepopulate_block_cache` `kFlushOnly` /
+//!   `kFlushAndCompaction`): every block a flush writes goes into the cache at low
+//!   priority; `WarmAll` adds every block a compaction writes, at bottom priority.
 //! - `Leaper` (§5.2-5.3, §6): at a compaction's start, T1 = alpha * N (N input blocks,
 //!   alpha fitted from earlier jobs) and T2 = beta * Q / S (Q reads per second, S cache
 //!   blocks, beta fitted from how long earlier jobs' invalidation misses lasted) pick the
-//!   steps of the k models (eq. 4): cached input blocks outside hot_T1 are evicted now,
-//!   output blocks inside hot_T2 go into the cache as the merge writes them (no read-back),
-//!   overlap by Algorithm 3. At a flush, output blocks inside the hot ranges of the next
-//!   T2 go in. No model: nothing is warmed or evicted early (as `EagerEvict`).
+//!   steps of the k models (eq. 4): cached input blocks outside hot_T1 are evicted now;
+//!   output blocks inside hot_T2 are staged as the merge writes them (no read-back,
+//!   overlap by Algorithm 3), ranked by their predicted reads (probability x read rate),
+//!   and at install they take the places of the input blocks still cached, best first,
+//!   within the bytes those free: warming never grows the cache's charge and never shows
+//!   a block before its table is readable. At a flush, output blocks inside the hot
+//!   ranges of the next T2 go in at low priority (capped). No model: nothing is warmed or
+//!   evicted early (as `EagerEvict`).
 //! - `Oracle`: Leaper's mechanism with hot ranges from a [`HotRangeSource`] that knows the
 //!   future (the bench's own op stream): an upper bound. Its first phase keeps every
 //!   cached input block read within the source's whole horizon, not only within T1.
@@ -39,9 +46,10 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use super::hot_ranges::HotRangePredictor;
-use super::overlap::{block_is_hot, overlapping_blocks, Interval};
+use super::overlap::{block_score, overlapping_blocks, Interval};
+use super::staging::Staging;
 use crate::access::key_number;
-use crate::cache::{BlockCache, BlockKey, CacheValue};
+use crate::cache::{BlockCache, BlockKey, CacheValue, Priority, Staged};
 use crate::clock::EngineClock;
 use crate::table::{Block, BlockHandle, BlockSink};
 use crate::types::user_key;
@@ -59,6 +67,13 @@ pub trait HotRangeSource: Send + Sync {
     fn key_offset(&self) -> usize {
         0
     }
+    /// The hot ranges of `steps` with a score each, the reads expected in them (sorted by
+    /// start, disjoint; the prefetcher warms best-first). Default: `hot_intervals`, each
+    /// scoring 1.
+    fn hot_scores(&self, steps: Range<usize>) -> Option<Vec<(Interval, f64)>> {
+        self.hot_intervals(steps)
+            .map(|v| v.into_iter().map(|i| (i, 1.0)).collect())
+    }
 }
 
 impl HotRangeSource for HotRangePredictor {
@@ -74,6 +89,9 @@ impl HotRangeSource for HotRangePredictor {
     fn key_offset(&self) -> usize {
         self.key_offset()
     }
+    fn hot_scores(&self, steps: Range<usize>) -> Option<Vec<(Interval, f64)>> {
+        HotRangePredictor::hot_scores(self, steps)
+    }
 }
 
 /// Leaper's settings.
@@ -82,9 +100,9 @@ pub struct LeaperParams {
     /// A model bundle to load at open for the default column family (others:
     /// [`Db::load_leaper_model`](crate::Db::load_leaper_model)). Needs `Options::access`.
     pub model: Option<PathBuf>,
-    /// Most blocks one job may warm.
+    /// Most blocks one flush may warm (a compaction warms within the room it frees).
     pub max_warm_blocks: usize,
-    /// Most of the block cache's capacity one job may fill with warmed blocks (0..=1):
+    /// Most of the block cache's capacity one flush may fill with warmed blocks (0..=1):
     /// warming more than the cache holds pushes out the hot blocks it was meant to keep.
     pub max_warm_cache_share: f64,
 }
@@ -230,6 +248,10 @@ impl Event {
     }
 }
 
+fn files_of(inputs: &[(u64, u64)]) -> HashSet<u64> {
+    inputs.iter().map(|&(f, _)| f).collect()
+}
+
 fn fingerprint(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
@@ -253,9 +275,9 @@ fn ewma(old: Option<f64>, new: f64) -> f64 {
 /// Which output blocks a job puts in the cache.
 enum Warm {
     All,
-    /// Inside these key-number intervals.
+    /// Inside these key-number intervals (sorted, disjoint), scored by expected reads.
     Hot {
-        hot: Vec<Interval>,
+        hot: Vec<(Interval, f64)>,
         key_offset: usize,
     },
     /// Overlapping these user-key ranges (sorted by first key).
@@ -266,8 +288,13 @@ enum Warm {
 pub(crate) struct Warmer {
     warm: Warm,
     cache: Arc<dyn BlockCache>,
+    /// Blocks a flush may still put in (compactions are bounded by their staging).
     left: AtomicUsize,
     counters: Arc<Counters>,
+    /// A compaction's chosen blocks wait here for the install (`None`: straight in).
+    stage: Option<Mutex<Staging>>,
+    /// Where blocks that go straight in enter the recency order.
+    priority: Priority,
 }
 
 impl Warmer {
@@ -280,22 +307,27 @@ impl Warmer {
         last: &[u8],
         contents: &[u8],
     ) {
-        let wanted = match &self.warm {
-            Warm::All => true,
-            Warm::Hot { hot, key_offset } => block_is_hot(
+        let score = match &self.warm {
+            Warm::All => Some(1.0),
+            Warm::Hot { hot, key_offset } => block_score(
                 (
                     key_number(first, *key_offset),
                     key_number(last, *key_offset),
                 ),
                 hot,
             ),
+            // Incremental Warmup has no ranking: key order (the order blocks come in).
             Warm::Overlapping(olds) => {
                 let end = olds.partition_point(|o| o.0.as_slice() <= last);
-                olds[..end].iter().any(|o| o.1.as_slice() >= first)
+                olds[..end]
+                    .iter()
+                    .any(|o| o.1.as_slice() >= first)
+                    .then_some(0.0)
             }
         };
-        if !wanted
-            || self
+        let Some(score) = score else { return };
+        if self.stage.is_none()
+            && self
                 .left
                 .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
                 .is_err()
@@ -311,10 +343,26 @@ impl Warmer {
             file_no,
             offset: handle.offset,
         };
-        let charge = block.charge();
-        self.cache
-            .insert(key, CacheValue::Data(Arc::new(block)), charge);
-        self.counters.warmed_blocks.fetch_add(1, Relaxed);
+        match &self.stage {
+            Some(stage) => stage.lock().offer(score, key, Arc::new(block)),
+            None => {
+                let charge = block.charge();
+                self.cache.insert_with(
+                    key,
+                    CacheValue::Data(Arc::new(block)),
+                    charge,
+                    self.priority,
+                );
+                self.counters.warmed_blocks.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// The staged blocks, best first (none for a warmer that stages nothing).
+    fn take_staged(&self) -> Option<Vec<Staged>> {
+        let stage = self.stage.as_ref()?;
+        let s = std::mem::replace(&mut *stage.lock(), Staging::new(0));
+        Some(s.into_best_first())
     }
 }
 
@@ -331,6 +379,8 @@ pub(crate) struct CompactionJob {
     event: Option<Arc<Event>>,
     begin: Duration,
     input_blocks: u64,
+    /// The input tables' file numbers.
+    inputs: HashSet<u64>,
     /// Warming of the job's output blocks, if any.
     pub(crate) warmer: Option<Arc<Warmer>>,
 }
@@ -501,7 +551,7 @@ impl Prefetcher {
                     .map_or(1, |t| t.div_ceil(src.slot_ms().max(1)) as usize)
                     .clamp(1, src.steps());
                 self.counters.jobs_with_model.fetch_add(1, Relaxed);
-                match src.hot_intervals(0..steps) {
+                match src.hot_scores(0..steps) {
                     Some(hot) => Warm::Hot {
                         hot,
                         key_offset: src.key_offset(),
@@ -511,10 +561,10 @@ impl Prefetcher {
             }
             _ => return None,
         };
-        Some(self.warmer(warm))
+        Some(self.warmer(warm, None, Priority::Low))
     }
 
-    /// Most blocks one job may warm.
+    /// Most blocks one flush may warm.
     fn warm_cap(&self) -> usize {
         match &self.policy {
             PrefetchPolicy::Leaper(p) => {
@@ -526,12 +576,15 @@ impl Prefetcher {
         }
     }
 
-    fn warmer(&self, warm: Warm) -> Arc<Warmer> {
+    /// A warmer; `stage_bytes`: a compaction's, staging that much for its install.
+    fn warmer(&self, warm: Warm, stage_bytes: Option<usize>, priority: Priority) -> Arc<Warmer> {
         Arc::new(Warmer {
             warm,
             cache: self.cache.clone(),
             left: AtomicUsize::new(self.warm_cap()),
             counters: self.counters.clone(),
+            stage: stage_bytes.map(|b| Mutex::new(Staging::new(b))),
+            priority,
         })
     }
 
@@ -560,7 +613,7 @@ impl Prefetcher {
             .iter()
             .map(|&(_, size)| size.div_ceil(self.block_size))
             .sum();
-        let files: HashSet<u64> = inputs.iter().map(|&(f, _)| f).collect();
+        let files = files_of(inputs);
         let cached = self.cache.cached_data_blocks(&files);
         let ranges: Vec<(Vec<u8>, Vec<u8>, u64)> = cached
             .iter()
@@ -581,35 +634,39 @@ impl Prefetcher {
         } else {
             None
         };
-        let warm = match &self.policy {
+        let warmer = match &self.policy {
             PrefetchPolicy::Warmup if !ranges.is_empty() => {
                 let mut olds: Vec<(Vec<u8>, Vec<u8>)> =
                     ranges.into_iter().map(|(a, b, _)| (a, b)).collect();
                 olds.sort();
-                Some(Warm::Overlapping(olds))
+                let room = cached.iter().map(|(_, b)| b.charge()).sum();
+                Some(self.warmer(Warm::Overlapping(olds), Some(room), Priority::Low))
             }
-            PrefetchPolicy::WarmAll => Some(Warm::All),
-            PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
-                self.leaper_begin(cf, input_blocks, &cached)
-            }
+            PrefetchPolicy::WarmAll => Some(self.warmer(Warm::All, None, Priority::Bottom)),
+            PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => self
+                .leaper_begin(cf, input_blocks, &cached)
+                .map(|(w, room)| self.warmer(w, Some(room), Priority::Low)),
             _ => None,
         };
         CompactionJob {
             event,
             begin,
             input_blocks,
-            warmer: warm.map(|w| self.warmer(w)),
+            inputs: files_of(inputs),
+            warmer,
         }
     }
 
     /// Leaper's two phases at a compaction's start: evict the cached input blocks no one
-    /// reads during the job (outside hot_T1), and warm output blocks inside hot_T2.
+    /// reads during the job (outside hot_T1), and choose the output blocks to warm
+    /// (inside hot_T2), with the bytes of the input blocks it kept: the most the install
+    /// can swap in.
     fn leaper_begin(
         &self,
         cf: u32,
         input_blocks: u64,
         cached: &[(BlockKey, Arc<Block>)],
-    ) -> Option<Warm> {
+    ) -> Option<(Warm, usize)> {
         let src = self.source(cf)?;
         let t = src.slot_ms().max(1);
         let k = src.steps().max(1);
@@ -623,12 +680,6 @@ impl Prefetcher {
         let t2_steps = k1.min(k - 1)..(k1 + k2).min(k);
         self.counters.jobs_with_model.fetch_add(1, Relaxed);
         let off = src.key_offset();
-        // Phase one only makes room for the blocks phase two warms (at most about the
-        // job's size): with that much room free, dropping input blocks gains nothing and
-        // costs a miss whenever the prediction of T1 falls short of the job.
-        let room_blocks =
-            (self.cache.capacity().saturating_sub(self.cache.usage()) as u64) / self.block_size;
-        let needs_room = room_blocks < input_blocks.min(self.warm_cap() as u64);
         // The oracle knows every read of its horizon, so it keeps every block any of them
         // reads: a job that outlasts the T1 estimate then never reads a block it dropped
         // (Leaper can only keep what its k1 steps predict).
@@ -637,12 +688,8 @@ impl Prefetcher {
         } else {
             k1
         };
-        let hot_t1 = if needs_room {
-            src.hot_intervals(0..keep_steps)
-        } else {
-            None
-        };
-        if let Some(hot_t1) = hot_t1 {
+        let mut kept: usize = cached.iter().map(|(_, b)| b.charge()).sum();
+        if let Some(hot_t1) = src.hot_intervals(0..keep_steps) {
             let intervals: Vec<Interval> = cached
                 .iter()
                 .filter(|(_, b)| b.entry_count() > 0)
@@ -661,20 +708,22 @@ impl Prefetcher {
                 .into_iter()
                 .map(|j| order[j])
                 .collect();
-            for (i, (key, _)) in cached.iter().enumerate() {
+            for (i, (key, b)) in cached.iter().enumerate() {
                 if !keep.contains(&i) {
                     self.cache.erase(key);
+                    kept -= b.charge();
                     self.counters.evicted_blocks.fetch_add(1, Relaxed);
                 }
             }
         }
-        Some(match src.hot_intervals(t2_steps) {
+        let warm = match src.hot_scores(t2_steps) {
             Some(hot) => Warm::Hot {
                 hot,
                 key_offset: off,
             },
             None => Warm::All,
-        })
+        };
+        Some((warm, kept))
     }
 
     /// The compaction's outputs are installed: reads of its keys now go to them.
@@ -684,7 +733,19 @@ impl Prefetcher {
         }
     }
 
-    /// The compaction is installed (or failed).
+    /// The compaction's edit is installed: its staged blocks take the places of the input
+    /// blocks still cached (which go either way), best first, within the bytes those free.
+    pub(crate) fn compaction_installed(&self, job: &CompactionJob) {
+        let Some(staged) = job.warmer.as_ref().and_then(|w| w.take_staged()) else {
+            return;
+        };
+        let out = self.cache.swap_in(&job.inputs, staged);
+        self.counters
+            .warmed_blocks
+            .fetch_add(out.inserted as u64, Relaxed);
+    }
+
+    /// The compaction ended (installed or failed).
     pub(crate) fn compaction_end(&self, job: CompactionJob) {
         let now = self.clock.now();
         if let Some(e) = &job.event {
@@ -768,5 +829,100 @@ impl Prefetcher {
             alpha_ms_per_block: f.alpha_ms_per_block.unwrap_or(0.0),
             beta: f.beta.unwrap_or(0.0),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::LruBlockCache;
+    use crate::table::block::BlockBuilder;
+    use crate::types::{make_internal_key, ValueKind};
+
+    /// Keys `a..=b` (8-byte big-endian numbers) as one encoded block.
+    fn block(a: u64, b: u64) -> Vec<u8> {
+        let mut bb = BlockBuilder::default();
+        for i in a..=b {
+            bb.add(
+                &make_internal_key(&i.to_be_bytes(), 1, ValueKind::Value),
+                b"v",
+            );
+        }
+        bb.finish()
+    }
+
+    /// Hot ranges with scores: [0, 99] read 1x, [100, 199] 5x, [200, 299] 3x.
+    struct Scored;
+
+    impl HotRangeSource for Scored {
+        fn hot_intervals(&self, _: Range<usize>) -> Option<Vec<Interval>> {
+            Some(vec![(0, 299)])
+        }
+        fn hot_scores(&self, _: Range<usize>) -> Option<Vec<(Interval, f64)>> {
+            Some(vec![((0, 99), 1.0), ((100, 199), 5.0), ((200, 299), 3.0)])
+        }
+        fn slot_ms(&self) -> u64 {
+            1000
+        }
+        fn steps(&self) -> usize {
+            4
+        }
+    }
+
+    fn data(b: &[u8]) -> CacheValue {
+        CacheValue::Data(Arc::new(Block::decode(b.to_vec(), "t").unwrap()))
+    }
+
+    #[test]
+    fn compaction_warming_waits_for_the_install_and_fills_the_room_best_first() {
+        let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(1 << 20, 1));
+        let p = Prefetcher::new(
+            PrefetchPolicy::Oracle(Arc::new(Scored)),
+            cache.clone(),
+            4096,
+            1000,
+            false,
+            EngineClock::Wall,
+        );
+        // Two cached blocks of input table 1, both hot (kept by phase one).
+        let old = [block(0, 49), block(150, 199)];
+        for (i, b) in old.iter().enumerate() {
+            let key = BlockKey {
+                file_no: 1,
+                offset: i as u64 * 4096,
+            };
+            let v = data(b);
+            let charge = v.data().unwrap().charge();
+            cache.insert(key, v, charge);
+        }
+        let usage = cache.usage();
+        let job = p.compaction_begin(0, &[(1, 8192)]);
+        let w = job.warmer.clone().expect("the oracle warms");
+        // Output table 9: four blocks of the same size, scores 1, 5, 3 and none.
+        let outs: [(u64, u64); 4] = [(0, 49), (150, 199), (200, 249), (400, 449)];
+        for (i, &(a, b)) in outs.iter().enumerate() {
+            let h = BlockHandle::new(i as u64 * 4096, 100);
+            w.offer(9, h, &a.to_be_bytes(), &b.to_be_bytes(), &block(a, b));
+        }
+        let out_key = |i: u64| BlockKey {
+            file_no: 9,
+            offset: i * 4096,
+        };
+        for i in 0..4 {
+            assert!(
+                cache.lookup(&out_key(i)).is_none(),
+                "block {i} cached before its table is installed"
+            );
+        }
+        p.compaction_installed(&job);
+        // Room for two: the two best (scores 5 and 3) took the input blocks' places.
+        assert!(cache.lookup(&out_key(1)).is_some());
+        assert!(cache.lookup(&out_key(2)).is_some());
+        assert!(cache.lookup(&out_key(0)).is_none());
+        assert!(cache.lookup(&out_key(3)).is_none());
+        assert!(cache.cached_data_blocks(&HashSet::from([1])).is_empty());
+        assert_eq!(cache.usage(), usage, "warming did not grow the cache");
+        assert_eq!(p.stats().warmed_blocks, 2);
+        p.compaction_end(job);
     }
 }
