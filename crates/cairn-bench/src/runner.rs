@@ -584,6 +584,9 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let io = ProcIo::now().since(&io0);
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
+    if p1.is_some() {
+        per_read_misses(&mut invalidation, &lat, d.cache_misses);
+    }
 
     let missions = tracker
         .map(Missions::finish)
@@ -798,6 +801,19 @@ fn warm_up(
     .inspect(|_| pb.finish_and_clear())
 }
 
+/// Leaper's primary metric: data-block misses per read (point reads, read-modify-writes
+/// and scans) over the measured phase, which no policy wins by caching less.
+fn per_read_misses(inv: &mut InvalidationSummary, lat: &OpLatencies, data_misses: u64) {
+    let reads: u64 = ["read", "rmw", "scan"]
+        .iter()
+        .filter_map(|k| lat.by_op.get(*k))
+        .map(|h| h.len())
+        .sum();
+    inv.reads = Some(reads);
+    inv.data_block_misses = Some(data_misses);
+    inv.misses_per_read = (reads > 0).then(|| data_misses as f64 / reads as f64);
+}
+
 /// Leaper's metric from the engine's counters and the timeline split into job windows.
 pub fn invalidation_summary(
     rows: &[TimelineRow],
@@ -818,6 +834,9 @@ pub fn invalidation_summary(
     InvalidationSummary {
         window_ms,
         window_source,
+        misses_per_read: None,
+        data_block_misses: None,
+        reads: None,
         misses: p.map(|p| p.invalidation_misses),
         window_misses: Some(st.misses_in),
         warmed_blocks: p.map(|p| p.warmed_blocks),

@@ -111,6 +111,33 @@ impl OracleSource {
 
     /// Sorted, merged intervals read by ops `[lo, hi)` of the stream.
     pub fn intervals(&self, lo: usize, hi: usize) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for (a, b) in self.sorted_reads(lo, hi) {
+            match out.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        out
+    }
+
+    /// Sorted, disjoint intervals read by ops `[lo, hi)`, each with how many of those
+    /// ops read it (overlapping reads merge; adjacent ones do not).
+    pub fn scored(&self, lo: usize, hi: usize) -> Vec<((u64, u64), f64)> {
+        let mut out: Vec<((u64, u64), f64)> = Vec::new();
+        for (a, b) in self.sorted_reads(lo, hi) {
+            match out.last_mut() {
+                Some((last, n)) if a <= last.1 => {
+                    last.1 = last.1.max(b);
+                    *n += 1.0;
+                }
+                _ => out.push(((a, b), 1.0)),
+            }
+        }
+        out
+    }
+
+    fn sorted_reads(&self, lo: usize, hi: usize) -> Vec<(u64, u64)> {
         let hi = hi.min(self.reads.len());
         let lo = lo.min(hi);
         let mut v: Vec<(u64, u64)> = self.reads[lo..hi]
@@ -119,23 +146,28 @@ impl OracleSource {
             .filter(|(a, b)| a <= b)
             .collect();
         v.sort_unstable();
-        let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-        for (a, b) in v {
-            match out.last_mut() {
-                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
-                _ => out.push((a, b)),
-            }
-        }
-        out
+        v
+    }
+
+    /// Ops `[a, b)` of the stream that fall in `steps` from now.
+    fn span(&self, steps: &Range<usize>) -> (usize, usize) {
+        let pos = self.progress.load(Ordering::Relaxed);
+        let per_slot = self.rate(pos) * self.slot_ms as f64;
+        let at = |s: usize| pos as usize + (s as f64 * per_slot).ceil() as usize;
+        (at(steps.start), at(steps.end))
     }
 }
 
 impl HotRangeSource for OracleSource {
     fn hot_intervals(&self, steps: Range<usize>) -> Option<Vec<(u64, u64)>> {
-        let pos = self.progress.load(Ordering::Relaxed);
-        let per_slot = self.rate(pos) * self.slot_ms as f64;
-        let at = |s: usize| pos as usize + (s as f64 * per_slot).ceil() as usize;
-        Some(self.intervals(at(steps.start), at(steps.end)))
+        let (a, b) = self.span(&steps);
+        Some(self.intervals(a, b))
+    }
+
+    /// Each range scored by the reads it will get: the ranking Leaper's model estimates.
+    fn hot_scores(&self, steps: Range<usize>) -> Option<Vec<((u64, u64), f64)>> {
+        let (a, b) = self.span(&steps);
+        Some(self.scored(a, b))
     }
 
     fn slot_ms(&self) -> u64 {
@@ -174,6 +206,10 @@ mod tests {
         for &(a, b) in o.reads.iter().filter(|(a, b)| a <= b) {
             assert!(iv.iter().any(|&(x, y)| x <= a && b <= y));
         }
+        // Scored: disjoint, every read counted once, in the interval holding it.
+        let sc = o.scored(0, 600);
+        assert!(sc.windows(2).all(|w| w[0].0 .1 < w[1].0 .0));
+        assert_eq!(sc.iter().map(|s| s.1).sum::<f64>(), reads as f64);
         // No ops executed yet: the next slot starts at op 0.
         let hot = o.hot_intervals(0..1).unwrap();
         assert!(!hot.is_empty());

@@ -264,7 +264,16 @@ pub struct InvalidationSummary {
     pub window_ms: u64,
     /// Where T came from (a flag, the stock engine's recovery time, the default).
     pub window_source: String,
-    /// Invalidation misses with T (T1 + T2 windows): the metric.
+    /// Data-block misses per read over the measured phase (reads: point reads,
+    /// read-modify-writes and scans): the primary metric, whole-run, so a policy cannot
+    /// win it by caching less. Engines whose counters are data blocks only (cairn).
+    #[serde(default)]
+    pub misses_per_read: Option<f64>,
+    #[serde(default)]
+    pub data_block_misses: Option<u64>,
+    #[serde(default)]
+    pub reads: Option<u64>,
+    /// Invalidation misses with T (T1 + T2 windows): the secondary count.
     pub misses: Option<u64>,
     /// Every foreground block-cache miss in timeline intervals inside T1 + T2 windows
     /// (invalidation or not; what Leaper's Table 4 counts "during and after compactions").
