@@ -31,8 +31,47 @@
 # clock (--threads 1, non-cairn engines dropped; Table 5's wall-clock access_cost skipped),
 # written under $OUT-virtual-$DEVICE; the warm-up's end and the access statistics' slots
 # are on virtual time too. Default: wall.
+#
+# REGIME=paper: the paper's regime (§6, §7.3) at a size that runs in minutes, on the virtual
+# device clock (ssd): 1M records, 512 KiB memtable, 4 MiB level 1 and 1 MiB tables, so a
+# compaction rewrites a few tables of a tree many times larger, with a block cache of
+# about a quarter of the data; 100 ms slots sampled at P = 1 (the collector's cost is
+# priced), a 20 s warm-up (200 training slots), k x slot = 0.8 s against T1 + T2 of about
+# 0.5 s; every baseline (LRU with and without erasing dead blocks, warm-flush, warm-all,
+# Incremental Warmup) and the oracle; the workloads leaper-moving (hot windows that move
+# and recur) and leaper-synthetic (static Zipf, the control). Results: $OUT-virtual-ssd.
+#   REGIME=paper scripts/leaper-bench.sh     # about 15 minutes on 2 cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+REGIME=${REGIME:-}
+case $REGIME in
+  "") ;;
+  paper)
+    RECORDS=${RECORDS:-1000000}
+    OPS=${OPS:-500000}
+    WARMUP_SECS=${WARMUP_SECS:-20}
+    CACHE=${CACHE:-30M}
+    WBS=${WBS:-512K}
+    LEVEL1=${LEVEL1:-4M}
+    TABLE=${TABLE:-1M}
+    SLOT_MS=${SLOT_MS:-100}
+    MAX_K=${MAX_K:-8}
+    SAMPLE_P=${SAMPLE_P:-1}
+    CLOCK=${CLOCK:-virtual}
+    WORKLOADS=${WORKLOADS:-"moving synthetic"}
+    ENGINES=${ENGINES:-cairn:lru,cairn:eager-evict,cairn:warm-flush,cairn:warm-all,cairn:warmup,cairn:leaper,cairn:oracle}
+    SWEEPS=${SWEEPS:-}
+    FIG10=${FIG10:-}
+    ;;
+  *) echo "REGIME must be empty or paper (got '$REGIME')" >&2; exit 2 ;;
+esac
+LEVEL1=${LEVEL1:-}
+TABLE=${TABLE:-}
+SAMPLE_P=${SAMPLE_P:-}
+# leaper-moving's hot windows: 2% of the keys take 90% of the ops, a step every 40,000 ops
+# (about 1 s, ten slots, on the virtual ssd); a cycle of six steps recurs.
+MOVING_ARGS=${MOVING_ARGS:-"--hot-keys 0.02 --hot-ops 0.9 --hot-phase-ops 40000"}
 
 QUICK=${QUICK:-}
 if [ -n "$QUICK" ]; then
@@ -105,14 +144,17 @@ start=$(date +%s)
 
 # compare DIR WORKLOAD ARGS...: one point, every engine.
 compare() {
-  local dir=$1 workload=$2
+  local dir=$1 workload=$2 shape=""
   shift 2
   mkdir -p "$dir"
+  [ "$workload" = moving ] && shape=$MOVING_ARGS
   echo "== $workload $* -> $dir" >&2
   # shellcheck disable=SC2086
   "$BIN" compare --engines "$ENGINES" --workload "leaper-$workload" \
     --records "$RECORDS" --ops "$OPS" --warmup-secs "$WARMUP_SECS" \
     --write-buffer-size "$WBS" --cache-bytes "${POINT_CACHE:-$CACHE}" --device "$DEVICE" --settle \
+    ${LEVEL1:+--level1-bytes "$LEVEL1"} ${TABLE:+--target-file-size "$TABLE"} \
+    ${SAMPLE_P:+--leaper-sample-p "$SAMPLE_P"} $shape \
     ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} \
     --timeline-ms "$TIMELINE_MS" --leaper-slot-ms "$SLOT_MS" --leaper-max-k "$MAX_K" \
     --learner-args "$LEARNER_ARGS" $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
@@ -124,6 +166,8 @@ compare() {
   echo "Engines $ENGINES; $RECORDS records, warm-up ${WARMUP_SECS} s, $OPS measured ops per run;"
   echo "memtable $WBS, block cache $CACHE, device profile $DEVICE; access slots ${SLOT_MS} ms,"
   echo "at most $MAX_K models; timeline ${TIMELINE_MS} ms. Keys are synthetic in every workload."
+  echo "Level 1 ${LEVEL1:-default}, tables ${TABLE:-default}, sampling P ${SAMPLE_P:-0.1};"
+  echo "leaper-moving: $MOVING_ARGS."
   if [ "$CLOCK" = virtual ]; then
     echo "Clock: virtual, device $DEVICE (--clock virtual --threads 1): QPS, p95, windows, the"
     echo "warm-up's end and the access statistics' slots are simulated device time plus priced CPU."

@@ -138,6 +138,10 @@ pub struct LeaperArgs {
     /// (the paper's one or two minutes are too long for a bench run).
     #[arg(long, default_value_t = crate::engines::default_leaper_slot_ms(), value_name = "MS")]
     pub leaper_slot_ms: u64,
+    /// Sampling probability of those statistics (Leaper's P, eq. 1; each sampled access
+    /// costs about 300 ns) [default: cairn's, 0.1].
+    #[arg(long, value_name = "P")]
+    pub leaper_sample_p: Option<f64>,
     /// T of the invalidation-miss metric (misses within T after a flush or compaction), in
     /// milliseconds, or `auto`: for `compare` on a leaper-* workload, the stock engine's
     /// (cairn:lru, else the first) median hit-ratio recovery time, measured by running it
@@ -207,6 +211,12 @@ impl LeaperArgs {
             bail!("--leaper-slot-ms must be positive");
         }
         cfg.leaper_slot_ms = self.leaper_slot_ms;
+        if let Some(p) = self.leaper_sample_p {
+            if !(p > 0.0 && p <= 1.0) {
+                bail!("--leaper-sample-p must be within (0, 1], got {p}");
+            }
+            cfg.leaper_sample_p = Some(p);
+        }
         cfg.invalidation_window_ms = self.window_ms()?;
         cfg.flush_only = self.flush_only;
         Ok(cfg)
@@ -285,6 +295,10 @@ pub struct WorkloadArgs {
     /// equal to --hot-keys gives a uniform distribution.
     #[arg(long, default_value_t = crate::workload::default_hot_ops(), value_name = "FRACTION")]
     pub hot_ops: f64,
+    /// moving-hot distribution (leaper-moving): draws between two steps of the hot windows
+    /// (per run, split over the threads).
+    #[arg(long, default_value_t = crate::workload::default_hot_phase_ops(), value_name = "OPS")]
+    pub hot_phase_ops: u64,
     /// ac-key-default: fraction of ops that are scans; the rest are point lookups.
     #[arg(long, default_value_t = crate::workload::default_scan_ratio(), value_name = "FRACTION")]
     pub scan_ratio: f64,
@@ -593,6 +607,7 @@ impl WorkloadArgs {
             threads: self.threads,
             hot_keys: self.hot_keys,
             hot_ops: self.hot_ops,
+            hot_phase_ops: self.hot_phase_ops,
             scan_ratio: self.scan_ratio,
             settle: self.settle || (!self.no_settle && !workload.is_leaper()),
             warmup_ops,

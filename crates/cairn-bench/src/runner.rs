@@ -227,6 +227,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             spec,
             &keyspace,
             req.config.leaper_slot_ms,
+            clock.clone(),
         ))
     });
     let extras = EngineExtras {

@@ -122,6 +122,9 @@ impl CairnEngine {
         };
         if let Some(a) = opts.access.as_mut() {
             a.slot_ms = cfg.leaper_slot_ms.max(1);
+            if let Some(p) = cfg.leaper_sample_p {
+                a.sample_p = p;
+            }
             if let Some(c) = &extras.clock {
                 a.clock = c.clone();
             }

@@ -41,6 +41,9 @@ pub struct BenchConfig {
     /// presets), in milliseconds (Leaper's one or two minutes are too long for a bench).
     #[serde(default = "default_leaper_slot_ms")]
     pub leaper_slot_ms: u64,
+    /// Sampling probability of those statistics (Leaper's P, eq. 1); None: cairn's default.
+    #[serde(default)]
+    pub leaper_sample_p: Option<f64>,
     /// T of the invalidation-miss metric in milliseconds (cairn's
     /// `Options::invalidation_window_ms`); None: the engine's default (10 s).
     #[serde(default)]
@@ -241,6 +244,7 @@ impl Default for BenchConfig {
             sync: false,
             device: Device::None,
             leaper_slot_ms: default_leaper_slot_ms(),
+            leaper_sample_p: None,
             invalidation_window_ms: None,
             flush_only: false,
             level1_bytes: None,

@@ -1,18 +1,19 @@
 //! `cairn:oracle`'s hot ranges: the key numbers the op stream will read in the next time
 //! slots, read off the stream itself (the harness generates it up front, seeded). The
 //! runner counts executed ops; the position in time of a future op is estimated from the
-//! recent op rate. An upper bound for Leaper's predictions, not something a real system
+//! recent op rate, on the run's clock (virtual time on the virtual clock, where the slots
+//! of the access statistics are too). An upper bound for Leaper's predictions, not something a real system
 //! could have.
 
 use crate::workload::dataset::KeySpace;
 use crate::workload::mix::OpKind;
 use crate::workload::{KeyCounter, Plan, WorkloadSpec};
+use cairn::access::Clock;
 use cairn::policy::HotRangeSource;
 use parking_lot::Mutex;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Steps (slots) ahead the oracle answers for.
 pub const ORACLE_STEPS: usize = 64;
@@ -24,19 +25,27 @@ pub struct OracleSource {
     /// Ops executed so far (the runner bumps it).
     progress: Arc<AtomicU64>,
     slot_ms: u64,
+    /// The run's clock.
+    clock: Arc<dyn Clock>,
     /// (time, ops then, ops per ms measured since) of the rate estimate.
     anchor: Mutex<Anchor>,
 }
 
 struct Anchor {
-    at: Instant,
+    at_ms: u64,
     pos: u64,
     rate: f64,
 }
 
 impl OracleSource {
     /// Generates the stream of `plan` (threads interleaved op by op, as they roughly run).
-    pub fn new(plan: &Plan, spec: &WorkloadSpec, keys: &KeySpace, slot_ms: u64) -> OracleSource {
+    pub fn new(
+        plan: &Plan,
+        spec: &WorkloadSpec,
+        keys: &KeySpace,
+        slot_ms: u64,
+        clock: Arc<dyn Clock>,
+    ) -> OracleSource {
         let counter = KeyCounter::new(spec.records);
         let threads = spec.threads.max(1);
         let mut gens: Vec<_> = (0..threads)
@@ -67,10 +76,11 @@ impl OracleSource {
             progress: Arc::new(AtomicU64::new(0)),
             slot_ms: slot_ms.max(1),
             anchor: Mutex::new(Anchor {
-                at: Instant::now(),
+                at_ms: clock.now_ms(),
                 pos: 0,
                 rate: 0.0,
             }),
+            clock,
         }
     }
 
@@ -82,14 +92,15 @@ impl OracleSource {
     /// Restarts the rate estimate (after a pause: training, settling).
     pub fn mark(&self) {
         let mut a = self.anchor.lock();
-        a.at = Instant::now();
+        a.at_ms = self.clock.now_ms();
         a.pos = self.progress.load(Ordering::Relaxed);
     }
 
     /// Ops per millisecond lately (a floor of 1 op/ms before any measurement).
     fn rate(&self, pos: u64) -> f64 {
         let mut a = self.anchor.lock();
-        let ms = a.at.elapsed().as_secs_f64() * 1e3;
+        let now = self.clock.now_ms();
+        let ms = now.saturating_sub(a.at_ms) as f64;
         if ms >= 200.0 && pos > a.pos {
             let r = (pos - a.pos) as f64 / ms;
             a.rate = if a.rate > 0.0 {
@@ -98,7 +109,7 @@ impl OracleSource {
                 r
             };
             if ms >= 2000.0 {
-                a.at = Instant::now();
+                a.at_ms = now;
                 a.pos = pos;
             }
         }
@@ -196,7 +207,8 @@ mod tests {
         };
         let plan = Plan::build(&spec).unwrap();
         let keys = KeySpace::new(spec.dataset, spec.records, 16, spec.seed).unwrap();
-        let o = OracleSource::new(&plan, &spec, &keys, 1000);
+        let clock = Arc::new(cairn::access::SystemClock);
+        let o = OracleSource::new(&plan, &spec, &keys, 1000, clock);
         assert_eq!(o.reads.len(), 600);
         let iv = o.intervals(0, 600);
         assert!(iv.windows(2).all(|w| w[0].1 + 1 < w[1].0), "{iv:?}");

@@ -7,6 +7,7 @@
 //! | `leaper-synthetic` | 75% | 0% | 20% | 5% | 3:1 | Zipf 0.5, hot keys clustered (SysBench's zipfian) |
 //! | `leaper-ecommerce` | 75% | 10% | 10% | 5% | 6:1 | Zipf 0.3, clustered |
 //! | `leaper-im` | 40% | 0% | 35% | 25% | 2:3 | Zipf 0.9 over recency (YCSB's latest): new messages are the hot ones |
+//! | `leaper-moving` | 75% | 0% | 20% | 5% | 3:1 | hot windows that move and recur (`moving-hot`): Fig. 4's structure, which static Zipf lacks |
 //!
 //! Every Leaper workload has a warm-up part (`--warmup-ops`, the same mix and keys) that
 //! the harness runs unmeasured before the measured part: every engine sees the same
@@ -45,6 +46,17 @@ pub const ECOMMERCE: LeaperShape = LeaperShape {
     insert: 0.05,
     theta: 0.3,
     distribution: Distribution::ZipfianClustered,
+};
+
+/// The synthetic mix over hot ranges that move and recur, reads and writes on the same
+/// hot keys: what a prefetcher that predicts can win on and a cache of the past cannot.
+pub const MOVING: LeaperShape = LeaperShape {
+    point: 0.75,
+    range: 0.0,
+    update: 0.20,
+    insert: 0.05,
+    theta: 0.5,
+    distribution: Distribution::MovingHot,
 };
 
 pub const IM: LeaperShape = LeaperShape {

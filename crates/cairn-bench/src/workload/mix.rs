@@ -155,6 +155,14 @@ pub enum Distribution {
     #[serde(rename = "hotset-exp")]
     #[value(name = "hotset-exp")]
     HotsetExp,
+    /// Hot windows that move and recur (Leaper's Fig. 4 structure): --hot-keys of the
+    /// keys, in a few contiguous windows, take --hot-ops of the accesses; every
+    /// --hot-phase-ops draws each window steps along its lane of the key space, and after
+    /// a cycle of positions it starts over. A window's next position is hot right after
+    /// its current one (correlated ranges).
+    #[serde(rename = "moving-hot")]
+    #[value(name = "moving-hot")]
+    MovingHot,
 }
 
 /// YCSB hotspot defaults: 80% of ops on 20% of keys.
@@ -182,6 +190,7 @@ pub enum KeyChooser {
         gamma: f64,
     },
     Hotset(Hotset),
+    MovingHot(MovingHot),
 }
 
 impl KeyChooser {
@@ -206,6 +215,7 @@ impl KeyChooser {
                 exponential: true,
                 ..Hotset::default()
             }),
+            Distribution::MovingHot => KeyChooser::MovingHot(MovingHot::default()),
         }
     }
 
@@ -241,7 +251,67 @@ impl KeyChooser {
                 }
             },
             KeyChooser::Hotset(h) => h.next(rng, count),
+            KeyChooser::MovingHot(m) => m.next(rng, count),
         }
+    }
+}
+
+/// Windows on the move at once (each in its own lane, a quarter of the key space).
+const MOVING_LANES: u64 = 4;
+/// Positions a window visits in its lane before it recurs.
+const MOVING_CYCLE: u64 = 6;
+
+/// The `moving-hot` distribution's state: how many keys it has drawn (its clock).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MovingHot {
+    /// Share of the keys hot at a time, and of the accesses they take.
+    pub keys: f64,
+    pub ops: f64,
+    /// Draws per position.
+    pub phase_draws: u64,
+    draws: u64,
+}
+
+impl Default for MovingHot {
+    fn default() -> Self {
+        MovingHot {
+            keys: 0.02,
+            ops: 0.9,
+            phase_draws: 50_000,
+            draws: 0,
+        }
+    }
+}
+
+impl MovingHot {
+    pub fn new(keys: f64, ops: f64, phase_draws: u64) -> MovingHot {
+        MovingHot {
+            keys,
+            ops,
+            phase_draws: phase_draws.max(1),
+            draws: 0,
+        }
+    }
+
+    /// The hot windows (first key, length) among `count` keys at position `phase`.
+    pub fn windows(&self, phase: u64, count: u64) -> Vec<(u64, u64)> {
+        let lane = count / MOVING_LANES;
+        let len = ((count as f64 * self.keys) as u64 / MOVING_LANES).clamp(1, lane.max(1));
+        let step = lane.saturating_sub(len) / (MOVING_CYCLE - 1);
+        (0..MOVING_LANES)
+            .map(|l| (l * lane + (phase % MOVING_CYCLE) * step, len))
+            .collect()
+    }
+
+    pub fn next(&mut self, rng: &mut Rng, count: u64) -> u64 {
+        let phase = self.draws / self.phase_draws.max(1);
+        self.draws += 1;
+        if count < MOVING_LANES || rng.next_f64() >= self.ops {
+            return rng.below(count);
+        }
+        let w = self.windows(phase, count);
+        let (start, len) = w[rng.below(w.len() as u64) as usize];
+        start + rng.below(len)
     }
 }
 
@@ -434,6 +504,28 @@ mod tests {
     }
 
     #[test]
+    fn moving_hot_windows_move_each_phase_and_recur_after_a_cycle() {
+        let count = 100_000;
+        let mut m = MovingHot::new(0.02, 0.9, 1000);
+        let mut rng = Rng::new(5);
+        let in_windows = |w: &[(u64, u64)], k: u64| w.iter().any(|&(a, n)| a <= k && k < a + n);
+        for phase in 0..MOVING_CYCLE + 1 {
+            let w = m.windows(phase, count);
+            assert_eq!(w.len(), MOVING_LANES as usize);
+            assert_eq!(w.iter().map(|x| x.1).sum::<u64>(), 2000);
+            let hits = (0..1000)
+                .filter(|_| in_windows(&w, m.next(&mut rng, count)))
+                .count();
+            assert!((880..=930).contains(&hits), "phase {phase}: {hits}");
+        }
+        // Each position differs from the last, and the cycle comes back to the start.
+        let at = |p| m.windows(p, count);
+        assert!(at(0).iter().zip(at(1)).all(|(a, b)| b.0 > a.0));
+        assert_eq!(at(0), at(MOVING_CYCLE));
+        assert!(at(MOVING_CYCLE - 1).iter().all(|&(a, n)| a + n <= count));
+    }
+
+    #[test]
     fn every_chooser_stays_in_range() {
         for d in [
             Distribution::Uniform,
@@ -445,6 +537,7 @@ mod tests {
             Distribution::Exponential,
             Distribution::Hotset,
             Distribution::HotsetExp,
+            Distribution::MovingHot,
         ] {
             let mut c = KeyChooser::new(d, 0.99, 500, 100);
             let mut rng = Rng::new(11);

@@ -11,7 +11,7 @@ pub mod zipf;
 use crate::rng::Rng;
 use anyhow::{bail, Context, Result};
 use dataset::Dataset;
-use mix::{Distribution, KeyChooser, Mix, OpKind};
+use mix::{Distribution, KeyChooser, Mix, MovingHot, OpKind};
 use phases::Phase;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,6 +108,12 @@ pub enum WorkloadName {
     #[value(name = "leaper-im")]
     #[serde(rename = "leaper-im")]
     LeaperIm,
+    /// Leaper's synthetic mix (75% point, 20% updates, 5% inserts) over hot windows that
+    /// move and recur (`moving-hot`: --hot-keys of the keys take --hot-ops of the ops, a
+    /// step every --hot-phase-ops); warm-up part first.
+    #[value(name = "leaper-moving")]
+    #[serde(rename = "leaper-moving")]
+    LeaperMoving,
     /// SA-LSM (synthetic, shaped like Table 2's auction: r/w 3.7, 55% censored): records
     /// inserted day by day on a simulated clock, popularity decaying after the insert; 20
     /// trace days, a placement, 3 measured replay days (see `workload::awpi`).
@@ -158,6 +164,7 @@ impl WorkloadName {
             WorkloadName::LeaperSynthetic => Some(leaper::SYNTHETIC),
             WorkloadName::LeaperEcommerce => Some(leaper::ECOMMERCE),
             WorkloadName::LeaperIm => Some(leaper::IM),
+            WorkloadName::LeaperMoving => Some(leaper::MOVING),
             _ => None,
         }
     }
@@ -269,6 +276,9 @@ pub struct WorkloadSpec {
     /// Hotset distribution: fraction of ops on the hot keys.
     #[serde(default = "default_hot_ops")]
     pub hot_ops: f64,
+    /// moving-hot distribution: draws between two steps of the hot windows.
+    #[serde(default = "default_hot_phase_ops")]
+    pub hot_phase_ops: u64,
     /// ac-key-default: fraction of ops that are scans (the rest are point lookups).
     #[serde(default = "default_scan_ratio")]
     pub scan_ratio: f64,
@@ -300,6 +310,9 @@ pub fn default_hot_keys() -> f64 {
 pub fn default_hot_ops() -> f64 {
     0.99
 }
+pub fn default_hot_phase_ops() -> u64 {
+    50_000
+}
 /// AC-Key's default point lookup : scan ratio is 1:1.
 pub fn default_scan_ratio() -> f64 {
     0.5
@@ -323,6 +336,7 @@ impl Default for WorkloadSpec {
             threads: 1,
             hot_keys: default_hot_keys(),
             hot_ops: default_hot_ops(),
+            hot_phase_ops: default_hot_phase_ops(),
             scan_ratio: default_scan_ratio(),
             settle: false,
             warmup_ops: 0,
@@ -345,6 +359,8 @@ pub struct Plan {
     pub records: u64,
     /// (hot key fraction, hot op fraction) of the hotset distribution.
     pub hot: (f64, f64),
+    /// Draws between two steps of the moving-hot windows.
+    pub hot_phase_ops: u64,
     /// Ops run before the measured phases (with the first phase's mix), unmeasured.
     pub warmup: u64,
 }
@@ -429,7 +445,7 @@ impl Plan {
                 let mix = Mix::new(&[(OpKind::Read, 1.0 - s), (OpKind::Scan, s)])?;
                 (vec![Phase { mix, ops }], Distribution::Hotset, fixed)
             }
-            W::LeaperSynthetic | W::LeaperEcommerce | W::LeaperIm => {
+            W::LeaperSynthetic | W::LeaperEcommerce | W::LeaperIm | W::LeaperMoving => {
                 let shape = spec.workload.leaper_shape().expect("a leaper workload");
                 let mix = shape.mix(spec.read_share, spec.range_ratio)?;
                 (vec![Phase { mix, ops }], shape.distribution, fixed)
@@ -471,6 +487,7 @@ impl Plan {
             seq_step,
             records: spec.records,
             hot,
+            hot_phase_ops: spec.hot_phase_ops.max(1),
             warmup,
         })
     }
@@ -517,6 +534,9 @@ impl Plan {
         }
         if let KeyChooser::Hotset(h) = &mut chooser {
             (h.keys, h.ops) = self.hot;
+        }
+        if let KeyChooser::MovingHot(m) = &mut chooser {
+            *m = MovingHot::new(self.hot.0, self.hot.1, self.hot_phase_ops / threads);
         }
         OpGen {
             plan: self,
