@@ -838,6 +838,7 @@ pub fn invalidation_summary(
         misses_per_read: None,
         data_block_misses: None,
         reads: None,
+        rollbacks: p.map(|p| p.rollbacks),
         misses: p.map(|p| p.invalidation_misses),
         window_misses: Some(st.misses_in),
         warmed_blocks: p.map(|p| p.warmed_blocks),

@@ -297,6 +297,40 @@ fn a_compaction_counts_misses_on_its_own_tables_only() {
 }
 
 #[test]
+fn a_compaction_invalidates_the_keys_its_cached_blocks_held_not_their_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let wo = WriteOptions::default();
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    for i in (0..1000).step_by(2) {
+        db.put(&wo, &key(i), &[b'a'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options(PrefetchPolicy::EagerEvict)).unwrap();
+    // Cache the blocks of the even keys 400..500, then write the odd keys between them
+    // (into a level-0 table no one reads) and merge both.
+    for i in (400..500).step_by(2) {
+        assert!(db.get(&key(i)).unwrap().is_some());
+    }
+    for i in (401..500).step_by(2) {
+        db.put(&wo, &key(i), &[b'o'; 100]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let p = db.stats().prefetch;
+    assert!(p.invalidated_blocks > 0, "{p:?}");
+    // An odd key lies inside a cached block's first..last but was never in it: its
+    // miss is no block the job took away.
+    assert_eq!(db.get(&key(451)).unwrap(), Some(vec![b'o'; 100]));
+    let p = db.stats().prefetch;
+    assert_eq!(p.invalidation_misses, 0, "{p:?}");
+    // An even key was in a cached block: its miss counts.
+    assert_eq!(db.get(&key(300 + 160)).unwrap(), Some(vec![b'a'; 100]));
+    let p = db.stats().prefetch;
+    assert_eq!(p.invalidation_misses, 1, "{p:?}");
+    db.close().unwrap();
+}
+
+#[test]
 fn leaper_drops_cold_input_blocks_at_the_jobs_start_whatever_the_room() {
     // Phase one (§6.2) evicts the cached input blocks outside hot_T1 unconditionally: a
     // block no one reads during the job only holds a place LRU could give another.

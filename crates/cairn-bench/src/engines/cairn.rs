@@ -460,6 +460,7 @@ impl Engine for CairnEngine {
             jobs_with_model: p.jobs_with_model,
             alpha_ms_per_block: p.alpha_ms_per_block,
             beta: p.beta,
+            rollbacks: p.rollbacks,
         })
     }
 

@@ -381,6 +381,9 @@ pub struct PrefetchCounters {
     /// Gauges: eq. 3's fitted constants.
     pub alpha_ms_per_block: f64,
     pub beta: f64,
+    /// Times Leaper's guardrail stopped it.
+    #[serde(default)]
+    pub rollbacks: u64,
 }
 
 impl PrefetchCounters {
@@ -408,6 +411,7 @@ impl PrefetchCounters {
             jobs_with_model: d(self.jobs_with_model, e.jobs_with_model),
             alpha_ms_per_block: self.alpha_ms_per_block,
             beta: self.beta,
+            rollbacks: d(self.rollbacks, e.rollbacks),
         }
     }
 }

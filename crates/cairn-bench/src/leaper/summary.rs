@@ -122,6 +122,9 @@ pub fn summary(
             let v = r.invalidation.clone().unwrap_or_default();
             let lv = lru.and_then(|l| l.invalidation.clone()).unwrap_or_default();
             let model = match &r.leaper {
+                Some(l) if l.loaded && v.rollbacks.unwrap_or(0) > 0 => {
+                    format!("k={}, rolled back {}x", l.k, v.rollbacks.unwrap_or(0))
+                }
                 Some(l) if l.loaded => format!("k={}", l.k),
                 Some(_) => "none".into(),
                 None => "-".into(),

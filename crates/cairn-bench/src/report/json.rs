@@ -273,6 +273,9 @@ pub struct InvalidationSummary {
     pub data_block_misses: Option<u64>,
     #[serde(default)]
     pub reads: Option<u64>,
+    /// Times Leaper's guardrail stopped it in the measured phase.
+    #[serde(default)]
+    pub rollbacks: Option<u64>,
     /// Invalidation misses with T (T1 + T2 windows): the secondary count.
     pub misses: Option<u64>,
     /// Every foreground block-cache miss in timeline intervals inside T1 + T2 windows

@@ -39,7 +39,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -105,7 +105,16 @@ pub struct LeaperParams {
     /// Most of the block cache's capacity one flush may fill with warmed blocks (0..=1):
     /// warming more than the cache holds pushes out the hot blocks it was meant to keep.
     pub max_warm_cache_share: f64,
+    /// The guardrail (§7.4's rollback; ours counts invalidation misses where the paper
+    /// counts slow queries): when one job's invalidation misses exceed this share of the
+    /// cached blocks it invalidated (and [`ROLLBACK_MIN_MISSES`]), the predictions are
+    /// wrong for the workload now, and Leaper stops evicting and warming until a model is
+    /// loaded again. 0 turns it off.
+    pub rollback_share: f64,
 }
+
+/// Fewest invalidation misses of one job that can roll Leaper back.
+pub const ROLLBACK_MIN_MISSES: u64 = 32;
 
 impl Default for LeaperParams {
     fn default() -> Self {
@@ -113,6 +122,7 @@ impl Default for LeaperParams {
             model: None,
             max_warm_blocks: 4096,
             max_warm_cache_share: 0.5,
+            rollback_share: 0.5,
         }
     }
 }
@@ -189,6 +199,10 @@ pub struct PrefetchStats {
     pub alpha_ms_per_block: f64,
     /// Fitted beta of eq. 3 (T2 = beta * Q / S, seconds); 0 until fitted.
     pub beta: f64,
+    /// Times the guardrail stopped Leaper (until the next model load).
+    pub rollbacks: u64,
+    /// Whether it is stopped now.
+    pub rolled_back: bool,
 }
 
 #[derive(Default)]
@@ -205,17 +219,21 @@ struct Counters {
     misses_60s: AtomicU64,
     model_errors: AtomicU64,
     jobs_with_model: AtomicU64,
+    rollbacks: AtomicU64,
 }
 
 /// One flush's or compaction's invalidated key ranges.
 struct Event {
     begin: Duration,
     end: Mutex<Option<Duration>>,
+    /// A flush's (else a compaction's).
+    flush: bool,
     /// The key ranges of the cached blocks a compaction invalidated, with the input table
     /// each block is of; sorted by first key, may overlap.
     ranges: Vec<(Vec<u8>, Vec<u8>, u64)>,
-    /// Or, for a flush, fingerprints of the keys it moved out of the memtable (a flushed
-    /// memtable's key span covers keys it never held).
+    /// Fingerprints of the keys the job took away: those a flush moved out of the
+    /// memtable, those a compaction's cached input blocks held. A span covers keys it
+    /// never held (a sparse memtable; a block of one input, between keys of another).
     keys: HashSet<u64>,
     /// A compaction's input tables. While it runs, a miss on one of them counts only in
     /// the range of a block of that same table that was cached at the start (a policy
@@ -230,21 +248,25 @@ struct Event {
     /// Reads per second over cache blocks when the job ran (eq. 3's Q / S).
     q_over_s: f64,
     last_miss: Mutex<Option<Duration>>,
+    /// Leaper's guardrail: the invalidation misses that roll it back (None: the job was
+    /// not Leaper's), and the misses so far.
+    rollback_at: Option<u64>,
+    misses: AtomicU64,
 }
 
 impl Event {
     fn contains(&self, key: &[u8], file_no: u64) -> bool {
-        let output = self.outputs.lock().contains(&file_no);
-        if !output && !self.inputs.contains(&file_no) {
+        if self.outputs.lock().contains(&file_no) {
+            return self.keys.contains(&fingerprint(key));
+        }
+        if !self.inputs.contains(&file_no) {
             return false;
         }
-        if !self.keys.is_empty() {
-            return output && self.keys.contains(&fingerprint(key));
-        }
+        // An input table's key inside one of its own cached blocks' span is in that block.
         let n = self.ranges.partition_point(|r| r.0.as_slice() <= key);
         self.ranges[..n]
             .iter()
-            .any(|r| r.1.as_slice() >= key && (output || r.2 == file_no))
+            .any(|r| r.1.as_slice() >= key && r.2 == file_no)
     }
 }
 
@@ -398,6 +420,8 @@ pub(crate) struct Prefetcher {
     counters: Arc<Counters>,
     events: Mutex<VecDeque<Arc<Event>>>,
     fits: Mutex<Fits>,
+    /// Leaper's guardrail tripped: no model acts until one is loaded again.
+    rolled_back: AtomicBool,
     /// The clock job windows and read rates are measured on (virtual time on the
     /// virtual clock); times are durations since its origin.
     clock: EngineClock,
@@ -431,6 +455,7 @@ impl Prefetcher {
             counters: Arc::default(),
             events: Mutex::new(VecDeque::new()),
             fits: Mutex::new(Fits::default()),
+            rolled_back: AtomicBool::new(false),
             clock,
         }
     }
@@ -447,6 +472,7 @@ impl Prefetcher {
     /// Installs (or replaces) the hot-range source of a column family.
     pub(crate) fn set_source(&self, cf: u32, src: Arc<dyn HotRangeSource>) {
         self.sources.write().insert(cf, src);
+        self.rolled_back.store(false, Relaxed);
     }
 
     pub(crate) fn model_error(&self) {
@@ -455,8 +481,21 @@ impl Prefetcher {
 
     fn source(&self, cf: u32) -> Option<Arc<dyn HotRangeSource>> {
         match self.policy {
+            PrefetchPolicy::Leaper(_) if self.rolled_back.load(Relaxed) => None,
             PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
                 self.sources.read().get(&cf).cloned()
+            }
+            _ => None,
+        }
+    }
+
+    /// The invalidation misses of a Leaper compaction of `blocks` cached input blocks
+    /// that roll Leaper back (None: no guardrail for this job).
+    fn rollback_at(&self, cf: u32, blocks: u64) -> Option<u64> {
+        match &self.policy {
+            PrefetchPolicy::Leaper(p) if p.rollback_share > 0.0 && self.source(cf).is_some() => {
+                let at = (p.rollback_share * blocks as f64).ceil() as u64;
+                Some(at.max(ROLLBACK_MIN_MISSES))
             }
             _ => None,
         }
@@ -494,9 +533,10 @@ impl Prefetcher {
         keys: HashSet<u64>,
         inputs: HashSet<u64>,
         outputs: HashSet<u64>,
-        ended: bool,
+        flush: bool,
+        rollback_at: Option<u64>,
     ) -> Option<Arc<Event>> {
-        if ranges.is_empty() && keys.is_empty() {
+        if keys.is_empty() {
             return None;
         }
         let now = self.clock.now();
@@ -505,13 +545,16 @@ impl Prefetcher {
         ranges.sort();
         let e = Arc::new(Event {
             begin: now,
-            end: Mutex::new(ended.then_some(now)),
+            end: Mutex::new(flush.then_some(now)),
+            flush,
             ranges,
             keys,
             inputs,
             outputs: Mutex::new(outputs),
             q_over_s,
             last_miss: Mutex::new(None),
+            rollback_at,
+            misses: AtomicU64::new(0),
         });
         let mut events = self.events.lock();
         self.expire(&mut events, now);
@@ -603,7 +646,7 @@ impl Prefetcher {
             it.next();
         }
         let outputs = outputs.iter().copied().collect();
-        self.record_event(Vec::new(), keys, HashSet::new(), outputs, true);
+        self.record_event(Vec::new(), keys, HashSet::new(), outputs, true, None);
     }
 
     /// A compaction of `inputs` (file numbers, with their sizes) starts.
@@ -630,7 +673,21 @@ impl Prefetcher {
             .invalidated_blocks
             .fetch_add(ranges.len() as u64, Relaxed);
         let event = if self.metric {
-            self.record_event(ranges.clone(), HashSet::new(), files, HashSet::new(), false)
+            let keys = cached
+                .iter()
+                .flat_map(|(_, b)| {
+                    (0..b.entry_count()).map(|i| fingerprint(&b.key(i).user_key_vec()))
+                })
+                .collect();
+            let rollback_at = self.rollback_at(cf, ranges.len() as u64);
+            self.record_event(
+                ranges.clone(),
+                keys,
+                files,
+                HashSet::new(),
+                false,
+                rollback_at,
+            )
         } else {
             None
         };
@@ -789,6 +846,9 @@ impl Prefetcher {
         }
         *e.last_miss.lock() = Some(now);
         let within = |w: Duration| since_end.is_none_or(|d| d <= w);
+        if within(self.window) {
+            self.guard(e);
+        }
         let c = &self.counters;
         c.misses_60s.fetch_add(1, Relaxed);
         if within(Duration::from_secs(1)) {
@@ -801,12 +861,26 @@ impl Prefetcher {
             c.misses_during.fetch_add(1, Relaxed);
         }
         if within(self.window) {
-            if !e.keys.is_empty() {
+            if e.flush {
                 c.misses_flush.fetch_add(1, Relaxed);
             }
             if scan {
                 c.misses_scan.fetch_add(1, Relaxed);
             }
+        }
+    }
+
+    /// Counts an invalidation miss against its job's guardrail, rolling Leaper back the
+    /// first time a job exceeds it.
+    fn guard(&self, e: &Event) {
+        let Some(at) = e.rollback_at else { return };
+        if e.misses.fetch_add(1, Relaxed) + 1 == at + 1 {
+            self.rolled_back.store(true, Relaxed);
+            self.counters.rollbacks.fetch_add(1, Relaxed);
+            log::warn!(
+                "Leaper: a compaction's invalidation misses passed {at}; prefetching stops \
+                 until a model is loaded again"
+            );
         }
     }
 
@@ -828,6 +902,8 @@ impl Prefetcher {
             jobs_with_model: c.jobs_with_model.load(Relaxed),
             alpha_ms_per_block: f.alpha_ms_per_block.unwrap_or(0.0),
             beta: f.beta.unwrap_or(0.0),
+            rollbacks: c.rollbacks.load(Relaxed),
+            rolled_back: self.rolled_back.load(Relaxed),
         }
     }
 }
@@ -871,6 +947,71 @@ mod tests {
 
     fn data(b: &[u8]) -> CacheValue {
         CacheValue::Data(Arc::new(Block::decode(b.to_vec(), "t").unwrap()))
+    }
+
+    /// Predicts no reads at all: every cached input block goes, nothing is warmed.
+    struct Nothing;
+
+    impl HotRangeSource for Nothing {
+        fn hot_intervals(&self, _: Range<usize>) -> Option<Vec<Interval>> {
+            Some(Vec::new())
+        }
+        fn slot_ms(&self) -> u64 {
+            1000
+        }
+        fn steps(&self) -> usize {
+            4
+        }
+    }
+
+    /// 40 cached blocks of table `file_no`, 10 keys each.
+    fn cache_blocks(cache: &Arc<dyn BlockCache>, file_no: u64) {
+        for i in 0..40u64 {
+            let v = data(&block(i * 10, i * 10 + 9));
+            let charge = v.data().unwrap().charge();
+            let key = BlockKey {
+                file_no,
+                offset: i * 4096,
+            };
+            cache.insert(key, v, charge);
+        }
+    }
+
+    #[test]
+    fn the_guardrail_stops_leaper_after_a_job_full_of_misses_until_a_model_loads() {
+        let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(1 << 20, 1));
+        let policy = PrefetchPolicy::Leaper(LeaperParams::default());
+        let p = Prefetcher::new(policy, cache.clone(), 4096, 60_000, true, EngineClock::Wall);
+        p.set_source(0, Arc::new(Nothing));
+        cache_blocks(&cache, 1);
+        let job = p.compaction_begin(0, &[(1, 40 * 4096)]);
+        assert_eq!(
+            p.stats().evicted_blocks,
+            40,
+            "phase one dropped every cold block"
+        );
+        p.compaction_outputs(&job, &[2]);
+        p.compaction_installed(&job);
+        p.compaction_end(job);
+        // Every key of the 40 blocks read right after: 40 misses, the limit is 32.
+        for i in 0..40u64 {
+            p.note_read(&(i * 10).to_be_bytes(), 2, 1, 0, false);
+            assert_eq!(p.stats().rolled_back, i >= 32, "after {} misses", i + 1);
+        }
+        assert_eq!(p.stats().rollbacks, 1);
+        // Stopped: the next job evicts and warms nothing.
+        cache_blocks(&cache, 3);
+        let job = p.compaction_begin(0, &[(3, 40 * 4096)]);
+        assert!(job.warmer.is_none());
+        assert_eq!(p.stats().evicted_blocks, 40);
+        p.compaction_end(job);
+        // A model loaded again: Leaper acts again.
+        p.set_source(0, Arc::new(Nothing));
+        assert!(!p.stats().rolled_back);
+        let job = p.compaction_begin(0, &[(3, 40 * 4096)]);
+        assert!(job.warmer.is_some());
+        assert_eq!(p.stats().evicted_blocks, 80);
+        p.compaction_end(job);
     }
 
     #[test]
