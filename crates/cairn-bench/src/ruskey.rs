@@ -1004,7 +1004,7 @@ pub fn summary_cmd(a: &RuskeySummaryArgs) -> Result<()> {
     );
     md.push_str(&tuner_cost(&dirs));
     if let Some(command) = &a.provenance {
-        md = with_provenance(md, command);
+        md = crate::report::provenance::with_provenance(md, command);
     }
     print!("{md}");
     let out = a
@@ -1061,21 +1061,6 @@ fn sources(paths: &[PathBuf], dirs: &[(String, Vec<RunResult>)]) -> String {
         );
     }
     s
-}
-
-/// The command, the commit, the machine and the date after the page's first heading.
-fn with_provenance(md: String, command: &str) -> String {
-    use crate::report::provenance;
-    let head = format!(
-        "- command: `{command}`\n- commit: `{}`\n- machine: {}\n- date: {}\n\n",
-        provenance::commit(),
-        provenance::machine(),
-        provenance::date()
-    );
-    match md.split_once('\n') {
-        Some((h, rest)) if h.starts_with('#') => format!("{h}\n\n{head}{rest}"),
-        _ => head + &md,
-    }
 }
 
 /// Fig. 13: the tuners' training CPU against their missions' operation time, from the

@@ -29,6 +29,10 @@ pub struct SummaryArgs {
     /// Leave out the overhead table (sweeps: the main workloads print it).
     #[arg(long)]
     pub no_overhead: bool,
+    /// Head the output with this command, the commit, the machine and the date (a
+    /// `docs/results` page).
+    #[arg(long, value_name = "COMMAND")]
+    pub provenance: Option<String>,
 }
 
 /// The results of a compare directory, in the order `runs.list` gives (else by name).
@@ -294,7 +298,11 @@ pub fn summary_cmd(a: &SummaryArgs) -> Result<()> {
         }
         points.push((label, rs));
     }
-    print!("{}", summary(&points, &a.title, &a.x_label, !a.no_overhead));
+    let mut md = summary(&points, &a.title, &a.x_label, !a.no_overhead);
+    if let Some(command) = &a.provenance {
+        md = crate::report::provenance::with_provenance(md, command);
+    }
+    print!("{md}");
     Ok(())
 }
 

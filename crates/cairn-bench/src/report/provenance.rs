@@ -40,3 +40,18 @@ pub fn machine() -> String {
 pub fn date() -> String {
     output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or("unknown".into())
 }
+
+/// The command, the commit, the machine and the date after the page's first heading (a
+/// `docs/results` page's head).
+pub fn with_provenance(md: String, command: &str) -> String {
+    let head = format!(
+        "- command: `{command}`\n- commit: `{}`\n- machine: {}\n- date: {}\n\n",
+        commit(),
+        machine(),
+        date()
+    );
+    match md.split_once('\n') {
+        Some((h, rest)) if h.starts_with('#') => format!("{h}\n\n{head}{rest}"),
+        _ => head + &md,
+    }
+}
