@@ -867,6 +867,8 @@ pub fn invalidation_summary(
         qps_in_windows: st.qps_in(),
         qps_outside: st.qps_out(),
         median_p95_us: st.median_p95_us,
+        p95_in_windows_us: st.p95_in_us,
+        p99_in_windows_us: st.p99_in_us,
         p95_spike_seconds: st.spike_s,
         p95_spike_seconds_in_windows: st.spike_s_in,
         recovery_ms: windows::median(&rec).map(|s| (s * 1000.0).round() as u64),

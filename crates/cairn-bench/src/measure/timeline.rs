@@ -63,6 +63,10 @@ pub struct TimelineRow {
     /// CPU, queue waits and stalls (what `cairn-bench reprice` prices again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<cairn::clock::VirtualStats>,
+    /// The interval's latencies (in memory only: merged over job windows for their p95
+    /// and p99; not in the CSV).
+    #[serde(skip)]
+    pub latencies: Option<Box<Histogram<u64>>>,
 }
 
 /// Bytes held by each read-cache component (AC-Key's Fig. 12).
@@ -162,6 +166,7 @@ impl Sampler {
                 &c.since(&self.last_c),
             );
             r.cache_sizes = engine.read_cache().as_ref().map(CacheSizes::of);
+            r.latencies = Some(Box::new(hist));
             r.io = match (&v, &self.last_v) {
                 (Some(v), Some(l)) => Some(v.since(l)),
                 _ => None,
@@ -193,6 +198,7 @@ fn row(second: f64, ops: u64, dt: f64, hist: &Histogram<u64>, d: &EngineCounters
         cache_misses: d.cache_misses,
         invalidation_misses: d.invalidation_misses,
         io: None,
+        latencies: None,
     }
 }
 
@@ -278,6 +284,7 @@ pub fn from_csv(s: &str) -> anyhow::Result<Vec<TimelineRow>> {
                 .map_or(Ok(0), |x| x.parse())
                 .context("invalidation_misses")?,
             io: None,
+            latencies: None,
         });
     }
     Ok(rows)
@@ -310,6 +317,7 @@ mod tests {
                 cache_misses: 7,
                 invalidation_misses: 2,
                 io: None,
+                latencies: None,
             },
             TimelineRow {
                 second: 1.5,

@@ -225,6 +225,9 @@ pub struct WindowStats {
     pub median_p95_us: f64,
     pub spike_s: f64,
     pub spike_s_in: f64,
+    /// p95 and p99 of every op inside the windows (rows that kept their latencies).
+    pub p95_in_us: Option<f64>,
+    pub p99_in_us: Option<f64>,
 }
 
 impl WindowStats {
@@ -252,6 +255,7 @@ pub fn stats(rows: &[TimelineRow], windows: &[(f64, f64)]) -> WindowStats {
         .map(|r| r.p95_us)
         .collect();
     s.median_p95_us = median(&p95).unwrap_or(0.0);
+    let mut lat_in = crate::measure::latency::new_histogram();
     for (start, r) in spans(rows) {
         let dt = (r.second - start).max(0.0);
         let inw = inside(windows, (start + r.second) / 2.0);
@@ -260,6 +264,9 @@ pub fn stats(rows: &[TimelineRow], windows: &[(f64, f64)]) -> WindowStats {
             s.spike_s += dt;
         }
         if inw {
+            if let Some(h) = &r.latencies {
+                let _ = lat_in.add(h.as_ref());
+            }
             s.inside_s += dt;
             s.ops_in += r.ops;
             s.hits_in += r.cache_hits;
@@ -273,6 +280,10 @@ pub fn stats(rows: &[TimelineRow], windows: &[(f64, f64)]) -> WindowStats {
             s.hits_out += r.cache_hits;
             s.misses_out += r.cache_misses;
         }
+    }
+    if !lat_in.is_empty() {
+        let us = |q| lat_in.value_at_quantile(q) as f64 / 1000.0;
+        (s.p95_in_us, s.p99_in_us) = (Some(us(0.95)), Some(us(0.99)));
     }
     s
 }
@@ -354,6 +365,32 @@ mod tests {
         assert_eq!((s.spike_s, s.spike_s_in), (1.0, 1.0));
         assert_eq!(s.hit_in(), Some(0.9));
         assert_eq!(s.qps_out(), Some(100.0));
+        assert_eq!(s.p99_in_us, None, "no latencies kept");
+    }
+
+    #[test]
+    fn p99_in_windows_merges_the_ops_of_the_rows_inside() {
+        let lat = |slow: u64| {
+            let mut h = crate::measure::latency::new_histogram();
+            for i in 0..100u64 {
+                h.record(if i < slow { 1_000_000 } else { 10_000 }).unwrap();
+            }
+            Some(Box::new(h))
+        };
+        let mut rows: Vec<TimelineRow> = (1..=10).map(|i| row(i as f64, 90, 10, 10.0)).collect();
+        for (i, r) in rows.iter_mut().enumerate() {
+            // Inside the window (rows 5 and 6): 1 and 3 slow ops of 100; outside: 50.
+            r.latencies = lat(match i {
+                4 => 1,
+                5 => 3,
+                _ => 50,
+            });
+        }
+        let w = windows(&[job(JobKind::Flush, 4.0, 5.0)], 1.0);
+        let s = stats(&rows, &w);
+        // 4 slow of 200: p95 fast (10 us), p99 slow (1 ms), whatever happens outside.
+        assert_eq!(s.p95_in_us.map(|v| v.round()), Some(10.0));
+        assert_eq!(s.p99_in_us.map(|v| (v / 1000.0).round()), Some(1.0));
     }
 
     #[test]

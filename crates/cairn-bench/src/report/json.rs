@@ -321,6 +321,11 @@ pub struct InvalidationSummary {
     pub qps_outside: Option<f64>,
     /// Median of the per-interval p95 latencies.
     pub median_p95_us: f64,
+    /// p95 and p99 of the ops inside the windows (T1 + T2), in microseconds.
+    #[serde(default)]
+    pub p95_in_windows_us: Option<f64>,
+    #[serde(default)]
+    pub p99_in_windows_us: Option<f64>,
     /// Seconds whose p95 exceeded twice that median, in all and inside windows.
     pub p95_spike_seconds: f64,
     pub p95_spike_seconds_in_windows: f64,
