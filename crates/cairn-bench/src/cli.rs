@@ -449,6 +449,11 @@ pub struct BudgetArgs {
     /// `compare` reads its counters from a separate untimed pass instead).
     #[arg(long)]
     pub rocksdb_statistics: bool,
+    /// RocksDB caches the blocks its flushes write (`prepopulate_block_cache =
+    /// kFlushOnly`, Leaper's RocksDB baseline; set through its options file, which the C
+    /// API of 7.8 leaves as the only way).
+    #[arg(long)]
+    pub rocksdb_prepopulate: bool,
     /// Operations per mission (RusKey): the run JSON then has a per-mission series
     /// (`missions`), and cairn's tuner uses it [default: 50000; the series is written for
     /// multi-phase workloads even without this flag].
@@ -502,6 +507,7 @@ impl BudgetArgs {
             subcompactions: self.subcompactions as usize,
             compaction_jobs: self.compaction_jobs as usize,
             rocksdb_statistics: self.rocksdb_statistics,
+            rocksdb_prepopulate: self.rocksdb_prepopulate,
             tuner_seed: self.tuner_seed,
             ..BenchConfig::default()
         }

@@ -95,6 +95,31 @@ fn steps_read_their_features_over_aggregated_ranges() {
 }
 
 #[test]
+fn an_idle_range_is_predicted_from_its_precursors_and_ranked_by_their_reads() {
+    let clock = ManualClock::new(0);
+    let c = collector(&clock);
+    // Hot iff the first precursor read in the last slot (p1 > 0.5). Range 9 (keys
+    // 180..=199) follows range 0; range 5 follows range 2.
+    let precursors = BTreeMap::from([(9, vec![0]), (5, vec![2])]);
+    let p = HotRangePredictor::new(Arc::new(bundle(20, &[stump_on(15)], precursors)), c.clone())
+        .unwrap();
+    // Range 0 read six times, range 2 once; ranges 9 and 5 never.
+    for _ in 0..6 {
+        c.record_range(1, Access::Read);
+    }
+    c.record_range(4, Access::Read);
+    clock.advance(1000);
+    assert_eq!(p.hot_intervals(0..1), Some(vec![(100, 119), (180, 199)]));
+    let scores = p.hot_scores(0..1).unwrap();
+    assert_eq!(scores.len(), 2);
+    assert_eq!((scores[0].0, scores[1].0), ((100, 119), (180, 199)));
+    // Each scores its precursor's reads per slot (over the 6-slot window) times the
+    // probability: range 9's precursor read six times as often.
+    let ratio = scores[1].1 / scores[0].1;
+    assert!((ratio - 6.0).abs() < 1e-6, "{scores:?}");
+}
+
+#[test]
 fn a_model_that_calls_idle_ranges_hot_means_everything() {
     let clock = ManualClock::new(0);
     let c = collector(&clock);

@@ -98,6 +98,10 @@ pub struct BenchConfig {
     /// `compare` then takes RocksDB's counters from a separate, untimed pass.
     #[serde(default)]
     pub rocksdb_statistics: bool,
+    /// RocksDB's `prepopulate_block_cache` (Leaper's baseline): blocks a flush writes go
+    /// into its block cache.
+    #[serde(default)]
+    pub rocksdb_prepopulate: bool,
     /// The clock cairn runs on: the wall clock, or the virtual device clock (`--device`
     /// then names its model; one thread; background work at fixed points).
     #[serde(default)]
@@ -258,6 +262,7 @@ impl Default for BenchConfig {
             subcompactions: 1,
             compaction_jobs: 1,
             rocksdb_statistics: false,
+            rocksdb_prepopulate: false,
             clock: ClockKind::Wall,
             bg_every_ops: default_bg_every_ops(),
             cpu_prices: None,

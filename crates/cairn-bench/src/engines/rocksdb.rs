@@ -64,11 +64,21 @@ impl Engine for RocksEngine {
         opts.set_allow_mmap_reads(cfg.mmap_reads && !cfg.direct_io);
         opts.set_use_direct_io_for_flush_and_compaction(cfg.direct_io);
         opts.set_block_based_table_factory(&table);
+        // The table option lives in the default family's options, loaded from the file.
+        let mut families = None;
+        if cfg.rocksdb_prepopulate {
+            let (o, f) =
+                with_table_option(dir, &opts, &cache, "prepopulate_block_cache", "kFlushOnly")?;
+            (opts, families) = (o, Some(f));
+        }
         if cfg.rocksdb_statistics {
             opts.enable_statistics();
         }
-        let db = DB::open(&opts, dir)
-            .with_context(|| format!("opening rocksdb in {}", dir.display()))?;
+        let db = match families {
+            Some(f) => DB::open_cf_descriptors(&opts, dir, f),
+            None => DB::open(&opts, dir),
+        }
+        .with_context(|| format!("opening rocksdb in {}", dir.display()))?;
         let mut write_opts = WriteOptions::default();
         write_opts.set_sync(cfg.sync);
         Ok(RocksEngine {
@@ -182,6 +192,68 @@ impl Engine for RocksEngine {
     }
 }
 
+/// `opts` with one block-based table option set that the C API cannot set: a first open
+/// writes the options file, the option goes into its table section, and the file is
+/// loaded back (with the same block cache): the database's options and the families'
+/// (which hold the table options).
+fn with_table_option(
+    dir: &Path,
+    opts: &Options,
+    cache: &Cache,
+    key: &str,
+    value: &str,
+) -> Result<(Options, Vec<rocksdb::ColumnFamilyDescriptor>)> {
+    drop(DB::open(opts, dir).with_context(|| format!("opening rocksdb in {}", dir.display()))?);
+    let number = |p: &Path| -> Option<u64> {
+        p.file_name()?
+            .to_str()?
+            .strip_prefix("OPTIONS-")?
+            .parse()
+            .ok()
+    };
+    let newest = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| number(&p).map(|n| (n, p)))
+        .max()
+        .map(|(_, p)| p)
+        .context("rocksdb wrote no options file")?;
+    let text = std::fs::read_to_string(&newest)?;
+    std::fs::write(&newest, set_table_option(&text, key, value)?)?;
+    let env = rocksdb::Env::new().context("rocksdb env")?;
+    Options::load_latest(dir, env, false, cache.clone())
+        .with_context(|| format!("loading {}", newest.display()))
+}
+
+/// An options file's text with `key=value` in the default family's block-based table
+/// section (replaced if present).
+fn set_table_option(text: &str, key: &str, value: &str) -> Result<String> {
+    const SECTION: &str = "[TableOptions/BlockBasedTable \"default\"]";
+    let entry = format!("  {key}={value}");
+    let mut out = Vec::new();
+    let (mut inside, mut found, mut set) = (false, false, false);
+    for line in text.lines() {
+        if line.trim_start().starts_with('[') {
+            if inside && !set {
+                out.push(entry.clone());
+                set = true;
+            }
+            inside = line.trim() == SECTION;
+            found |= inside;
+        }
+        if inside && line.trim_start().starts_with(&format!("{key}=")) {
+            out.push(entry.clone());
+            set = true;
+            continue;
+        }
+        out.push(line.to_string());
+    }
+    if inside && !set {
+        out.push(entry);
+    }
+    anyhow::ensure!(found, "the options file has no {SECTION} section");
+    Ok(out.join("\n") + "\n")
+}
+
 /// The `Cumulative stall: HH:MM:SS.mmm H:M:S` line of RocksDB's DB stats, in microseconds
 /// (kept without statistics: it is the write controller's own tally).
 pub fn cumulative_stall_micros(dbstats: &str) -> Option<u64> {
@@ -226,6 +298,57 @@ pub fn parse_statistics(dump: &str) -> HashMap<String, u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_option_goes_into_the_default_familys_table_section() {
+        let file = "[CFOptions \"default\"]\n  num_levels=7\n\n\
+                    [TableOptions/BlockBasedTable \"default\"]\n  block_size=4096\n\
+                    \n[CFOptions \"other\"]\n  num_levels=7\n";
+        let got = set_table_option(file, "prepopulate_block_cache", "kFlushOnly").unwrap();
+        let section: Vec<&str> = got
+            .split("[TableOptions/BlockBasedTable \"default\"]")
+            .nth(1)
+            .unwrap()
+            .split("[CFOptions")
+            .next()
+            .unwrap()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(
+            section,
+            ["block_size=4096", "prepopulate_block_cache=kFlushOnly"]
+        );
+        // Replaced, not repeated; and a file without the section is refused.
+        let again = set_table_option(&got, "prepopulate_block_cache", "kDisable").unwrap();
+        assert_eq!(again.matches("prepopulate_block_cache").count(), 1);
+        assert!(again.contains("prepopulate_block_cache=kDisable"));
+        assert!(set_table_option("[Version]\n", "x", "y").is_err());
+    }
+
+    #[test]
+    fn prepopulate_reaches_the_options_rocksdb_runs_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BenchConfig {
+            rocksdb_prepopulate: true,
+            ..BenchConfig::default()
+        };
+        let e = RocksEngine::open(dir.path(), &cfg).unwrap();
+        e.put(b"k", b"v").unwrap();
+        Box::new(e).close().unwrap();
+        let newest = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.file_name().into_string().unwrap()))
+            .filter(|n| n.starts_with("OPTIONS-"))
+            .max_by_key(|n| n["OPTIONS-".len()..].parse::<u64>().unwrap_or(0))
+            .unwrap();
+        let text = std::fs::read_to_string(dir.path().join(newest)).unwrap();
+        assert!(
+            text.contains("prepopulate_block_cache=kFlushOnly"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn parses_the_cumulative_stall() {

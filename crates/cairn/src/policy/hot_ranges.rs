@@ -4,9 +4,10 @@
 //! At the first question in a slot, the counts of the last complete slots are read from
 //! the collector, summed into the model's range width (a multiple of the collector's),
 //! turned into the 18 features of `docs/leaper-formats.md` and passed through the k
-//! models; the answers hold until the slot ends. Only ranges with an access in the
-//! feature window are predicted: a range never seen there has all-zero features, and the
-//! model's answer for it is one number, checked once.
+//! models; the answers hold until the slot ends. Ranges with an access in the feature
+//! window are predicted, and idle ranges whose precursors had one (their own counts are
+//! zero, their precursor features are not); any other range has all-zero features, and
+//! the model's answer for it is one number, checked once.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -167,20 +168,35 @@ impl HotRangePredictor {
                 .filter(|&(_, &p)| f64::from(p) >= meta.threshold)
                 .fold(0u64, |b, (i, _)| b | (1 << i))
         };
-        let mut hot: Vec<HotRange> = agg
+        let rate = |c: &Vec<(f64, f64)>| c.iter().map(|c| c.0).sum::<f64>() / n.max(1) as f64;
+        // Ranges read in the feature window, and idle ranges whose precursors were (a range
+        // that turns hot after another, §4.2: known only through its precursors).
+        let announced = meta
+            .precursors
             .iter()
-            .filter_map(|(&range, counts)| {
+            .filter(|(r, qs)| !agg.contains_key(r) && qs.iter().any(|q| agg.contains_key(q)))
+            .map(|(&r, _)| r);
+        let candidates: Vec<u64> = agg.keys().copied().chain(announced).collect();
+        let mut hot: Vec<HotRange> = candidates
+            .into_iter()
+            .filter_map(|range| {
+                let counts = agg.get(&range);
                 let mut pre = [0.0; 3];
+                let mut pre_rate: f64 = 0.0;
                 for (slot, &q) in pre.iter_mut().zip(self.model.precursors(range)) {
-                    *slot = agg.get(&q).map_or(0.0, |c| c[0].0);
+                    if let Some(c) = agg.get(&q) {
+                        *slot = c[0].0;
+                        pre_rate = pre_rate.max(rate(c));
+                    }
                 }
-                let p = probs(&row(Some(counts), pre));
+                let p = probs(&row(counts, pre));
                 let b = bits(&p);
                 (b != 0).then(|| HotRange {
                     range,
                     bits: b,
                     probs: p,
-                    rate: counts.iter().map(|c| c.0).sum::<f64>() / n.max(1) as f64,
+                    // An idle range would be read as its precursor is when it turns hot.
+                    rate: counts.map_or(pre_rate, rate),
                 })
             })
             .collect();
@@ -220,14 +236,13 @@ impl HotRangePredictor {
 
     /// The ranges predicted hot in any step of `steps`, one interval each (sorted,
     /// disjoint), scored by expected reads: the best step's probability times the
-    /// range's read rate over the feature window. A ranking, where `hot_intervals` is a
-    /// set: warming fills its budget with the best first. `None` as for `hot_intervals`.
+    /// range's read rate over the feature window (an idle range announced by its
+    /// precursors: theirs). A ranking, where `hot_intervals` is a set: warming fills its
+    /// budget with the best first. Idle ranges with no precursor read have no expected
+    /// reads to rank by and are left out even when the model calls them hot.
     pub fn hot_scores(&self, steps: std::ops::Range<usize>) -> Option<Vec<(Interval, f64)>> {
         let m = self.memo();
         let mask = Self::mask(steps);
-        if m.idle_hot & mask != 0 {
-            return None;
-        }
         let w = self.model.meta().range_width;
         Some(
             m.hot
