@@ -9,7 +9,8 @@
 #      flush-only run (leaper-synthetic without compactions; FIG10= skips it);
 #   2. Figs. 13-14 on leaper-synthetic: range-query ratio, skew (zipf), mixture (read
 #      share, update:insert 4:1), cache size; T fixed to the synthetic run's;
-#   3. the tables: invalidation misses in T1 + T2 windows against cairn:lru and
+#   3. the tables: misses per read against the best baseline and Belady's bounds on the
+#      run's own block lookups (--block-trace), invalidation misses in T1 + T2 windows against cairn:lru and
 #      cairn:warmup (Incremental Warmup), p95 spike seconds, QPS outside the windows
 #      (Table 5's overall overhead), the learner's offline scores.
 #
@@ -163,7 +164,7 @@ compare() {
     ${SAMPLE_P:+--leaper-sample-p "$SAMPLE_P"} $shape \
     ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} \
     --timeline-ms "$TIMELINE_MS" --leaper-slot-ms "$SLOT_MS" --leaper-max-k "$MAX_K" \
-    --learner-args "$LEARNER_ARGS" $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
+    --learner-args "$LEARNER_ARGS" --block-trace $EXTRA "$@" --out "$dir" >"$dir/stdout.txt"
 }
 
 {

@@ -169,6 +169,10 @@ pub struct LeaperArgs {
     /// out of reach, so tables pile up in level 0.
     #[arg(long)]
     pub flush_only: bool,
+    /// Record cairn's block-cache lookups in the measured phase and report Belady's bounds
+    /// beside the misses per read (cairn with its LRU block cache).
+    #[arg(long)]
+    pub block_trace: bool,
     /// Extra arguments for the learner (`python -m cairn.learn.leaper train --help`), one
     /// string split at spaces, e.g. `--max-multiplier 8 --alpha 0.6`.
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
@@ -219,6 +223,7 @@ impl LeaperArgs {
         }
         cfg.invalidation_window_ms = self.window_ms()?;
         cfg.flush_only = self.flush_only;
+        cfg.block_trace = self.block_trace;
         Ok(cfg)
     }
 }

@@ -358,6 +358,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         o.mark();
     }
     let p0 = engine.prefetch();
+    let block_trace = engine.block_trace();
+    if let Some(t) = &block_trace {
+        t.start();
+    }
     let c0 = engine.counters();
     let g0 = engine.read_cache();
     let io0 = ProcIo::now();
@@ -587,6 +591,12 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let life = c1.since(&c_start);
     if p1.is_some() {
         per_read_misses(&mut invalidation, &lat, d.cache_misses);
+    }
+    if let Some(b) = block_trace.and_then(|t| t.bounds(req.config.cache_bytes)) {
+        let reads = invalidation.reads.unwrap_or(0);
+        let per_read = |m: u64| (reads > 0).then(|| m as f64 / reads as f64);
+        invalidation.belady_misses_per_read = per_read(b.demand_misses);
+        invalidation.belady_warmed_misses_per_read = per_read(b.warmed_misses);
     }
 
     let missions = tracker
@@ -838,6 +848,8 @@ pub fn invalidation_summary(
         misses_per_read: None,
         data_block_misses: None,
         reads: None,
+        belady_misses_per_read: None,
+        belady_warmed_misses_per_read: None,
         rollbacks: p.map(|p| p.rollbacks),
         misses: p.map(|p| p.invalidation_misses),
         window_misses: Some(st.misses_in),

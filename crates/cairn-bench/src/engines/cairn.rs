@@ -5,10 +5,11 @@ use super::{
     BenchConfig, Engine, EngineCounters, EngineExtras, JobKind, JobSpan, PrefetchCounters,
     ProactiveSummary, ReadCacheGauges,
 };
+use crate::measure::belady::{BlockTrace, TracingCache};
 use anyhow::{anyhow, Context, Result};
 use cairn::events::{CompactionInfo, EventListener, FlushInfo};
 use cairn::policy::{PrefetchPolicy, TunerPolicy};
-use cairn::{Db, Options, WriteOptions};
+use cairn::{Db, Options, ReadCachePolicy, WriteOptions};
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ pub struct CairnEngine {
     db: Db,
     write_opts: WriteOptions,
     jobs: Arc<JobLog>,
+    block_trace: Option<Arc<BlockTrace>>,
 }
 
 /// Records when flushes and compactions start and end (cairn's event listener).
@@ -200,14 +202,34 @@ impl CairnEngine {
                 profile,
             }];
         }
+        let block_trace = (cfg.block_trace && opts.read_cache == ReadCachePolicy::Block)
+            .then(|| trace_blocks(&mut opts));
         let db =
             Db::open(dir, opts).with_context(|| format!("opening cairn in {}", dir.display()))?;
         Ok(CairnEngine {
             db,
             write_opts: WriteOptions { sync: cfg.sync },
             jobs,
+            block_trace,
         })
     }
+}
+
+/// Gives the database the LRU block cache it would make itself, behind a recorder of
+/// its lookups.
+fn trace_blocks(opts: &mut Options) -> Arc<BlockTrace> {
+    let shards = match opts.block_cache_shards {
+        0 => cairn::options::auto_cache_shards(opts.block_cache_bytes),
+        n => n,
+    };
+    let lru = cairn::cache::LruBlockCache::with_hot_share(
+        opts.block_cache_bytes,
+        shards,
+        opts.block_cache_hot_share,
+    );
+    let trace = Arc::new(BlockTrace::default());
+    opts.block_cache = Some(Arc::new(TracingCache::new(Arc::new(lru), trace.clone())));
+    trace
 }
 
 /// Sets the number of levels; a preset's run limits keep their inner entries and their
@@ -441,6 +463,10 @@ impl Engine for CairnEngine {
             .iter()
             .map(|(_, s)| s.clone())
             .collect()
+    }
+
+    fn block_trace(&self) -> Option<Arc<BlockTrace>> {
+        self.block_trace.clone()
     }
 
     fn prefetch(&self) -> Option<PrefetchCounters> {

@@ -102,6 +102,10 @@ pub struct BenchConfig {
     /// into its block cache.
     #[serde(default)]
     pub rocksdb_prepopulate: bool,
+    /// Record the block-cache lookups of the measured phase for the Belady bounds
+    /// (cairn with its LRU block cache).
+    #[serde(default)]
+    pub block_trace: bool,
     /// The clock cairn runs on: the wall clock, or the virtual device clock (`--device`
     /// then names its model; one thread; background work at fixed points).
     #[serde(default)]
@@ -263,6 +267,7 @@ impl Default for BenchConfig {
             compaction_jobs: 1,
             rocksdb_statistics: false,
             rocksdb_prepopulate: false,
+            block_trace: false,
             clock: ClockKind::Wall,
             bg_every_ops: default_bg_every_ops(),
             cpu_prices: None,
@@ -517,6 +522,10 @@ pub trait Engine: Send + Sync {
         Vec::new()
     }
     /// The cache-around-compaction counters, for engines that have them.
+    /// The block lookups it records for the Belady bounds (`BenchConfig::block_trace`).
+    fn block_trace(&self) -> Option<Arc<crate::measure::belady::BlockTrace>> {
+        None
+    }
     fn prefetch(&self) -> Option<PrefetchCounters> {
         None
     }

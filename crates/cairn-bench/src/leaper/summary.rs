@@ -215,11 +215,13 @@ pub fn summary(
                         _ => "-",
                     };
                     format!(
-                        "| {label} | {} | {} | {} ({}) | {fewest} | {} / {} | {} | {} | {:.1} / {} | {q} | {within} |",
+                        "| {label} | {} | {} | {} ({}) | {fewest} | {} / {} | {} / {} | {} | {} | {:.1} / {} | {q} | {within} |",
                         r.engine,
                         num(per_read(r), 4),
                         num(best.map(|b| b.0), 4),
                         best.map_or("-", |b| b.1),
+                        num(v.belady_misses_per_read, 4),
+                        num(v.belady_warmed_misses_per_read, 4),
                         num(v.p99_in_windows_us, 0),
                         num(best_p99, 0),
                         change(misses(r), lru.and_then(misses)),
@@ -235,8 +237,12 @@ pub fn summary(
         let _ = write!(
             s,
             "\n### {title}: goals\n\n\
-             | {x} | engine | misses/read | best baseline | fewest | p99 us in windows (engine / best baseline) | inv. misses in T1+T2 vs LRU | vs Incremental Warmup | p95 spike s (engine / LRU) | QPS outside windows vs LRU | within 1% (or faster) |\n\
-             |---|---|---:|---:|---|---:|---:|---:|---:|---:|---|\n{}\n",
+             | {x} | engine | misses/read | best baseline | fewest | Belady (demand / warmed at write) | p99 us in windows (engine / best baseline) | inv. misses in T1+T2 vs LRU | vs Incremental Warmup | p95 spike s (engine / LRU) | QPS outside windows vs LRU | within 1% (or faster) |\n\
+             |---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|\n{}\n\
+             \nBelady: MIN on the run's own block lookups with the run's cache size, per read; \
+             demand caching, and with first uses of blocks written during the run free (a bound \
+             for any policy that warms what writers hand it; the lookups of every policy are \
+             the same on the virtual clock).\n",
             goals.join("\n")
         );
     }

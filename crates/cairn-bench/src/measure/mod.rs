@@ -1,5 +1,6 @@
 //! Measurements taken while a workload runs.
 
+pub mod belady;
 pub mod clock;
 pub mod cpu_price;
 pub mod latency;

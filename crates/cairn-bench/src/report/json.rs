@@ -273,6 +273,12 @@ pub struct InvalidationSummary {
     pub data_block_misses: Option<u64>,
     #[serde(default)]
     pub reads: Option<u64>,
+    /// Belady's MIN on the run's own block lookups, per read (`measure::belady`): demand
+    /// caching, and with first uses of blocks written during the run free.
+    #[serde(default)]
+    pub belady_misses_per_read: Option<f64>,
+    #[serde(default)]
+    pub belady_warmed_misses_per_read: Option<f64>,
     /// Times Leaper's guardrail stopped it in the measured phase.
     #[serde(default)]
     pub rollbacks: Option<u64>,
