@@ -169,7 +169,8 @@ pub fn min_misses(trace: &[u32], capacity: usize, free: impl Fn(u32) -> bool) ->
     let mut misses = 0;
     for (i, &b) in trace.iter().enumerate() {
         let first = seen.insert(b);
-        if !cached.contains_key(&b) && !(first && free(b)) {
+        let hit = cached.contains_key(&b) || (first && free(b));
+        if !hit {
             misses += 1;
         }
         cached.remove(&b);
