@@ -241,8 +241,8 @@ pub fn summary(
              |---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|\n{}\n\
              \nBelady: MIN on the run's own block lookups with the run's cache size, per read; \
              demand caching, and with first uses of blocks written during the run free (a bound \
-             for any policy that warms what writers hand it; the lookups of every policy are \
-             the same on the virtual clock).\n",
+             for any policy that warms what writers hand it; on the virtual clock every \
+             policy makes nearly the same lookups, so the bounds agree across its rows).\n",
             goals.join("\n")
         );
     }
