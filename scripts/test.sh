@@ -5,6 +5,7 @@
 # arguments go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/check-readme.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace "$@"
