@@ -121,7 +121,7 @@ pub struct CompareArgs {
     pub in_process: bool,
     /// Runs per engine. Rounds alternate the engine order (listed, then reversed, ...), and
     /// the tables show each engine's median run with the range over all runs
-    /// (scripts/bench.sh: 3; README's tables: 5).
+    /// (scripts/bench.sh: 3; the docs/results tables: 5).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
     pub repeat: u32,
     /// Skip the untimed pass that gives RocksDB's I/O and cache counters (RocksDB is timed

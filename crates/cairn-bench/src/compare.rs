@@ -370,6 +370,12 @@ pub fn take_counters(r: &mut RunResult, c: &RunResult) {
     r.flush_bytes_written = c.flush_bytes_written;
     r.compaction_bytes_written = c.compaction_bytes_written;
     r.load.storage = c.load.storage;
+    // Leaper's count metric (data-block misses per read) comes from the counters too.
+    if let (Some(to), Some(from)) = (r.invalidation.as_mut(), c.invalidation.as_ref()) {
+        to.data_block_misses = from.data_block_misses;
+        to.reads = from.reads;
+        to.misses_per_read = from.misses_per_read;
+    }
     r.counters_source = "a separate untimed pass of the same stream with statistics on".into();
 }
 

@@ -589,8 +589,8 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let io = ProcIo::now().since(&io0);
     let d = c1.since(&c0);
     let life = c1.since(&c_start);
-    if p1.is_some() {
-        per_read_misses(&mut invalidation, &lat, d.cache_misses);
+    if let Some(m) = d.data_block_misses {
+        per_read_misses(&mut invalidation, &lat, m);
     }
     if let Some(b) = block_trace.and_then(|t| t.bounds(req.config.cache_bytes)) {
         let reads = invalidation.reads.unwrap_or(0);
@@ -851,6 +851,8 @@ pub fn invalidation_summary(
         belady_misses_per_read: None,
         belady_warmed_misses_per_read: None,
         rollbacks: p.map(|p| p.rollbacks),
+        model_evals: p.map(|p| p.model_evals),
+        inference_ns: p.map(|p| p.inference_ns),
         misses: p.map(|p| p.invalidation_misses),
         window_misses: Some(st.misses_in),
         warmed_blocks: p.map(|p| p.warmed_blocks),

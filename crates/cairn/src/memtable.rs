@@ -105,6 +105,20 @@ impl Memtable {
         Some(self.max_seq.load(Ordering::Relaxed))
     }
 
+    /// The smallest and largest user key, `None` while empty.
+    pub fn user_key_span(self: &Arc<Self>) -> Option<(Vec<u8>, Vec<u8>)> {
+        let mut it = self.iter();
+        it.seek_to_first();
+        let lo = it
+            .valid()
+            .then(|| crate::types::user_key(it.key()).to_vec())?;
+        it.seek_to_last();
+        let hi = it
+            .valid()
+            .then(|| crate::types::user_key(it.key()).to_vec())?;
+        Some((lo, hi))
+    }
+
     /// An iterator over all entries in internal order. It sees entries added while it
     /// is in use when it moves past their position.
     pub fn iter(self: &Arc<Self>) -> MemtableIterator {

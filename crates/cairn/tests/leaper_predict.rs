@@ -9,6 +9,9 @@ use cairn::access::{Access, AccessOptions, ManualClock, RangeCollector};
 use cairn::learned::leaper_model::{LeaperMeta, LeaperModel, FEATURE_NAMES};
 use cairn::policy::HotRangePredictor;
 
+/// A span of every key number: the whole key space.
+const ALL: (u64, u64) = (0, u64::MAX);
+
 /// A binary model of one stump: hot (p ~ 0.99) iff feature `f` > 0.5.
 fn stump_on(f: usize) -> String {
     let names: Vec<String> = FEATURE_NAMES.iter().map(|s| s.to_string()).collect();
@@ -71,14 +74,22 @@ fn steps_read_their_features_over_aggregated_ranges() {
     c.record_range(1, Access::Read);
     c.record_range(4, Access::Write);
     c.record_range(15, Access::Write);
-    assert_eq!(p.hot_intervals(0..3), Some(vec![]), "slot 0 has not ended");
+    assert_eq!(
+        p.hot_intervals(0..3, ALL),
+        Some(vec![]),
+        "slot 0 has not ended"
+    );
     clock.advance(1000);
     assert_eq!(p.hot_ranges_next(), vec![0]);
-    assert_eq!(p.hot_intervals(0..1), Some(vec![(0, 19)]));
-    assert_eq!(p.hot_intervals(1..2), Some(vec![(40, 59), (140, 159)]));
-    assert_eq!(p.hot_intervals(2..3), Some(vec![(140, 159)]));
+    // A question runs only its steps' models: three ranges (0, 2, 7) through model 1.
+    assert_eq!(p.inference_cost().0, 3);
+    assert_eq!(p.hot_intervals(0..1, ALL), Some(vec![(0, 19)]));
+    assert_eq!(p.inference_cost().0, 3);
+    assert_eq!(p.hot_intervals(1..2, ALL), Some(vec![(40, 59), (140, 159)]));
+    assert_eq!(p.inference_cost().0, 6);
+    assert_eq!(p.hot_intervals(2..3, ALL), Some(vec![(140, 159)]));
     assert_eq!(
-        p.hot_intervals(0..3),
+        p.hot_intervals(0..3, ALL),
         Some(vec![(0, 19), (40, 59), (140, 159)])
     );
     // Memoised: accesses in the running slot change nothing until it ends.
@@ -109,14 +120,49 @@ fn an_idle_range_is_predicted_from_its_precursors_and_ranked_by_their_reads() {
     }
     c.record_range(4, Access::Read);
     clock.advance(1000);
-    assert_eq!(p.hot_intervals(0..1), Some(vec![(100, 119), (180, 199)]));
-    let scores = p.hot_scores(0..1).unwrap();
+    assert_eq!(
+        p.hot_intervals(0..1, ALL),
+        Some(vec![(100, 119), (180, 199)])
+    );
+    let scores = p.hot_scores(0..1, ALL).unwrap();
     assert_eq!(scores.len(), 2);
     assert_eq!((scores[0].0, scores[1].0), ((100, 119), (180, 199)));
     // Each scores its precursor's reads per slot (over the 6-slot window) times the
     // probability: range 9's precursor read six times as often.
     let ratio = scores[1].1 / scores[0].1;
     assert!((ratio - 6.0).abs() < 1e-6, "{scores:?}");
+}
+
+#[test]
+fn only_the_ranges_a_job_involves_are_inferred_once_per_slot() {
+    let clock = ManualClock::new(0);
+    let c = collector(&clock);
+    let p = HotRangePredictor::new(
+        Arc::new(bundle(20, &[stump_on(0)], BTreeMap::new())),
+        c.clone(),
+    )
+    .unwrap();
+    // Reads in model ranges 0, 3 and 7 (keys 0..=19, 60..=79, 140..=159).
+    for r in [1, 6, 14] {
+        c.record_range(r, Access::Read);
+    }
+    clock.advance(1000);
+    // A job over keys 50..=100 involves range 3 only (and ranges 2, 4, 5, never read).
+    assert_eq!(p.hot_intervals(0..1, (50, 100)), Some(vec![(60, 79)]));
+    assert_eq!(p.inference_cost().0, 1);
+    // The same span again in the same slot: answered from the memo.
+    assert_eq!(p.hot_scores(0..1, (50, 100)).map(|s| s.len()), Some(1));
+    assert_eq!(p.inference_cost().0, 1);
+    // The whole key space adds the two ranges not inferred yet.
+    assert_eq!(
+        p.hot_intervals(0..1, ALL),
+        Some(vec![(0, 19), (60, 79), (140, 159)])
+    );
+    assert_eq!(p.inference_cost().0, 3);
+    // A new slot infers afresh.
+    clock.advance(1000);
+    let _ = p.hot_intervals(0..1, (0, 10));
+    assert_eq!(p.inference_cost().0, 4);
 }
 
 #[test]
@@ -127,7 +173,7 @@ fn a_model_that_calls_idle_ranges_hot_means_everything() {
     let inverted = stump_on(0).replace("leaf_value=-5 5", "leaf_value=5 -5");
     let p = HotRangePredictor::new(Arc::new(bundle(10, &[inverted], BTreeMap::new())), c).unwrap();
     clock.advance(1000);
-    assert_eq!(p.hot_intervals(0..1), None);
+    assert_eq!(p.hot_intervals(0..1, ALL), None);
 }
 
 #[test]
@@ -171,7 +217,7 @@ fn hundreds_of_ranges_predict_quickly() {
 }
 
 /// Files written by the Python learner (`python -m cairn.learn.leaper synth` and `train`,
-/// see the README's Leaper section) read back on the Rust side: the trace decodes and
+/// see docs/papers/leaper.md) read back on the Rust side: the trace decodes and
 /// re-encodes to the same bytes (so each side reads what the other writes), and the
 /// bundle loads and predicts through a collector of the trace's width.
 #[test]
@@ -210,7 +256,7 @@ fn files_from_the_python_learner_load() {
         clock.advance(h.slot_ms);
     }
     let hot = p
-        .hot_intervals(0..1)
+        .hot_intervals(0..1, ALL)
         .expect("a real model does not call idle ranges hot");
     assert!(!hot.is_empty(), "the synthetic trace has hot ranges");
 }

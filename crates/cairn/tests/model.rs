@@ -1079,7 +1079,11 @@ fn recreated_column_family_does_not_inherit_dropped_writes() {
 struct HalfOracle(std::sync::atomic::AtomicU64);
 
 impl cairn::policy::HotRangeSource for HalfOracle {
-    fn hot_intervals(&self, steps: std::ops::Range<usize>) -> Option<Vec<(u64, u64)>> {
+    fn hot_intervals(
+        &self,
+        steps: std::ops::Range<usize>,
+        _span: (u64, u64),
+    ) -> Option<Vec<(u64, u64)>> {
         let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let k0 = cairn::access::key_number(&key(0), 0);
         let span = cairn::access::key_number(&key(99_999), 0) - k0;

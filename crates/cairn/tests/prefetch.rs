@@ -19,7 +19,11 @@ const HOT: std::ops::Range<u64> = 1000..1100;
 struct Oracle;
 
 impl HotRangeSource for Oracle {
-    fn hot_intervals(&self, _steps: std::ops::Range<usize>) -> Option<Vec<(u64, u64)>> {
+    fn hot_intervals(
+        &self,
+        _steps: std::ops::Range<usize>,
+        _span: (u64, u64),
+    ) -> Option<Vec<(u64, u64)>> {
         Some(vec![(HOT.start, HOT.end - 1)])
     }
     fn slot_ms(&self) -> u64 {
@@ -454,7 +458,11 @@ struct LateOracle {
 }
 
 impl HotRangeSource for LateOracle {
-    fn hot_intervals(&self, steps: std::ops::Range<usize>) -> Option<Vec<(u64, u64)>> {
+    fn hot_intervals(
+        &self,
+        steps: std::ops::Range<usize>,
+        _span: (u64, u64),
+    ) -> Option<Vec<(u64, u64)>> {
         Some(if steps.end > 1 {
             vec![(HOT.start, HOT.end - 1)]
         } else {

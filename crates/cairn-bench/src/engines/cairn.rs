@@ -372,6 +372,8 @@ impl Engine for CairnEngine {
             write_bytes: io.write_bytes,
             cache_hits: s.block_cache_hits,
             cache_misses: s.block_cache_misses,
+            // cairn counts its cache's hits and misses on data blocks (DbStats).
+            data_block_misses: Some(s.block_cache_misses),
             user_bytes_written: s.user_bytes_written,
             flush_bytes_written: s.flush_bytes_written,
             compaction_bytes_written: s.compaction_bytes_written,
@@ -487,6 +489,8 @@ impl Engine for CairnEngine {
             alpha_ms_per_block: p.alpha_ms_per_block,
             beta: p.beta,
             rollbacks: p.rollbacks,
+            model_evals: p.model_evals,
+            inference_ns: p.inference_ns,
         })
     }
 

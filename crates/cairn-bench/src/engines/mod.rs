@@ -304,6 +304,10 @@ pub struct EngineCounters {
     /// Time writers spent stalled or slowed down by background work, in microseconds.
     #[serde(default)]
     pub stall_micros: u64,
+    /// Block-cache misses on data blocks (Leaper's metric), engines that tell them apart
+    /// from index and filter misses.
+    #[serde(default)]
+    pub data_block_misses: Option<u64>,
 }
 
 impl EngineCounters {
@@ -335,6 +339,9 @@ impl EngineCounters {
                 .compaction_bytes_read
                 .saturating_sub(earlier.compaction_bytes_read),
             stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
+            data_block_misses: self
+                .data_block_misses
+                .map(|m| m.saturating_sub(earlier.data_block_misses.unwrap_or(0))),
         }
     }
 }
@@ -394,6 +401,12 @@ pub struct PrefetchCounters {
     /// Times Leaper's guardrail stopped it.
     #[serde(default)]
     pub rollbacks: u64,
+    /// Leaper's model evaluations (a range through one step's model), and the
+    /// nanoseconds inference took.
+    #[serde(default)]
+    pub model_evals: u64,
+    #[serde(default)]
+    pub inference_ns: u64,
 }
 
 impl PrefetchCounters {
@@ -422,6 +435,8 @@ impl PrefetchCounters {
             alpha_ms_per_block: self.alpha_ms_per_block,
             beta: self.beta,
             rollbacks: d(self.rollbacks, e.rollbacks),
+            model_evals: d(self.model_evals, e.model_evals),
+            inference_ns: d(self.inference_ns, e.inference_ns),
         }
     }
 }

@@ -166,6 +166,7 @@ impl Engine for RocksEngine {
             invalidation_misses: 0,
             compaction_bytes_read: c("rocksdb.compact.read.bytes"),
             stall_micros,
+            data_block_misses: Some(c("rocksdb.block.cache.data.miss")),
             ..Default::default()
         }
     }
@@ -407,6 +408,11 @@ mod tests {
         );
         assert!(c.read_ops > 0 && c.read_bytes > 0, "{c:?}");
         assert!(c.cache_hits > 0 && c.cache_misses > 0, "{c:?}");
+        // Data-block misses (Leaper's metric) are a part of all misses.
+        assert!(
+            c.data_block_misses.is_some_and(|m| m > 0 && m <= c.cache_misses),
+            "{c:?}"
+        );
         assert!(c.write_ops > 0, "{c:?}");
         assert!(c.compaction_bytes_read > 0, "{c:?}");
         Box::new(e).close().unwrap();

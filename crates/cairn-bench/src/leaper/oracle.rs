@@ -170,13 +170,13 @@ impl OracleSource {
 }
 
 impl HotRangeSource for OracleSource {
-    fn hot_intervals(&self, steps: Range<usize>) -> Option<Vec<(u64, u64)>> {
+    fn hot_intervals(&self, steps: Range<usize>, _span: (u64, u64)) -> Option<Vec<(u64, u64)>> {
         let (a, b) = self.span(&steps);
         Some(self.intervals(a, b))
     }
 
     /// Each range scored by the reads it will get: the ranking Leaper's model estimates.
-    fn hot_scores(&self, steps: Range<usize>) -> Option<Vec<((u64, u64), f64)>> {
+    fn hot_scores(&self, steps: Range<usize>, _span: (u64, u64)) -> Option<Vec<((u64, u64), f64)>> {
         let (a, b) = self.span(&steps);
         Some(self.scored(a, b))
     }
@@ -223,7 +223,7 @@ mod tests {
         assert!(sc.windows(2).all(|w| w[0].0 .1 < w[1].0 .0));
         assert_eq!(sc.iter().map(|s| s.1).sum::<f64>(), reads as f64);
         // No ops executed yet: the next slot starts at op 0.
-        let hot = o.hot_intervals(0..1).unwrap();
+        let hot = o.hot_intervals(0..1, (0, u64::MAX)).unwrap();
         assert!(!hot.is_empty());
         assert_eq!(o.slot_ms(), 1000);
     }

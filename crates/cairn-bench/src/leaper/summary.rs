@@ -254,13 +254,21 @@ pub fn summary(
                 let v = r.invalidation.clone().unwrap_or_default();
                 let l = r.leaper.clone().unwrap_or_default();
                 let lv = lru.and_then(|x| x.invalidation.clone()).unwrap_or_default();
+                let ops = r.ops.max(1) as f64;
+                let infer_us = v.inference_ns.map(|n| n as f64 / 1e3 / ops);
+                let infer_share = infer_us
+                    .zip(r.cpu_ms_per_op())
+                    .map(|(i, c)| format!("{:.1}%", 100.0 * i / (c * 1e3)));
                 format!(
-                    "| {label} | {} | {} | {} | {} / {} | {} | {:.1} | {:.1} | {} | {:.1} / {:.1} |",
+                    "| {label} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {:.1} / {:.1} |",
                     r.engine,
                     num(v.qps_outside, 0),
                     change(v.qps_outside, lv.qps_outside),
                     num(r.cpu_ms_per_op(), 4),
                     num(lru.and_then(|x| x.cpu_ms_per_op()), 4),
+                    num(infer_us, 2),
+                    infer_share.unwrap_or_else(|| "-".into()),
+                    v.model_evals.map_or("-".into(), |n| n.to_string()),
                     l.trace_rows,
                     l.train_seconds,
                     l.bundle_bytes as f64 / 1024.0,
@@ -275,11 +283,13 @@ pub fn summary(
         let _ = write!(
             s,
             "\n### {title}: overhead (Table 5)\n\n\
-             | {x} | engine | QPS outside windows | vs LRU | CPU ms/op (engine / LRU) | trace rows | train s | bundle KiB | k | peak RSS MiB (engine / LRU) |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n{}\n\
+             | {x} | engine | QPS outside windows | vs LRU | CPU ms/op (engine / LRU) | inference us/op | of CPU | model evaluations | trace rows | train s | bundle KiB | k | peak RSS MiB (engine / LRU) |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n{}\n\
              \nOverall overhead as in the paper: the QPS decline outside flushes and compactions \
-             (and T after) against cairn:lru. The collector's per-access cost is measured by \
-             cairn's `access_cost` example.\n",
+             (and T after) against cairn:lru. Inference: the CPU Leaper's models took in the \
+             measured phase (each range of a job's key span through the models of the steps the job asks about, once per slot, §5.2), per op \
+             and as a share of the engine's CPU per op. The collector's per-access cost is \
+             measured by cairn's `access_cost` example.\n",
             over.join("\n")
         );
     }

@@ -282,6 +282,13 @@ pub struct InvalidationSummary {
     /// Times Leaper's guardrail stopped it in the measured phase.
     #[serde(default)]
     pub rollbacks: Option<u64>,
+    /// Leaper's model evaluations (a range through one step's model) in the measured
+    /// phase, and the CPU nanoseconds inference took (§5.2: only the ranges a job
+    /// involves).
+    #[serde(default)]
+    pub model_evals: Option<u64>,
+    #[serde(default)]
+    pub inference_ns: Option<u64>,
     /// Invalidation misses with T (T1 + T2 windows): the secondary count.
     pub misses: Option<u64>,
     /// Every foreground block-cache miss in timeline intervals inside T1 + T2 windows

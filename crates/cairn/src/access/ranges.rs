@@ -310,13 +310,22 @@ impl RangeCollector {
     pub fn all_history(&self, n: usize) -> Vec<(u64, Vec<(u32, u32)>)> {
         let now = self.current_slot();
         let mut out = Vec::new();
+        // Older slots than the ring holds read as zero.
+        let kept = n.min(RING);
+        let mut h = [(0u32, 0u32); RING];
         for shard in &self.shards {
             for (&range, c) in shard.read().iter() {
-                let h: Vec<(u32, u32)> = (1..=n as u64)
-                    .map(|back| now.checked_sub(back).map_or((0, 0), |s| c.counts(s)))
-                    .collect();
-                if h.iter().any(|&(r, w)| r > 0 || w > 0) {
-                    out.push((range, h));
+                // Most ranges are idle in a short window: allocate only for the rest
+                // (inference reads this once per slot over every range seen).
+                let mut any = false;
+                for (back, cell) in (1..=kept as u64).zip(h.iter_mut()) {
+                    *cell = now.checked_sub(back).map_or((0, 0), |s| c.counts(s));
+                    any |= cell.0 > 0 || cell.1 > 0;
+                }
+                if any {
+                    let mut v = h[..kept].to_vec();
+                    v.resize(n, (0, 0));
+                    out.push((range, v));
                 }
             }
         }

@@ -279,7 +279,8 @@ impl DbInner {
         };
         crate::events::notify(self.id(), &self.opts.listeners, |l| l.on_flush_begin(&info));
         let deepest = cf.sv.load().version.deepest_nonempty();
-        let warmer = self.prefetch.flush_warmer(cf.id);
+        let (lo, hi) = mem.user_key_span().unwrap_or_default();
+        let warmer = self.prefetch.flush_warmer(cf.id, (&lo, &hi));
         let (mut edit, files) = self.write_level0(cf.id, mem, deepest, warmer)?;
         if let Some(rc) = &self.read_cache {
             // AC-Key: sync cached entries while readers still see the memtable (they check
@@ -654,9 +655,10 @@ impl DbInner {
             .chain(dest_inputs)
             .map(|f| (f.file_no(), f.size()))
             .collect();
+        let (lo, hi) = picker::merged_range(inputs, dest_inputs);
         let job = JobGuard(
             &self.prefetch,
-            Some(self.prefetch.compaction_begin(id, &job_inputs)),
+            Some(self.prefetch.compaction_begin(id, &job_inputs, (&lo, &hi))),
         );
         let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
         let bytes_in: u64 = inputs.iter().chain(dest_inputs).map(|f| f.size()).sum();

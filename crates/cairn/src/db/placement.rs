@@ -498,7 +498,10 @@ impl DbInner {
             .collect();
         let job = JobGuard(
             &self.prefetch,
-            Some(self.prefetch.compaction_begin(state.id, &job_inputs)),
+            Some(
+                self.prefetch
+                    .compaction_begin(state.id, &job_inputs, (&mlo, &mhi)),
+            ),
         );
         let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
         let sink = warmer.map(|w| move |file_no: u64| w.sink(file_no));

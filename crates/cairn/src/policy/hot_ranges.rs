@@ -2,15 +2,19 @@
 //! slots, from the collector's counts and the learner's models, memoised per slot.
 //!
 //! At the first question in a slot, the counts of the last complete slots are read from
-//! the collector, summed into the model's range width (a multiple of the collector's),
-//! turned into the 18 features of `docs/leaper-formats.md` and passed through the k
-//! models; the answers hold until the slot ends. Ranges with an access in the feature
-//! window are predicted, and idle ranges whose precursors had one (their own counts are
-//! zero, their precursor features are not); any other range has all-zero features, and
-//! the model's answer for it is one number, checked once.
+//! the collector and summed into the model's range width (a multiple of the collector's).
+//! A question names the key span of the job that asks (§5.2: only the ranges a flush or
+//! compaction involves are inferred): each range of the span not inferred yet in this
+//! slot gets its 18 features (`docs/leaper-formats.md`) and goes through the k models;
+//! the answers hold until the slot ends. Ranges with an access in the feature window are
+//! predicted, and idle ranges whose precursors had one (their own counts are zero, their
+//! precursor features are not); any other range has all-zero features, and the model's
+//! answer for it is one number, checked once per slot.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
@@ -19,39 +23,57 @@ use crate::access::{estimate, RangeCollector};
 use crate::learned::leaper_model::LeaperModel;
 use crate::{Error, Result};
 
-/// One range predicted hot in some step.
+/// One range's predictions so far this slot.
 #[derive(Debug)]
-struct HotRange {
-    /// Coarse range id.
-    range: u64,
-    /// A bit per step (bit i: hot in slot s + i + 1).
-    bits: u64,
-    /// Each step's predicted probability.
+struct RangeMemo {
+    /// Each step's predicted probability; NaN where that step's model has not run yet
+    /// (a question runs only the models of its steps).
     probs: Box<[f32]>,
     /// Estimated reads per slot over the feature window.
     rate: f64,
 }
 
-impl HotRange {
+impl RangeMemo {
+    /// The steps of `mask` whose probability reaches `threshold`.
+    fn hot_steps(&self, mask: u64, threshold: f64) -> u64 {
+        self.probs
+            .iter()
+            .enumerate()
+            .filter(|&(i, &p)| i < 64 && mask & (1 << i) != 0 && f64::from(p) >= threshold)
+            .fold(0u64, |b, (i, _)| b | (1 << i))
+    }
+
     /// Expected reads in the best step of `mask`: probability x read rate.
     fn score(&self, mask: u64) -> f64 {
         self.probs
             .iter()
             .enumerate()
-            .filter(|&(i, _)| i < 64 && mask & (1 << i) != 0)
+            .filter(|&(i, p)| i < 64 && mask & (1 << i) != 0 && !p.is_nan())
             .map(|(_, &p)| f64::from(p) * self.rate)
             .fold(0.0, f64::max)
     }
 }
 
-/// Predictions for one slot.
+/// One slot's inputs and the predictions made from them so far.
 #[derive(Debug)]
 struct Memo {
     slot: u64,
-    /// Ranges hot in some step, sorted by id.
-    hot: Vec<HotRange>,
+    /// Estimated reads and writes per model range and slot of the feature window.
+    counts: BTreeMap<u64, Vec<(f64, f64)>>,
+    /// Time of day at the end of the last complete slot (hour, minute, second).
+    clock: [f64; 3],
     /// Whether a range with no recent access is predicted hot at each step (bit mask).
     idle_hot: u64,
+    /// Ranges inferred this slot.
+    done: Mutex<BTreeMap<u64, RangeMemo>>,
+}
+
+/// What inference has cost since open (§7.4's overhead).
+#[derive(Debug, Default)]
+struct Cost {
+    /// Model evaluations (one range through one step's model).
+    evals: AtomicU64,
+    nanos: AtomicU64,
 }
 
 /// Predicts hot key ranges with one model bundle over one collector.
@@ -62,6 +84,7 @@ pub struct HotRangePredictor {
     /// Collector ranges per model range.
     ratio: u64,
     memo: Mutex<Option<Arc<Memo>>>,
+    cost: Cost,
 }
 
 impl HotRangePredictor {
@@ -90,6 +113,7 @@ impl HotRangePredictor {
             collector,
             ratio,
             memo: Mutex::new(None),
+            cost: Cost::default(),
         })
     }
 
@@ -113,25 +137,44 @@ impl HotRangePredictor {
         (ms.div_ceil(self.slot_ms().max(1)) as usize).clamp(1, self.steps())
     }
 
-    fn memo(&self) -> Arc<Memo> {
+    /// Model evaluations (one range through one step's model) since open, and the
+    /// nanoseconds inference took (reading the counts included).
+    pub fn inference_cost(&self) -> (u64, u64) {
+        (self.cost.evals.load(Relaxed), self.cost.nanos.load(Relaxed))
+    }
+
+    /// This slot's memo with every range of `span` (key numbers) inferred for the steps
+    /// of `mask`.
+    fn memo(&self, span: Interval, mask: u64) -> Arc<Memo> {
+        let start = Instant::now();
         let slot = self.collector.current_slot();
-        let mut g = self.memo.lock();
-        if let Some(m) = g.as_ref().filter(|m| m.slot == slot) {
-            return m.clone();
-        }
-        let m = Arc::new(self.predict_slot(slot));
-        *g = Some(m.clone());
+        let m = {
+            let mut g = self.memo.lock();
+            match g.as_ref().filter(|m| m.slot == slot) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = Arc::new(self.begin_slot(slot));
+                    *g = Some(m.clone());
+                    m
+                }
+            }
+        };
+        let evals = self.infer_span(&m, span, mask);
+        self.cost.evals.fetch_add(evals, Relaxed);
+        self.cost
+            .nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
         m
     }
 
-    fn predict_slot(&self, slot: u64) -> Memo {
-        let meta = self.model.meta();
-        let n = meta.history_slots as usize;
+    /// A new slot: the feature window's counts, the clock, the idle ranges' answer.
+    fn begin_slot(&self, slot: u64) -> Memo {
+        let n = self.model.meta().history_slots as usize;
         let p = self.collector.options().sample_p;
         // Estimated reads and writes per model range and slot (eq. 1 per collector cell).
-        let mut agg: HashMap<u64, Vec<(f64, f64)>> = HashMap::new();
+        let mut counts: BTreeMap<u64, Vec<(f64, f64)>> = BTreeMap::new();
         for (range, h) in self.collector.all_history(n) {
-            let e = agg
+            let e = counts
                 .entry(range / self.ratio)
                 .or_insert_with(|| vec![(0.0, 0.0); n]);
             for (acc, &(r, w)) in e.iter_mut().zip(&h) {
@@ -139,7 +182,6 @@ impl HotRangePredictor {
                 acc.1 += estimate(w, p);
             }
         }
-        // Time of day at the end of the last complete slot.
         let end_ms = self.collector.slot_end_ms(slot.saturating_sub(1));
         let day_s = (end_ms / 1000) % 86_400;
         let clock = [
@@ -147,84 +189,140 @@ impl HotRangePredictor {
             ((day_s / 60) % 60) as f64,
             (day_s % 60) as f64,
         ];
-        let row = |counts: Option<&Vec<(f64, f64)>>, pre: [f64; 3]| {
-            let mut f = Vec::with_capacity(2 * n + 6);
-            f.extend((0..n).map(|i| counts.map_or(0.0, |c| c[i].0)));
-            f.extend((0..n).map(|i| counts.map_or(0.0, |c| c[i].1)));
-            f.extend_from_slice(&clock);
-            f.extend_from_slice(&pre);
-            f
-        };
-        let probs = |f: &[f64]| -> Box<[f32]> {
-            self.model
-                .models()
-                .iter()
-                .map(|m| m.predict(f) as f32)
-                .collect()
-        };
-        let bits = |p: &[f32]| {
-            p.iter()
-                .enumerate()
-                .filter(|&(_, &p)| f64::from(p) >= meta.threshold)
-                .fold(0u64, |b, (i, _)| b | (1 << i))
-        };
-        let rate = |c: &Vec<(f64, f64)>| c.iter().map(|c| c.0).sum::<f64>() / n.max(1) as f64;
-        // Ranges read in the feature window, and idle ranges whose precursors were (a range
-        // that turns hot after another, §4.2: known only through its precursors).
-        let announced = meta
-            .precursors
-            .iter()
-            .filter(|(r, qs)| !agg.contains_key(r) && qs.iter().any(|q| agg.contains_key(q)))
-            .map(|(&r, _)| r);
-        let candidates: Vec<u64> = agg.keys().copied().chain(announced).collect();
-        let mut hot: Vec<HotRange> = candidates
-            .into_iter()
-            .filter_map(|range| {
-                let counts = agg.get(&range);
-                let mut pre = [0.0; 3];
-                let mut pre_rate: f64 = 0.0;
-                for (slot, &q) in pre.iter_mut().zip(self.model.precursors(range)) {
-                    if let Some(c) = agg.get(&q) {
-                        *slot = c[0].0;
-                        pre_rate = pre_rate.max(rate(c));
-                    }
-                }
-                let p = probs(&row(counts, pre));
-                let b = bits(&p);
-                (b != 0).then(|| HotRange {
-                    range,
-                    bits: b,
-                    probs: p,
-                    // An idle range would be read as its precursor is when it turns hot.
-                    rate: counts.map_or(pre_rate, rate),
-                })
-            })
-            .collect();
-        hot.sort_unstable_by_key(|h| h.range);
-        Memo {
+        let mut m = Memo {
             slot,
-            hot,
-            idle_hot: bits(&probs(&row(None, [0.0; 3]))),
+            counts,
+            clock,
+            idle_hot: 0,
+            done: Mutex::new(BTreeMap::new()),
+        };
+        let idle = self.row(&m, None, [0.0; 3]);
+        m.idle_hot = self
+            .model
+            .models()
+            .iter()
+            .enumerate()
+            .filter(|(_, model)| model.predict(&idle) >= self.model.meta().threshold)
+            .fold(0u64, |b, (i, _)| b | (1 << i));
+        m
+    }
+
+    /// The model ranges covering the key numbers of `span`.
+    fn ranges_of(&self, span: Interval) -> std::ops::RangeInclusive<u64> {
+        let w = self.model.meta().range_width;
+        span.0 / w..=span.1 / w
+    }
+
+    /// Runs the models of `mask`'s steps on the ranges of `span` that have not been
+    /// through them this slot: ranges read in the feature window, and idle ones whose
+    /// precursors were (a range that turns hot after another, §4.2: known only through
+    /// its precursors). Returns the model evaluations made.
+    fn infer_span(&self, m: &Memo, span: Interval, mask: u64) -> u64 {
+        let within = self.ranges_of(span);
+        let precursors = &self.model.meta().precursors;
+        let announced = precursors
+            .range(within.clone())
+            .filter(|(r, qs)| {
+                !m.counts.contains_key(r) && qs.iter().any(|q| m.counts.contains_key(q))
+            })
+            .map(|(&r, _)| r);
+        let wanted: BTreeSet<u64> = m
+            .counts
+            .range(within)
+            .map(|(&r, _)| r)
+            .chain(announced)
+            .collect();
+        let models = self.model.models();
+        let mut done = m.done.lock();
+        let mut evals = 0;
+        for range in wanted {
+            let (features, rate) = self.features(m, range);
+            let e = done.entry(range).or_insert_with(|| RangeMemo {
+                probs: vec![f32::NAN; models.len()].into(),
+                rate,
+            });
+            for (step, model) in models.iter().enumerate() {
+                if step < 64 && mask & (1 << step) != 0 && e.probs[step].is_nan() {
+                    e.probs[step] = model.predict(&features) as f32;
+                    evals += 1;
+                }
+            }
         }
+        evals
+    }
+
+    /// One range's features and its read rate (an idle range's: its precursors', as it
+    /// would be read as they are when it turns hot).
+    fn features(&self, m: &Memo, range: u64) -> (Vec<f64>, f64) {
+        let counts = m.counts.get(&range);
+        let mut pre = [0.0; 3];
+        let mut pre_rate: f64 = 0.0;
+        for (slot, &q) in pre.iter_mut().zip(self.model.precursors(range)) {
+            if let Some(c) = m.counts.get(&q) {
+                *slot = c[0].0;
+                pre_rate = pre_rate.max(Self::rate(c));
+            }
+        }
+        let rate = counts.map_or(pre_rate, |c| Self::rate(c));
+        (self.row(m, counts, pre), rate)
+    }
+
+    /// The 18 features of one range (counts, clock, precursors).
+    fn row(&self, m: &Memo, counts: Option<&Vec<(f64, f64)>>, pre: [f64; 3]) -> Vec<f64> {
+        let n = self.model.meta().history_slots as usize;
+        let mut f = Vec::with_capacity(2 * n + 6);
+        f.extend((0..n).map(|i| counts.map_or(0.0, |c| c[i].0)));
+        f.extend((0..n).map(|i| counts.map_or(0.0, |c| c[i].1)));
+        f.extend_from_slice(&m.clock);
+        f.extend_from_slice(&pre);
+        f
+    }
+
+    /// Estimated reads per slot over the feature window.
+    fn rate(c: &[(f64, f64)]) -> f64 {
+        c.iter().map(|c| c.0).sum::<f64>() / c.len().max(1) as f64
     }
 
     fn mask(steps: std::ops::Range<usize>) -> u64 {
         steps.filter(|&s| s < 64).fold(0u64, |b, s| b | (1u64 << s))
     }
 
-    /// The key-number intervals of the ranges predicted hot in any step of `steps`
-    /// (0-based: step 0 is the next slot), sorted and merged. `None` when the model
-    /// calls every idle range hot: then everything is (the caller keeps or warms all).
-    pub fn hot_intervals(&self, steps: std::ops::Range<usize>) -> Option<Vec<Interval>> {
-        let m = self.memo();
+    /// The ranges of `span` predicted hot in some step of `mask`, with their id.
+    fn hot_in<T>(
+        &self,
+        span: Interval,
+        mask: u64,
+        f: impl Fn(u64, &RangeMemo) -> T,
+    ) -> (u64, Vec<T>) {
+        let m = self.memo(span, mask);
+        let threshold = self.model.meta().threshold;
+        let done = m.done.lock();
+        let out = done
+            .range(self.ranges_of(span))
+            .filter(|(_, h)| h.hot_steps(mask, threshold) != 0)
+            .map(|(&r, h)| f(r, h))
+            .collect();
+        (m.idle_hot, out)
+    }
+
+    /// The key-number intervals of the ranges of `span` predicted hot in any step of
+    /// `steps` (0-based: step 0 is the next slot), sorted and merged. `None` when the
+    /// model calls every idle range hot: then everything is (the caller keeps or warms
+    /// all).
+    pub fn hot_intervals(
+        &self,
+        steps: std::ops::Range<usize>,
+        span: Interval,
+    ) -> Option<Vec<Interval>> {
         let mask = Self::mask(steps);
-        if m.idle_hot & mask != 0 {
+        let w = self.model.meta().range_width;
+        let (idle_hot, ranges) = self.hot_in(span, mask, |r, _| r);
+        if idle_hot & mask != 0 {
             return None;
         }
-        let w = self.model.meta().range_width;
         let mut out: Vec<Interval> = Vec::new();
-        for h in m.hot.iter().filter(|h| h.bits & mask != 0) {
-            let lo = h.range.saturating_mul(w);
+        for r in ranges {
+            let lo = r.saturating_mul(w);
             let hi = lo.saturating_add(w - 1);
             match out.last_mut() {
                 Some(last) if last.1.saturating_add(1) >= lo => last.1 = last.1.max(hi),
@@ -234,35 +332,29 @@ impl HotRangePredictor {
         Some(out)
     }
 
-    /// The ranges predicted hot in any step of `steps`, one interval each (sorted,
-    /// disjoint), scored by expected reads: the best step's probability times the
-    /// range's read rate over the feature window (an idle range announced by its
+    /// The ranges of `span` predicted hot in any step of `steps`, one interval each
+    /// (sorted, disjoint), scored by expected reads: the best step's probability times
+    /// the range's read rate over the feature window (an idle range announced by its
     /// precursors: theirs). A ranking, where `hot_intervals` is a set: warming fills its
     /// budget with the best first. Idle ranges with no precursor read have no expected
     /// reads to rank by and are left out even when the model calls them hot.
-    pub fn hot_scores(&self, steps: std::ops::Range<usize>) -> Option<Vec<(Interval, f64)>> {
-        let m = self.memo();
+    pub fn hot_scores(
+        &self,
+        steps: std::ops::Range<usize>,
+        span: Interval,
+    ) -> Option<Vec<(Interval, f64)>> {
         let mask = Self::mask(steps);
         let w = self.model.meta().range_width;
-        Some(
-            m.hot
-                .iter()
-                .filter(|h| h.bits & mask != 0)
-                .map(|h| {
-                    let lo = h.range.saturating_mul(w);
-                    ((lo, lo.saturating_add(w - 1)), h.score(mask))
-                })
-                .collect(),
-        )
+        let (_, scored) = self.hot_in(span, mask, |r, h| {
+            let lo = r.saturating_mul(w);
+            ((lo, lo.saturating_add(w - 1)), h.score(mask))
+        });
+        Some(scored)
     }
 
-    /// Ranges predicted hot in the next slot (for tests and reports).
+    /// Ranges predicted hot in the next slot, over the whole key space (for tests and
+    /// reports).
     pub fn hot_ranges_next(&self) -> Vec<u64> {
-        self.memo()
-            .hot
-            .iter()
-            .filter(|h| h.bits & 1 != 0)
-            .map(|h| h.range)
-            .collect()
+        self.hot_in((0, u64::MAX), 1, |r, _| r).1
     }
 }

@@ -55,10 +55,14 @@ use crate::table::{Block, BlockHandle, BlockSink};
 use crate::types::user_key;
 
 /// Answers which key ranges will be read in the next slots.
+///
+/// Every question names the key span (key numbers, inclusive) of the job that asks: a
+/// source may leave out ranges outside it, as Leaper infers only the ranges a flush or
+/// compaction involves (§5.2).
 pub trait HotRangeSource: Send + Sync {
     /// Inclusive key-number intervals (sorted, disjoint) read in any of `steps` (0: the
-    /// next slot); `None` means "everything".
-    fn hot_intervals(&self, steps: Range<usize>) -> Option<Vec<Interval>>;
+    /// next slot) within `span`; `None` means "everything".
+    fn hot_intervals(&self, steps: Range<usize>, span: Interval) -> Option<Vec<Interval>>;
     /// Length of one step.
     fn slot_ms(&self) -> u64;
     /// Steps it can answer for.
@@ -67,18 +71,22 @@ pub trait HotRangeSource: Send + Sync {
     fn key_offset(&self) -> usize {
         0
     }
-    /// The hot ranges of `steps` with a score each, the reads expected in them (sorted by
-    /// start, disjoint; the prefetcher warms best-first). Default: `hot_intervals`, each
-    /// scoring 1.
-    fn hot_scores(&self, steps: Range<usize>) -> Option<Vec<(Interval, f64)>> {
-        self.hot_intervals(steps)
+    /// The hot ranges of `steps` within `span` with a score each, the reads expected in
+    /// them (sorted by start, disjoint; the prefetcher warms best-first). Default:
+    /// `hot_intervals`, each scoring 1.
+    fn hot_scores(&self, steps: Range<usize>, span: Interval) -> Option<Vec<(Interval, f64)>> {
+        self.hot_intervals(steps, span)
             .map(|v| v.into_iter().map(|i| (i, 1.0)).collect())
+    }
+    /// Model evaluations and nanoseconds spent inferring since open (0 where free).
+    fn inference_cost(&self) -> (u64, u64) {
+        (0, 0)
     }
 }
 
 impl HotRangeSource for HotRangePredictor {
-    fn hot_intervals(&self, steps: Range<usize>) -> Option<Vec<Interval>> {
-        HotRangePredictor::hot_intervals(self, steps)
+    fn hot_intervals(&self, steps: Range<usize>, span: Interval) -> Option<Vec<Interval>> {
+        HotRangePredictor::hot_intervals(self, steps, span)
     }
     fn slot_ms(&self) -> u64 {
         HotRangePredictor::slot_ms(self)
@@ -89,8 +97,11 @@ impl HotRangeSource for HotRangePredictor {
     fn key_offset(&self) -> usize {
         self.key_offset()
     }
-    fn hot_scores(&self, steps: Range<usize>) -> Option<Vec<(Interval, f64)>> {
-        HotRangePredictor::hot_scores(self, steps)
+    fn hot_scores(&self, steps: Range<usize>, span: Interval) -> Option<Vec<(Interval, f64)>> {
+        HotRangePredictor::hot_scores(self, steps, span)
+    }
+    fn inference_cost(&self) -> (u64, u64) {
+        HotRangePredictor::inference_cost(self)
     }
 }
 
@@ -203,6 +214,11 @@ pub struct PrefetchStats {
     pub rollbacks: u64,
     /// Whether it is stopped now.
     pub rolled_back: bool,
+    /// Model evaluations, one key range through one step's model (§5.2: only the ranges
+    /// a job involves, only the steps it asks about).
+    pub model_evals: u64,
+    /// Nanoseconds spent inferring (reading the counts included), all models loaded.
+    pub inference_ns: u64,
 }
 
 #[derive(Default)]
@@ -220,6 +236,9 @@ struct Counters {
     model_errors: AtomicU64,
     jobs_with_model: AtomicU64,
     rollbacks: AtomicU64,
+    /// Inference cost of sources since replaced.
+    retired_evals: AtomicU64,
+    retired_ns: AtomicU64,
 }
 
 /// One flush's or compaction's invalidated key ranges.
@@ -267,6 +286,25 @@ impl Event {
         self.ranges[..n]
             .iter()
             .any(|r| r.1.as_slice() >= key && r.2 == file_no)
+    }
+}
+
+/// A job's smallest and largest user key.
+pub(crate) type KeySpan<'a> = (&'a [u8], &'a [u8]);
+
+/// The key numbers of a job's keys, as its source numbers them. Key numbers follow key
+/// order only among keys that share the bytes before the offset: where the two ends do
+/// not, the job may hold any number.
+fn span(keys: KeySpan<'_>, key_offset: usize) -> Interval {
+    let (lo, hi) = (
+        key_number(keys.0, key_offset),
+        key_number(keys.1, key_offset),
+    );
+    let prefix = |k: &[u8]| k.get(..key_offset.min(k.len())).map(<[u8]>::to_vec);
+    if lo <= hi && prefix(keys.0) == prefix(keys.1) {
+        (lo, hi)
+    } else {
+        (0, u64::MAX)
     }
 }
 
@@ -471,7 +509,11 @@ impl Prefetcher {
 
     /// Installs (or replaces) the hot-range source of a column family.
     pub(crate) fn set_source(&self, cf: u32, src: Arc<dyn HotRangeSource>) {
-        self.sources.write().insert(cf, src);
+        if let Some(old) = self.sources.write().insert(cf, src) {
+            let (ranges, nanos) = old.inference_cost();
+            self.counters.retired_evals.fetch_add(ranges, Relaxed);
+            self.counters.retired_ns.fetch_add(nanos, Relaxed);
+        }
         self.rolled_back.store(false, Relaxed);
     }
 
@@ -583,8 +625,9 @@ impl Prefetcher {
         }
     }
 
-    /// A warmer for a flush of `cf`, if the policy warms flushed blocks.
-    pub(crate) fn flush_warmer(&self, cf: u32) -> Option<Arc<Warmer>> {
+    /// A warmer for a flush of `cf` whose keys lie in `keys` (smallest and largest user
+    /// key), if the policy warms flushed blocks.
+    pub(crate) fn flush_warmer(&self, cf: u32, keys: KeySpan<'_>) -> Option<Arc<Warmer>> {
         let warm = match &self.policy {
             PrefetchPolicy::WarmFlush | PrefetchPolicy::WarmAll => Warm::All,
             PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
@@ -594,7 +637,7 @@ impl Prefetcher {
                     .map_or(1, |t| t.div_ceil(src.slot_ms().max(1)) as usize)
                     .clamp(1, src.steps());
                 self.counters.jobs_with_model.fetch_add(1, Relaxed);
-                match src.hot_scores(0..steps) {
+                match src.hot_scores(0..steps, span(keys, src.key_offset())) {
                     Some(hot) => Warm::Hot {
                         hot,
                         key_offset: src.key_offset(),
@@ -649,8 +692,14 @@ impl Prefetcher {
         self.record_event(Vec::new(), keys, HashSet::new(), outputs, true, None);
     }
 
-    /// A compaction of `inputs` (file numbers, with their sizes) starts.
-    pub(crate) fn compaction_begin(&self, cf: u32, inputs: &[(u64, u64)]) -> CompactionJob {
+    /// A compaction of `inputs` (file numbers, with their sizes) whose keys lie in `keys`
+    /// starts.
+    pub(crate) fn compaction_begin(
+        &self,
+        cf: u32,
+        inputs: &[(u64, u64)],
+        keys: KeySpan<'_>,
+    ) -> CompactionJob {
         let begin = self.clock.now();
         let input_blocks: u64 = inputs
             .iter()
@@ -701,7 +750,7 @@ impl Prefetcher {
             }
             PrefetchPolicy::WarmAll => Some(self.warmer(Warm::All, None, Priority::Bottom)),
             PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => self
-                .leaper_begin(cf, input_blocks, &cached)
+                .leaper_begin(cf, input_blocks, &cached, keys)
                 .map(|(w, room)| self.warmer(w, Some(room), Priority::Low)),
             _ => None,
         };
@@ -723,8 +772,10 @@ impl Prefetcher {
         cf: u32,
         input_blocks: u64,
         cached: &[(BlockKey, Arc<Block>)],
+        keys: KeySpan<'_>,
     ) -> Option<(Warm, usize)> {
         let src = self.source(cf)?;
+        let job_span = span(keys, src.key_offset());
         let t = src.slot_ms().max(1);
         let k = src.steps().max(1);
         let t1_ms = self
@@ -746,7 +797,7 @@ impl Prefetcher {
             k1
         };
         let mut kept: usize = cached.iter().map(|(_, b)| b.charge()).sum();
-        if let Some(hot_t1) = src.hot_intervals(0..keep_steps) {
+        if let Some(hot_t1) = src.hot_intervals(0..keep_steps, job_span) {
             let intervals: Vec<Interval> = cached
                 .iter()
                 .filter(|(_, b)| b.entry_count() > 0)
@@ -773,7 +824,7 @@ impl Prefetcher {
                 }
             }
         }
-        let warm = match src.hot_scores(t2_steps) {
+        let warm = match src.hot_scores(t2_steps, job_span) {
             Some(hot) => Warm::Hot {
                 hot,
                 key_offset: off,
@@ -886,6 +937,12 @@ impl Prefetcher {
 
     pub(crate) fn stats(&self) -> PrefetchStats {
         let c = &self.counters;
+        let (ranges, nanos) = self
+            .sources
+            .read()
+            .values()
+            .map(|s| s.inference_cost())
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         let f = self.fits.lock();
         PrefetchStats {
             warmed_blocks: c.warmed_blocks.load(Relaxed),
@@ -904,6 +961,8 @@ impl Prefetcher {
             beta: f.beta.unwrap_or(0.0),
             rollbacks: c.rollbacks.load(Relaxed),
             rolled_back: self.rolled_back.load(Relaxed),
+            model_evals: c.retired_evals.load(Relaxed) + ranges,
+            inference_ns: c.retired_ns.load(Relaxed) + nanos,
         }
     }
 }
@@ -914,6 +973,9 @@ mod tests {
     use crate::cache::LruBlockCache;
     use crate::table::block::BlockBuilder;
     use crate::types::{make_internal_key, ValueKind};
+
+    /// Every key.
+    const ALL: KeySpan<'static> = (&[], &[0xff; 16]);
 
     /// Keys `a..=b` (8-byte big-endian numbers) as one encoded block.
     fn block(a: u64, b: u64) -> Vec<u8> {
@@ -931,10 +993,10 @@ mod tests {
     struct Scored;
 
     impl HotRangeSource for Scored {
-        fn hot_intervals(&self, _: Range<usize>) -> Option<Vec<Interval>> {
+        fn hot_intervals(&self, _: Range<usize>, _span: (u64, u64)) -> Option<Vec<Interval>> {
             Some(vec![(0, 299)])
         }
-        fn hot_scores(&self, _: Range<usize>) -> Option<Vec<(Interval, f64)>> {
+        fn hot_scores(&self, _: Range<usize>, _span: (u64, u64)) -> Option<Vec<(Interval, f64)>> {
             Some(vec![((0, 99), 1.0), ((100, 199), 5.0), ((200, 299), 3.0)])
         }
         fn slot_ms(&self) -> u64 {
@@ -953,7 +1015,7 @@ mod tests {
     struct Nothing;
 
     impl HotRangeSource for Nothing {
-        fn hot_intervals(&self, _: Range<usize>) -> Option<Vec<Interval>> {
+        fn hot_intervals(&self, _: Range<usize>, _span: (u64, u64)) -> Option<Vec<Interval>> {
             Some(Vec::new())
         }
         fn slot_ms(&self) -> u64 {
@@ -984,7 +1046,7 @@ mod tests {
         let p = Prefetcher::new(policy, cache.clone(), 4096, 60_000, true, EngineClock::Wall);
         p.set_source(0, Arc::new(Nothing));
         cache_blocks(&cache, 1);
-        let job = p.compaction_begin(0, &[(1, 40 * 4096)]);
+        let job = p.compaction_begin(0, &[(1, 40 * 4096)], ALL);
         assert_eq!(
             p.stats().evicted_blocks,
             40,
@@ -1001,14 +1063,14 @@ mod tests {
         assert_eq!(p.stats().rollbacks, 1);
         // Stopped: the next job evicts and warms nothing.
         cache_blocks(&cache, 3);
-        let job = p.compaction_begin(0, &[(3, 40 * 4096)]);
+        let job = p.compaction_begin(0, &[(3, 40 * 4096)], ALL);
         assert!(job.warmer.is_none());
         assert_eq!(p.stats().evicted_blocks, 40);
         p.compaction_end(job);
         // A model loaded again: Leaper acts again.
         p.set_source(0, Arc::new(Nothing));
         assert!(!p.stats().rolled_back);
-        let job = p.compaction_begin(0, &[(3, 40 * 4096)]);
+        let job = p.compaction_begin(0, &[(3, 40 * 4096)], ALL);
         assert!(job.warmer.is_some());
         assert_eq!(p.stats().evicted_blocks, 80);
         p.compaction_end(job);
@@ -1037,7 +1099,7 @@ mod tests {
             cache.insert(key, v, charge);
         }
         let usage = cache.usage();
-        let job = p.compaction_begin(0, &[(1, 8192)]);
+        let job = p.compaction_begin(0, &[(1, 8192)], ALL);
         let w = job.warmer.clone().expect("the oracle warms");
         // Output table 9: four blocks of the same size, scores 1, 5, 3 and none.
         let outs: [(u64, u64); 4] = [(0, 49), (150, 199), (200, 249), (400, 449)];
