@@ -62,6 +62,8 @@ pub fn to_py(e: cairn::Error) -> PyErr {
         | E::NotFound(_)
         | E::UnknownColumnFamily(_)
         | E::ColumnFamilyExists(_) => InvalidArgument::new_err(msg),
+        // A variant added to the engine later: the base class, with its message.
+        _ => Error::new_err(msg),
     }
 }
 

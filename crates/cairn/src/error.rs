@@ -7,17 +7,19 @@ use std::path::PathBuf;
 /// Result alias used throughout cairn.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Errors returned by cairn.
-#[derive(Debug, thiserror::Error)]
+/// Errors returned by cairn. Cloneable (the I/O source is shared), so one failure can be
+/// reported to every waiter; new variants may come in later releases.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O error (including `ENOSPC`, a full disk).
     #[error("I/O error{}: {source}", context_suffix(.context))]
     Io {
         /// What cairn was doing (a file path or an operation), if known.
         context: String,
-        /// The underlying error.
+        /// The underlying error (shared, so the error is cloneable).
         #[source]
-        source: std::io::Error,
+        source: std::sync::Arc<std::io::Error>,
     },
     /// A checksum mismatch or an undecodable structure in a file.
     #[error("corruption in {file}: {detail}")]
@@ -83,7 +85,7 @@ impl Error {
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
-            source,
+            source: std::sync::Arc::new(source),
         }
     }
 
@@ -114,39 +116,9 @@ impl Error {
         }
     }
 
-    /// A copy of this error for reporting to several waiters (io::Error is not Clone).
+    /// A copy of this error for reporting to several waiters.
     pub fn duplicate(&self) -> Self {
-        match self {
-            Error::Io { context, source } => Error::Io {
-                context: context.clone(),
-                source: match source.raw_os_error() {
-                    Some(code) => std::io::Error::from_raw_os_error(code),
-                    None => std::io::Error::new(source.kind(), source.to_string()),
-                },
-            },
-            Error::Corruption { file, detail } => Error::corruption(file.clone(), detail.clone()),
-            Error::UnsupportedVersion {
-                file,
-                found,
-                supported,
-            } => Error::UnsupportedVersion {
-                file: file.clone(),
-                found: *found,
-                supported: *supported,
-            },
-            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
-            Error::TooLarge { what, len, limit } => Error::TooLarge {
-                what,
-                len: *len,
-                limit: *limit,
-            },
-            Error::NotADatabase(p) => Error::NotADatabase(p.clone()),
-            Error::NotFound(p) => Error::NotFound(p.clone()),
-            Error::Locked(p) => Error::Locked(p.clone()),
-            Error::UnknownColumnFamily(s) => Error::UnknownColumnFamily(s.clone()),
-            Error::ColumnFamilyExists(s) => Error::ColumnFamilyExists(s.clone()),
-            Error::Closed(s) => Error::Closed(s.clone()),
-        }
+        self.clone()
     }
 }
 
