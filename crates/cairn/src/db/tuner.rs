@@ -15,6 +15,7 @@ use parking_lot::{Condvar, Mutex};
 use super::DbInner;
 use crate::options::Options;
 use crate::policy::cost_model::CostModel;
+#[cfg(feature = "ruskey")]
 use crate::policy::lerp::Lerp;
 use crate::policy::tuner::{
     CompactionTuner, GreedyTuner, LevelMission, MissionStats, TunerPolicy, TunerStats,
@@ -66,6 +67,8 @@ pub(crate) struct TunerRuntime {
 impl TunerRuntime {
     /// The runtime for `opts.tuner`, resumed from the checkpoint in `path` when there is
     /// a usable one; `None` when no tuner is configured.
+    // Without RusKey (the `ruskey` feature) nothing is resumed or replaced.
+    #[cfg_attr(not(feature = "ruskey"), allow(unused_mut, unused_variables))]
     pub(crate) fn new(opts: &Options, path: &Path, clock: &EngineClock) -> Option<TunerRuntime> {
         let t = &opts.tuner;
         let levels = opts.num_levels;
@@ -74,6 +77,7 @@ impl TunerRuntime {
             TunerPolicy::Greedy { h_bottom, h_top } => {
                 (Box::new(GreedyTuner::new(*h_bottom, *h_top)), None)
             }
+            #[cfg(feature = "ruskey")]
             TunerPolicy::Lerp(p) => {
                 let pre = (p.pretrain_missions > 0).then(|| {
                     (
@@ -83,12 +87,16 @@ impl TunerRuntime {
                 });
                 (Box::new(Lerp::new(p.clone(), levels)), pre)
             }
+            // Refused at open (`TunerPolicy::validate`): the build has no RusKey.
+            #[cfg(not(feature = "ruskey"))]
+            TunerPolicy::Lerp(_) => return None,
         };
         let mut stats = TunerStats {
             policy: tuner.name().to_string(),
             ..Default::default()
         };
         let mut pretrain = pretrain;
+        #[cfg(feature = "ruskey")]
         if t.checkpoint {
             if let TunerPolicy::Lerp(p) = &t.policy {
                 match read_checkpoint(&path.join(CHECKPOINT_FILE)) {
@@ -177,16 +185,11 @@ impl DbInner {
         }
         core.stats.pretrain_entry_bytes = model.entry_bytes;
         let t0 = super::thread_cpu_nanos();
-        let r = (|| -> Result<()> {
-            // Only Lerp pretrains; rebuild it to reach its pretrain method.
-            let mut lerp = match &self.opts.tuner.policy {
-                TunerPolicy::Lerp(p) => Lerp::new(p.clone(), self.opts.num_levels),
-                _ => return Ok(()),
-            };
-            lerp.pretrain(&model, n)?;
-            core.tuner = Box::new(lerp);
-            Ok(())
-        })();
+        let r = self.pretrained_tuner(&model, n).map(|t| {
+            if let Some(t) = t {
+                core.tuner = t;
+            }
+        });
         core.stats.pretrain_cpu_ns += super::thread_cpu_nanos().saturating_sub(t0);
         core.last_at = self.clock.now();
         match r {
@@ -196,6 +199,28 @@ impl DbInner {
                 log::warn!("cairn: tuner pretraining failed: {e}");
             }
         }
+    }
+
+    /// Lerp rebuilt (to reach its pretrain method) and pretrained on `model` for `n`
+    /// missions; `None` for the tuners that do not pretrain.
+    #[cfg(feature = "ruskey")]
+    fn pretrained_tuner(
+        &self,
+        model: &CostModel,
+        n: u32,
+    ) -> Result<Option<Box<dyn CompactionTuner>>> {
+        let TunerPolicy::Lerp(p) = &self.opts.tuner.policy else {
+            return Ok(None);
+        };
+        let mut lerp = Lerp::new(p.clone(), self.opts.num_levels);
+        lerp.pretrain(model, n)?;
+        Ok(Some(Box::new(lerp)))
+    }
+
+    /// Without RusKey no tuner pretrains.
+    #[cfg(not(feature = "ruskey"))]
+    fn pretrained_tuner(&self, _: &CostModel, _: u32) -> Result<Option<Box<dyn CompactionTuner>>> {
+        Ok(None)
     }
 
     /// Runs the decision for the missions that ended since the last call (several at

@@ -1,5 +1,5 @@
 //! The cold-key set SA-LSM's external service writes and the engine loads (`CAIRNCLD`,
-//! layout in `docs/sa-lsm-formats.md`): whole keys, strictly ascending, so membership is
+//! layout in `docs/design/formats/sa-lsm.md`): whole keys, strictly ascending, so membership is
 //! exact (no false positives) and a binary search answers it.
 
 use std::path::Path;

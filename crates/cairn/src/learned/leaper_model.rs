@@ -1,4 +1,4 @@
-//! Leaper's model bundle (learner -> engine), as specified in `docs/leaper-formats.md`:
+//! Leaper's model bundle (learner -> engine), as specified in `docs/design/formats/leaper.md`:
 //!
 //! ```text
 //! CAIRN-LEAPER-MODEL 1\n

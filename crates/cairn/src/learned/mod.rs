@@ -9,7 +9,7 @@
 //!
 //! Leaper (Yang et al., VLDB 2020), prefetching hot key ranges: [`gbdt`] evaluates the
 //! LightGBM models the offline learner trains, and [`leaper_model`] reads the model bundle
-//! it writes (`docs/leaper-formats.md`).
+//! it writes (`docs/design/formats/leaper.md`).
 //!
 //! RusKey (Mo et al.), tuning each level's compaction policy online: [`ddpg`] is its
 //! reinforcement-learning agent, Deep Deterministic Policy Gradient in candle.
@@ -24,10 +24,13 @@ pub mod gbdt;
 pub mod key_space;
 pub mod leaper_model;
 pub mod plr;
+pub mod rng;
 
 pub use cba::{CbaEstimate, CbaInput};
 pub use cold_set::ColdSet;
-pub use ddpg::{DdpgAgent, DdpgConfig};
+#[cfg(feature = "ruskey")]
+pub use ddpg::DdpgAgent;
+pub use ddpg::DdpgConfig;
 pub use gbdt::{GbdtModel, Objective};
 pub use key_space::KeySpace;
 pub use leaper_model::{LeaperMeta, LeaperModel};

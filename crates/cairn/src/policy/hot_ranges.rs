@@ -5,7 +5,7 @@
 //! the collector and summed into the model's range width (a multiple of the collector's).
 //! A question names the key span of the job that asks (§5.2: only the ranges a flush or
 //! compaction involves are inferred): each range of the span not inferred yet in this
-//! slot gets its 18 features (`docs/leaper-formats.md`) and goes through the k models;
+//! slot gets its 18 features (`docs/design/formats/leaper.md`) and goes through the k models;
 //! the answers hold until the slot ends. Ranges with an access in the feature window are
 //! predicted, and idle ranges whose precursors had one (their own counts are zero, their
 //! precursor features are not); any other range has all-zero features, and the model's

@@ -24,7 +24,9 @@ pub(crate) mod staging;
 pub mod tuner;
 
 pub use hot_ranges::HotRangePredictor;
-pub use lerp::{Lerp, LerpParams};
+#[cfg(feature = "ruskey")]
+pub use lerp::Lerp;
+pub use lerp::LerpParams;
 pub use placement::{Placement, PlacementOptions, PlacementPolicy};
 pub use prefetch::{HotRangeSource, LeaperParams, PrefetchPolicy, PrefetchStats};
 pub use propagation::Propagation;

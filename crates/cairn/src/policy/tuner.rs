@@ -79,7 +79,11 @@ impl TunerOptions {
                 }
                 Ok(())
             }
-            TunerPolicy::Lerp(p) => p.validate(),
+            TunerPolicy::Lerp(p) if cfg!(feature = "ruskey") => p.validate(),
+            TunerPolicy::Lerp(_) => Err("RusKey's learned tuner (Lerp) needs cairn built with \
+                                         its `ruskey` feature (candle), which this build \
+                                         leaves out"
+                .into()),
         }
     }
 }
@@ -259,6 +263,25 @@ pub struct TunerStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RusKey's presets open with the `ruskey` feature and are refused, saying why,
+    /// without it (candle left out).
+    #[test]
+    fn ruskey_presets_need_the_ruskey_feature() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = crate::presets::by_name("ruskey").unwrap();
+        opts.create_if_missing = true;
+        let opened = crate::Db::open(dir.path(), opts);
+        if cfg!(feature = "ruskey") {
+            opened.unwrap().close().unwrap();
+        } else {
+            let e = opened.err().expect("refused without the feature");
+            assert!(
+                matches!(&e, crate::Error::InvalidArgument(m) if m.contains("`ruskey` feature")),
+                "{e}"
+            );
+        }
+    }
 
     fn mission(lookups: u64, updates: u64, reached: &[u64], k: &[usize]) -> MissionStats {
         MissionStats {
