@@ -22,7 +22,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 const AFTER_HELP: &str = "\
 Exit codes: 0 success, 1 error (including a key not found), 2 `check` found damage.
 Keys and values are UTF-8 text with C-style escapes (\\x00, \\n, \\\\) unless --hex is given.
-See docs/cli.md for examples.";
+See docs/guide/cli.md for examples.";
 
 #[derive(Parser)]
 #[command(

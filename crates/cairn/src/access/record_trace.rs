@@ -1,5 +1,5 @@
 //! The record trace SA-LSM's external service reads (`CAIRNRTR`, layout in
-//! `docs/sa-lsm-formats.md`): a fixed header with the window's request counts, then one
+//! `docs/design/formats/sa-lsm.md`): a fixed header with the window's request counts, then one
 //! variable-length entry per tracked record (key, insert and update times, the newest
 //! access times, per-day counts), then a CRC-32C of everything before it. The query store
 //! also persists itself in this format, so a restart resumes the trace.

@@ -1,5 +1,5 @@
 //! The access-trace file Leaper's offline learner reads (layout in
-//! `docs/leaper-formats.md`): a fixed header, fixed-size little-endian rows (so numpy
+//! `docs/design/formats/leaper.md`): a fixed header, fixed-size little-endian rows (so numpy
 //! reads them with one structured dtype), and a CRC32C of everything before it.
 
 use std::path::Path;

@@ -5,7 +5,7 @@ From the engine's access traces it picks the key-range width (Algorithm 1), find
 range's precursors (Algorithm 2), builds the 18 features, trains k LightGBM models (one
 per future slot, multi-step prediction), reports precision / recall / AUC against the
 baselines, and writes the model bundle the engine's prefetcher loads. The file formats
-are those of ``docs/leaper-formats.md``.
+are those of ``docs/design/formats/leaper.md``.
 
 Modules: :mod:`.trace` (access trace I/O), :mod:`.estimate` (eq. 1), :mod:`.counts`
 (estimated counts, aggregation), :mod:`.ranges` (Algorithm 1), :mod:`.precursors`

@@ -1,4 +1,4 @@
-"""Writer and reader of the model bundle (learner -> engine), `docs/leaper-formats.md`.
+"""Writer and reader of the model bundle (learner -> engine), `docs/design/formats/leaper.md`.
 
 Layout (UTF-8 text): the line ``CAIRN-LEAPER-MODEL 1``, one line of metadata JSON, then
 for i = 1..k the line ``MODEL i <byte length>`` followed by exactly that many bytes of

@@ -1,4 +1,4 @@
-"""The 18 features of `docs/leaper-formats.md` and the multi-step labels.
+"""The 18 features of `docs/design/formats/leaper.md` and the multi-step labels.
 
 For a (range, slot s) sample, taken at the end of slot s:
 

@@ -1,4 +1,4 @@
-"""Reader and writer of the access trace (engine -> learner), `docs/leaper-formats.md`.
+"""Reader and writer of the access trace (engine -> learner), `docs/design/formats/leaper.md`.
 
 The file is little-endian with fixed-size records, so the header, the count rows and the
 transfer rows each map onto one numpy structured dtype and the whole file is read with

@@ -6,7 +6,7 @@ From the engine's record trace it labels pivot samples with tau-events and censo
 forest (Alg. 2; Cox, GBDT and the LRU / LFU / LRU-2 / LIRS baselines behind the same
 interface), picks the cold keys (Alg. 3, or an equal budget) and writes the cold-key set
 the engine loads before a proactive compaction. ``evaluate`` reports the c-index (eq. 5)
-and cold_fir (eq. 6) of every method side by side. File formats: ``docs/sa-lsm-formats.md``.
+and cold_fir (eq. 6) of every method side by side. File formats: ``docs/design/formats/sa-lsm.md``.
 
 Modules: :mod:`.trace` (record trace I/O), :mod:`.coldset` (cold-key set I/O),
 :mod:`.labels` (tau-events, censoring, pivots), :mod:`.features`, :mod:`.models`,

@@ -1,4 +1,4 @@
-"""Writer (and reader, for tests) of the cold-key set (service -> engine), `docs/sa-lsm-formats.md`.
+"""Writer (and reader, for tests) of the cold-key set (service -> engine), `docs/design/formats/sa-lsm.md`.
 
 The set holds whole keys, strictly ascending bytewise, so the engine answers membership
 exactly with a binary search. The writer sorts and deduplicates; the reader refuses keys

@@ -1,4 +1,4 @@
-"""Reader and writer of the record trace (engine -> service), `docs/sa-lsm-formats.md`.
+"""Reader and writer of the record trace (engine -> service), `docs/design/formats/sa-lsm.md`.
 
 Records have variable length (key, access times, day rows), so decoding walks them once
 with ``struct``; the access times and day rows of each record are sliced with

@@ -10,7 +10,7 @@ counts, time of day, precursor counts) and include NaN, zeros, values just aroun
 values equal to split thresholds, so that every branch of LightGBM's decision rules is
 exercised.
 
-It also writes python_bundle.model: a model bundle (docs/leaper-formats.md) made by the
+It also writes python_bundle.model: a model bundle (docs/design/formats/leaper.md) made by the
 Python learner's own writer (python/cairn/learn/leaper/bundle.py) from two of these
 models, so that the Rust reader and writer are checked against it byte for byte.
 
