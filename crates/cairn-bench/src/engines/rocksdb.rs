@@ -410,7 +410,8 @@ mod tests {
         assert!(c.cache_hits > 0 && c.cache_misses > 0, "{c:?}");
         // Data-block misses (Leaper's metric) are a part of all misses.
         assert!(
-            c.data_block_misses.is_some_and(|m| m > 0 && m <= c.cache_misses),
+            c.data_block_misses
+                .is_some_and(|m| m > 0 && m <= c.cache_misses),
             "{c:?}"
         );
         assert!(c.write_ops > 0, "{c:?}");
