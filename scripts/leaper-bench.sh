@@ -152,7 +152,13 @@ case $CLOCK in
 esac
 
 if [ -z "${BIN:-}" ]; then
-  cargo build --release -p cairn-bench
+  if [ -n "$PEER_DEFAULT" ]; then
+    # RocksDB as a peer: Debian's librocksdb (as scripts/bench.sh sets it up).
+    bash crates/cairn-bench/scripts/setup-rocksdb.sh
+    cargo build --release -p cairn-bench --features rocksdb
+  else
+    cargo build --release -p cairn-bench
+  fi
   BIN=target/release/cairn-bench
 fi
 
