@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates the LightGBM fixtures that crates/cairn/tests/gbdt.rs checks the Rust
+"""Generates the LightGBM fixtures that crates/cairn/tests/learned/gbdt.rs checks the Rust
 evaluator (crates/cairn/src/learned/gbdt.rs) against.
 
 For each model NAME this writes NAME.txt (LightGBM's own text format, exactly what
@@ -189,7 +189,7 @@ def main():
 
 
 def write_python_bundle():
-    """A bundle written by the learner's encoder (the metadata must match tests/gbdt.rs)."""
+    """A bundle written by the learner's encoder (the metadata must match tests/learned/gbdt.rs)."""
     sys.path.insert(0, os.path.join(OUT, "..", "..", "..", "..", "..", "python"))
     from cairn.learn.leaper.bundle import Bundle, encode_bundle, make_metadata
 

@@ -171,7 +171,7 @@ fn bundle_written_by_the_python_learner() {
 }
 
 /// Prediction speed (500 rows, best of 200 runs); run with
-/// `cargo test --release -p cairn --test gbdt -- --ignored --nocapture`.
+/// `cargo test --release -p cairn --test learned -- --ignored --nocapture gbdt::`.
 #[test]
 #[ignore]
 fn prediction_speed() {

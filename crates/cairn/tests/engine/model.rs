@@ -764,7 +764,7 @@ fn run_seeds(background: bool, base: u64) {
         if let Err(e) = r {
             eprintln!(
                 "model test failed: seed {seed}, background_work={background}; replay with \
-                 CAIRN_MODEL_SEED={seed} cargo test -p cairn --test model"
+                 CAIRN_MODEL_SEED={seed} cargo test -p cairn --test engine model::"
             );
             resume_unwind(e);
         }
@@ -1160,7 +1160,7 @@ fn model_prefetch_policies() {
 
 /// RusKey's tuners change K_i after every mission while the model's operations run (with
 /// reopens and, in the background runs, concurrent flushes and compactions): answers
-/// must stay the model's. (tests/tuner.rs checks that the tuners do change K.)
+/// must stay the model's. (tests/learned/tuner.rs checks that the tuners do change K.)
 #[test]
 fn model_compaction_tuners() {
     use cairn::policy::{LerpParams, Propagation, TunerOptions, TunerPolicy};

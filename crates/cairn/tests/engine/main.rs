@@ -1,0 +1,16 @@
+//! Scenario tests of the engine itself, one module per former test file (one test binary,
+//! so the crate is linked once for all of them): the public API, concurrency, the
+//! model-based test, FLSM, compaction, caches, value logs and the virtual clock.
+//! Run one module with `cargo test -p cairn --test engine <module>::`.
+
+mod basic;
+mod concurrency;
+mod flsm;
+mod model;
+mod parallel_compaction;
+mod read_cache;
+mod read_compaction;
+mod shared_cache;
+mod subcompaction;
+mod virtual_clock;
+mod vlog;
