@@ -2,7 +2,8 @@
 //! options, directories that are not databases, a database locked by another opener,
 //! files of an unknown format version, and a full disk.
 
-use std::path::Path;
+mod support;
+
 use std::process::Command;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
@@ -12,6 +13,8 @@ use cairn::storage::{FileKind, StorageEnv};
 use cairn::table::FOOTER_LEN;
 use cairn::types::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use cairn::{Db, Error, Options, Transition, WriteBatch, WriteOptions};
+
+use support::{files_where, key8 as key};
 
 /// The lock test forks a child, which holds a copy of every descriptor of this process
 /// (the other tests' LOCK files included) until it execs; a test closing and reopening its
@@ -23,22 +26,8 @@ fn no_fork() -> RwLockReadGuard<'static, ()> {
     FORK.read().unwrap_or_else(|e| e.into_inner())
 }
 
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:08}").into_bytes()
-}
-
 fn val(i: u32) -> Vec<u8> {
     format!("value-{i}-{}", "v".repeat((i % 50) as usize)).into_bytes()
-}
-
-fn files(dir: &Path, pred: impl Fn(&str) -> bool) -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| pred(p.file_name().unwrap().to_str().unwrap()))
-        .collect();
-    v.sort();
-    v
 }
 
 fn too_large<T>(r: cairn::Result<T>, what: &str) {
@@ -297,7 +286,7 @@ fn paths_that_are_not_databases() {
         r => panic!("expected NotADatabase, got {:?}", r.err()),
     }
     assert_eq!(
-        files(&other, |_| true).len(),
+        files_where(&other, |_| true).len(),
         1,
         "the directory was touched"
     );
@@ -320,7 +309,7 @@ fn paths_that_are_not_databases() {
         Db::open(&empty, no_create()),
         Err(Error::NotFound(_))
     ));
-    assert!(files(&empty, |_| true).is_empty());
+    assert!(files_where(&empty, |_| true).is_empty());
     let missing = dir.path().join("missing");
     assert!(matches!(
         Db::open(&missing, no_create()),
@@ -378,7 +367,7 @@ fn unknown_table_format_version_is_refused() {
     }
     db.flush().unwrap();
     db.close().unwrap();
-    let tables = files(dir.path(), |n| n.ends_with(".sst"));
+    let tables = files_where(dir.path(), |n| n.ends_with(".sst"));
     assert_eq!(tables.len(), 1);
     let mut data = std::fs::read(&tables[0]).unwrap();
     let at = data.len() - FOOTER_LEN + 52; // format version (u32 LE)
@@ -411,7 +400,7 @@ fn unknown_manifest_format_version_is_refused() {
     db.put(&WriteOptions::default(), b"k", b"v").unwrap();
     db.flush().unwrap();
     db.close().unwrap();
-    let manifests = files(dir.path(), |n| n.starts_with("MANIFEST-"));
+    let manifests = files_where(dir.path(), |n| n.starts_with("MANIFEST-"));
     assert_eq!(manifests.len(), 1);
     // Rewrite the manifest with the version of its first record (tag 12, varint 1 first)
     // raised, through the log writer so every checksum is right.
@@ -443,7 +432,7 @@ fn unknown_manifest_format_version_is_refused() {
     }
     // The refused open left the files alone.
     assert!(manifests[0].exists());
-    assert_eq!(files(dir.path(), |n| n.ends_with(".sst")).len(), 1);
+    assert_eq!(files_where(dir.path(), |n| n.ends_with(".sst")).len(), 1);
 }
 
 /// Writes with sync until a write fails; returns the acknowledged keys and the error.

@@ -4,6 +4,8 @@
 //! with a bound and fails with `EMFILE` (an error, not a panic) without one; a learned
 //! table closed by the bound keeps its model; bounds too small to work are refused.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -13,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use cairn::options::MIN_OPEN_FILES;
 use cairn::{Db, Error, IndexPolicy, Options, ReadOptions, WriteOptions};
+
+use support::key_no;
 
 /// Tests here count the process's descriptors: they run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -29,10 +33,6 @@ fn open_fds() -> usize {
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:07}").into_bytes()
-}
-
-fn key_no(k: &[u8]) -> u32 {
-    std::str::from_utf8(&k[3..]).unwrap().parse().unwrap()
 }
 
 /// A value naming its key and round: 100 bytes (separated into a value log), or 20 for

@@ -12,6 +12,8 @@
 //! one sequence of operations: a failing seed replays exactly. `CAIRN_POWER_CYCLES` sets
 //! the cycles per variant (default 12), `CAIRN_POWER_SEED` the first seed.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -20,6 +22,8 @@ use cairn::storage::FaultInjector;
 use cairn::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+
+use support::env_u64;
 
 type State = BTreeMap<(u32, Vec<u8>), Vec<u8>>;
 
@@ -262,14 +266,8 @@ fn cycle(dir: &Path, variant: usize, seed: u64, base: &State) -> (State, bool) {
 
 #[test]
 fn power_loss_keeps_synced_writes_and_a_prefix() {
-    let cycles: u64 = std::env::var("CAIRN_POWER_CYCLES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12);
-    let first: u64 = std::env::var("CAIRN_POWER_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let cycles: u64 = env_u64("CAIRN_POWER_CYCLES", 12);
+    let first: u64 = env_u64("CAIRN_POWER_SEED", 1);
     let (mut total, mut lossy) = (0, 0);
     for variant in 0..VARIANTS {
         let tmp = tempfile::tempdir().unwrap();

@@ -8,17 +8,13 @@
 
 #[path = "stress_harness/mod.rs"]
 mod harness;
+mod support;
 
 use std::time::Duration;
 
-const TEST_NAME: &str = "stress_every_preset_with_faults";
+use support::env_u64;
 
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
+const TEST_NAME: &str = "stress_every_preset_with_faults";
 
 #[test]
 fn stress_every_preset_with_faults() {

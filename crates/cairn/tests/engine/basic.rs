@@ -2,9 +2,7 @@
 
 use cairn::{Db, Options, ReadOptions, Transition, WriteBatch, WriteOptions};
 
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:08}").into_bytes()
-}
+use crate::support::key8 as key;
 
 #[test]
 fn put_get_flush_compact_reopen() {

@@ -21,6 +21,8 @@ use cairn::{
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::support::env_u64;
+
 const DISJOINT_WRITERS: usize = 3;
 const SHARED_WRITERS: usize = 2;
 const KEYS_PER_WRITER: u32 = 300;
@@ -412,10 +414,7 @@ fn writers_readers_snapshots_and_compactions_with_ac_key() {
 }
 
 fn run_all(opts: Options) {
-    let secs: u64 = std::env::var("CAIRN_CONC_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(8);
+    let secs: u64 = env_u64("CAIRN_CONC_SECS", 8);
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(dir.path(), opts.clone()).unwrap());
     let stop = Arc::new(AtomicBool::new(false));

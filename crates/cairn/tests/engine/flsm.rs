@@ -16,6 +16,8 @@ use cairn::{Db, Options, ReadOptions, Transition, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::support::key6 as dkey;
+
 const CF: u32 = 0;
 
 fn ukey(i: u32) -> Vec<u8> {
@@ -791,10 +793,6 @@ fn parallel_jobs_hold_disjoint_levels_and_keep_order() {
 
 // ---------------------------------------------------------------------------------------
 // On disk.
-
-fn dkey(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
 
 fn check_data(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
     let got: Vec<(Vec<u8>, Vec<u8>)> = db

@@ -3,6 +3,9 @@
 //! model-based test, FLSM, compaction, caches, value logs and the virtual clock.
 //! Run one module with `cargo test -p cairn --test engine <module>::`.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod basic;
 mod concurrency;
 mod flsm;

@@ -9,7 +9,6 @@
 //! - `CAIRN_MODEL_TRACE`: print the operations as they run.
 //! - `CAIRN_MODEL_PARANOID`: compare the whole state after every operation.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -20,17 +19,10 @@ use cairn::{
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use crate::support::{env_u64, Model};
 
 const KEY_SPACE: u32 = 600;
 const SIZE_RATIO: usize = 4;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn key(i: u32) -> Vec<u8> {
     format!("k{i:05}").into_bytes()

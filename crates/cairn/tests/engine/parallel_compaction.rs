@@ -1,17 +1,16 @@
 //! Parallel compaction jobs (`Options::max_background_compactions`): jobs run at once only
 //! on disjoint level spans, the limit holds, and the data is what one job at a time writes.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn::{CompactionInfo, Db, EventListener, Options, ReadOptions, WriteOptions};
+use cairn::{CompactionInfo, Db, EventListener, Options, WriteOptions};
 use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use crate::support::{contents, key6 as key, Model};
 
 /// Records the level spans of the compactions running now; fails the test (from the
 /// compaction thread, through `overlaps`) if two running ones share a level.
@@ -62,10 +61,6 @@ impl EventListener for Spans {
     }
 }
 
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
 fn options(jobs: usize, spans: Arc<Spans>) -> Options {
     Options {
         write_buffer_size: 32 << 10,
@@ -102,18 +97,6 @@ fn run(jobs: usize, spans: Arc<Spans>, dir: &std::path::Path) -> (Db, Model) {
     }
     db.flush().unwrap();
     (db, model)
-}
-
-fn contents(db: &Db) -> Model {
-    let mut it = db.iter(&ReadOptions::default(), &db.default_cf()).unwrap();
-    it.seek_to_first();
-    let mut out = Model::new();
-    while it.valid() {
-        out.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    out
 }
 
 /// Waits until no compaction runs and none is due (the picker finds nothing).
@@ -156,7 +139,10 @@ fn jobs_on_disjoint_levels_run_at_once_and_write_the_same_data() {
         .filter(|l| !l.runs.is_empty())
         .count();
     assert!(levels >= 4, "the test needs a deep tree: {levels} levels");
-    assert!(contents(&db) == model, "latest view differs from the model");
+    assert!(
+        contents(&db, None) == model,
+        "latest view differs from the model"
+    );
     for (k, v) in model.iter().step_by(89) {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
     }
@@ -170,14 +156,14 @@ fn jobs_on_disjoint_levels_run_at_once_and_write_the_same_data() {
     settle(&db1);
     assert_eq!(one.peak.load(Ordering::Relaxed), 1);
     assert_eq!(db1.stats().compaction_jobs_peak, 1);
-    assert!(contents(&db1) == contents(&db));
+    assert!(contents(&db1, None) == contents(&db, None));
 
     // The tree checks out and reopens with the same data.
     drop(db);
     let report = Db::check(dir.path().join("three"), &Options::small()).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     let db = Db::open(dir.path().join("three"), Options::small()).unwrap();
-    assert!(contents(&db) == model, "after reopen");
+    assert!(contents(&db, None) == model, "after reopen");
 }
 
 #[test]
@@ -217,5 +203,5 @@ fn manual_compaction_runs_alone_beside_parallel_jobs() {
     settle(&db);
     let overlaps = spans.overlaps.lock().clone();
     assert!(overlaps.is_empty(), "jobs shared levels: {overlaps:?}");
-    assert!(contents(&db) == model);
+    assert!(contents(&db, None) == model);
 }

@@ -3,7 +3,6 @@
 //! KP pointers survive compactions; a hot key overwritten while readers hit it in the
 //! cache is never read older than its last acknowledged write.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -14,11 +13,7 @@ use cairn::{AcKeyParams, Db, Options, ReadCachePolicy, ReadOptions, WriteOptions
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
+use crate::support::{env_u64, key6 as key, Model};
 
 fn options(policy: ReadCachePolicy, budget: usize, background: bool) -> Options {
     Options {
@@ -235,10 +230,7 @@ fn kp_pointers_follow_compactions() {
 /// see), fixed in `DbInner::get`.
 #[test]
 fn hot_keys_are_never_read_stale_under_concurrency() {
-    let secs: u64 = std::env::var("CAIRN_CONC_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
+    let secs: u64 = env_u64("CAIRN_CONC_SECS", 4);
     for policy in [
         ReadCachePolicy::Block,
         ReadCachePolicy::AcKey(AcKeyParams {

@@ -11,6 +11,8 @@ use cairn::types::{make_internal_key, ValueKind};
 use cairn::version::{CfVersion, FileDesc, FileMeta, VersionEdit};
 use cairn::{Db, Options, WriteOptions};
 
+use crate::support::key6 as key;
+
 fn desc(file_no: u64, lo: &str, hi: &str, size: u64) -> FileDesc {
     FileDesc {
         file_no,
@@ -106,10 +108,6 @@ fn small_merges_need_at_least_100_seeks() {
             ..
         })
     ));
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
 }
 
 /// Three flushes of overlapping keys (level 0 holds three runs, below its trigger of four),

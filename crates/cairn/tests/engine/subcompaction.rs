@@ -2,19 +2,14 @@
 //! write what one merge writes (every key's newest version per snapshot, tombstones kept
 //! where older data lies below), in files that do not overlap.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cairn::storage::{FaultError, FaultInjector, FaultOp};
-use cairn::{Db, Options, ReadOptions, WriteOptions};
+use cairn::{Db, Options, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use crate::support::{contents, key6 as key, Model};
 
 /// Random puts and deletes over 20k keys with a snapshot taken midway; returns the
 /// database, the model at the end and the model at the snapshot.
@@ -52,22 +47,6 @@ fn run(subcompactions: usize, dir: &std::path::Path) -> (Db, cairn::Snapshot, Mo
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     (db, snapshot.unwrap(), model, at_snapshot.unwrap())
-}
-
-fn contents(db: &Db, snapshot: Option<&cairn::Snapshot>) -> Model {
-    let ro = ReadOptions {
-        snapshot: snapshot.cloned(),
-        ..Default::default()
-    };
-    let mut it = db.iter(&ro, &db.default_cf()).unwrap();
-    it.seek_to_first();
-    let mut out = Model::new();
-    while it.valid() {
-        out.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    out
 }
 
 #[test]

@@ -5,9 +5,7 @@
 use cairn::clock::{IoOp, VirtualStats};
 use cairn::{Clock, Db, DeviceModel, DeviceProfile, Options, TierConfig, WriteOptions};
 
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:08}").into_bytes()
-}
+use crate::support::key8 as key;
 
 fn options(model: DeviceModel) -> Options {
     Options {

@@ -2,22 +2,13 @@
 //! (space reclaimed, snapshots and open iterators kept whole, failures at every point of a
 //! GC losing nothing); corruption and missing files; option validation.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cairn::{Db, Error, Options, ReadOptions, WriteOptions};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-fn key_no(k: &[u8]) -> u32 {
-    std::str::from_utf8(&k[3..]).unwrap().parse().unwrap()
-}
+use crate::support::{copy_dir, key6 as key, key_no, Model};
 
 /// A value that names its key and round, `len` bytes long (at least the name's length).
 fn val(i: u32, round: u32, len: usize) -> Vec<u8> {
@@ -428,16 +419,6 @@ fn gc_interrupted_at_every_point_loses_nothing() {
         quota += step;
     }
     assert!(failures > 10, "the quota never cut a GC short");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_name() != "LOCK" {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -7,11 +7,7 @@ use std::sync::Arc;
 use cairn::access::{estimate, trace, AccessOptions, ManualClock};
 use cairn::{Db, Options, ReadOptions, WriteOptions};
 
-fn key(n: u64) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k[..8].copy_from_slice(&n.to_be_bytes());
-    k
-}
+use crate::support::key_be16 as key;
 
 fn options(clock: &ManualClock, p: f64) -> Options {
     Options {

@@ -3,6 +3,9 @@
 //! inference and prefetcher, the LightGBM evaluator, Bourbon's learner, SA-LSM's placement
 //! and RusKey's tuners. Run one module with `cargo test -p cairn --test learned <module>::`.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod access;
 mod gbdt;
 mod leaper_predict;

@@ -6,11 +6,7 @@ use std::sync::Arc;
 use cairn::policy::{HotRangeSource, LeaperParams, PrefetchPolicy};
 use cairn::{Db, Options, WriteOptions};
 
-fn key(n: u64) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k[..8].copy_from_slice(&n.to_be_bytes());
-    k
-}
+use crate::support::key_be16 as key;
 
 const KEYS: u64 = 4000;
 const HOT: std::ops::Range<u64> = 1000..1100;

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use cairn::policy::{LerpParams, Propagation, TunerOptions, TunerPolicy};
 use cairn::{Db, Options, WriteOptions};
 
+use crate::support::key6 as key;
+
 fn small(policy: TunerPolicy, background: bool) -> Options {
     Options {
         write_buffer_size: 4096,
@@ -27,10 +29,6 @@ fn small(policy: TunerPolicy, background: bool) -> Options {
         },
         ..Options::small()
     }
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{:06}", i).into_bytes()
 }
 
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {

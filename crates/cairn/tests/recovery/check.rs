@@ -2,9 +2,11 @@
 //! orphans are warnings, and the check changes nothing on disk.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cairn::{Db, Error, Options, WriteOptions};
+
+use crate::support::{files_where, flip};
 
 fn opts() -> Options {
     Options {
@@ -44,22 +46,6 @@ fn build(dir: &Path) {
             .unwrap();
     }
     db.close().unwrap();
-}
-
-fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(suffix))
-        .collect();
-    v.sort();
-    v
-}
-
-fn flip(path: &Path, pos: usize) {
-    let mut data = std::fs::read(path).unwrap();
-    data[pos] ^= 0x20;
-    std::fs::write(path, data).unwrap();
 }
 
 fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -124,8 +110,8 @@ fn close_writes_stats_json() {
 fn a_flipped_table_byte_is_found() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let t = files(dir.path(), ".sst")[0].clone();
-    flip(&t, 100);
+    let t = files_where(dir.path(), |n| n.ends_with(".sst"))[0].clone();
+    flip(&t, 100, 0x20);
     let r = Db::check(dir.path(), &opts()).unwrap();
     assert!(!r.is_ok());
     assert!(
@@ -139,8 +125,8 @@ fn a_flipped_table_byte_is_found() {
 fn a_flipped_value_log_byte_is_found() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let v = files(dir.path(), ".vlog")[0].clone();
-    flip(&v, 40);
+    let v = files_where(dir.path(), |n| n.ends_with(".vlog"))[0].clone();
+    flip(&v, 40, 0x20);
     let r = Db::check(dir.path(), &opts()).unwrap();
     assert_eq!(problem_files(&r), vec![v.display().to_string()], "{r:?}");
 }
@@ -149,7 +135,7 @@ fn a_flipped_value_log_byte_is_found() {
 fn a_flipped_manifest_byte_is_found() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let m = files(dir.path(), "")
+    let m = files_where(dir.path(), |_| true)
         .into_iter()
         .find(|p| {
             p.file_name()
@@ -158,7 +144,7 @@ fn a_flipped_manifest_byte_is_found() {
                 .starts_with("MANIFEST-")
         })
         .unwrap();
-    flip(&m, 20);
+    flip(&m, 20, 0x20);
     let r = Db::check(dir.path(), &opts()).unwrap();
     assert!(!r.is_ok());
     assert!(r.manifest.is_none());
@@ -176,7 +162,7 @@ fn a_flipped_manifest_byte_is_found() {
 fn a_missing_current_and_a_missing_table_are_found() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let t = files(dir.path(), ".sst")[0].clone();
+    let t = files_where(dir.path(), |n| n.ends_with(".sst"))[0].clone();
     std::fs::remove_file(&t).unwrap();
     let r = Db::check(dir.path(), &opts()).unwrap();
     assert!(
@@ -195,7 +181,7 @@ fn a_missing_current_and_a_missing_table_are_found() {
 fn orphans_are_warnings_not_problems() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let t = files(dir.path(), ".sst")[0].clone();
+    let t = files_where(dir.path(), |n| n.ends_with(".sst"))[0].clone();
     std::fs::copy(&t, dir.path().join("999999.sst")).unwrap();
     let r = Db::check(dir.path(), &opts()).unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);

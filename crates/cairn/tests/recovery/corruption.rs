@@ -2,7 +2,6 @@
 //! check that the database answers with an error or with exactly the right data — never a
 //! wrong value, a silently missing key, and never a panic.
 
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -10,13 +9,9 @@ use cairn::log::LogReader;
 use cairn::table::{Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use cairn::{Db, Error, Options, WalRecovery, WriteBatch, WriteOptions};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use crate::support::{copy_dir, files_where, flip, key6 as key, Model};
 
 const NUM_KEYS: u32 = 700;
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
 
 fn val(i: u32, round: u32) -> Vec<u8> {
     format!("value-{i}-{round}-{}", "x".repeat((i % 17) as usize)).into_bytes()
@@ -31,33 +26,6 @@ fn opts() -> Options {
         background_work: false,
         ..Options::small()
     }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    let _ = std::fs::remove_dir_all(to);
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_name() != "LOCK" {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
-fn files_with(dir: &Path, pred: impl Fn(&str) -> bool) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| pred(p.file_name().unwrap().to_str().unwrap()))
-        .collect();
-    v.sort();
-    v
-}
-
-fn flip(path: &Path, pos: usize, mask: u8) {
-    let mut data = std::fs::read(path).unwrap();
-    data[pos] ^= mask;
-    std::fs::write(path, data).unwrap();
 }
 
 /// A database with several tables on more than one level (flushed and compacted), a
@@ -218,7 +186,7 @@ fn table_corruption_is_detected_in_every_region() {
     // Open once so the WAL is replayed into a level-0 table: every key is in a table.
     drop(Db::open(&dir, opts()).unwrap());
     assert!(!check(&dir, &model, opts(), "intact"), "intact database");
-    let tables = files_with(&dir, |n| n.ends_with(".sst"));
+    let tables = files_where(&dir, |n| n.ends_with(".sst"));
     assert!(
         tables.len() >= 3,
         "want several tables, got {}",
@@ -281,7 +249,7 @@ fn value_log_corruption_never_gives_wrong_answers() {
     copy_dir(&base, &dir);
     drop(Db::open(&dir, o()).unwrap());
     assert!(!check(&dir, &model, o(), "intact"), "intact database");
-    let vlogs = files_with(&dir, |n| n.ends_with(".vlog"));
+    let vlogs = files_where(&dir, |n| n.ends_with(".vlog"));
     assert!(!vlogs.is_empty(), "nothing was separated");
     let (mut cases, mut detected) = (0, 0);
     for f in &vlogs {
@@ -334,7 +302,7 @@ fn build_wal_base(dir: &Path) -> (PathBuf, Vec<(usize, usize)>) {
             .unwrap();
     }
     db.close().unwrap();
-    let wals = files_with(dir, |n| n.ends_with(".log"));
+    let wals = files_where(dir, |n| n.ends_with(".log"));
     assert_eq!(wals.len(), 1);
     let data = std::fs::read(&wals[0]).unwrap();
     let recs = record_offsets(&data);
@@ -452,7 +420,7 @@ fn manifest_and_current_corruption_never_give_wrong_answers() {
     let base = tmp.path().join("base");
     let model = build_base(&base);
     let dir = tmp.path().join("work");
-    let manifests = files_with(&base, |n| n.starts_with("MANIFEST-"));
+    let manifests = files_where(&base, |n| n.starts_with("MANIFEST-"));
     assert_eq!(manifests.len(), 1);
     let mname = manifests[0]
         .file_name()
@@ -525,7 +493,7 @@ fn compaction_over_a_corrupt_table_stops_and_loses_nothing() {
     copy_dir(&base, &prepared);
     drop(Db::open(&prepared, opts()).unwrap());
     let dir = tmp.path().join("work");
-    let tables = files_with(&prepared, |n| n.ends_with(".sst"));
+    let tables = files_where(&prepared, |n| n.ends_with(".sst"));
     for (n, t) in tables.iter().enumerate() {
         copy_dir(&prepared, &dir);
         let t = &dir.join(t.file_name().unwrap());
@@ -588,7 +556,7 @@ fn damaged_last_record_of_an_older_wal_is_mid_log_corruption() {
     let base = tmp.path().join("base");
     let db = Db::open(&base, o()).unwrap();
     let mut i = 0;
-    while files_with(&base, |n| n.ends_with(".log")).len() < 2 {
+    while files_where(&base, |n| n.ends_with(".log")).len() < 2 {
         db.put(&WriteOptions { sync: true }, &key(i), &val(i, 0))
             .unwrap();
         i += 1;
@@ -599,8 +567,8 @@ fn damaged_last_record_of_an_older_wal_is_mid_log_corruption() {
         i += 1;
     }
     db.close().unwrap();
-    assert!(files_with(&base, |n| n.ends_with(".sst")).is_empty());
-    let wals = files_with(&base, |n| n.ends_with(".log"));
+    assert!(files_where(&base, |n| n.ends_with(".sst")).is_empty());
+    let wals = files_where(&base, |n| n.ends_with(".log"));
     assert_eq!(wals.len(), 2);
     let older = wals[0].file_name().unwrap().to_str().unwrap().to_string();
     let data = std::fs::read(&wals[0]).unwrap();

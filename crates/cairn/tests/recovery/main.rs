@@ -10,6 +10,9 @@
 //! `RLIMIT_NOFILE`), and `fuzz_corpus` (run by name, target by target, from
 //! `scripts/fuzz.sh`).
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod check;
 mod corruption;
 mod lying_metadata;
