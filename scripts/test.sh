@@ -9,6 +9,10 @@ bash scripts/check-readme.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace "$@"
+# The engine without RusKey's feature (no candle): every target type-checks and lints,
+# and the library's tests pass (RusKey's presets are refused at open).
+cargo clippy -p cairn --no-default-features --all-targets -- -D warnings
+cargo test -p cairn --no-default-features --lib "$@"
 
 # The RocksDB peer of cairn-bench (the benchmark's other engine): Debian's librocksdb,
 # installed by the setup script; CAIRN_SKIP_ROCKSDB=1 leaves it out on a machine without

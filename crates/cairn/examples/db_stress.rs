@@ -43,7 +43,7 @@ fn range(flag: &str, v: &str) -> (u64, u64) {
 fn parse_args() -> (harness::Config, u64, Option<String>) {
     let mut cfg = harness::Config {
         seed: 1,
-        presets: harness::ALL_PRESETS.iter().map(|p| p.to_string()).collect(),
+        presets: harness::available_presets(),
         cycles: 0,
         cycles_per_dir: 10,
         knobs: harness::Knobs {

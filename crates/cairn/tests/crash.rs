@@ -758,6 +758,7 @@ fn crash_mixed_sync_writes_survive_sigkill() {
 /// acknowledged write, and the checkpoint left behind (whole, or a torn temporary file)
 /// never stops an open.
 #[test]
+#[cfg(feature = "ruskey")]
 fn crash_ruskey_sync_writes_survive_sigkill() {
     crash_cycles("crash_ruskey_sync_writes_survive_sigkill", true, 20);
 }

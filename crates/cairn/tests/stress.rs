@@ -24,7 +24,7 @@ fn stress_every_preset_with_faults() {
     let cycles = env_u64("CAIRN_STRESS_CYCLES", 8);
     let cfg = harness::Config {
         seed: env_u64("CAIRN_STRESS_SEED", 1),
-        presets: harness::ALL_PRESETS.iter().map(|p| p.to_string()).collect(),
+        presets: harness::available_presets(),
         cycles,
         cycles_per_dir: 4,
         knobs: harness::Knobs {

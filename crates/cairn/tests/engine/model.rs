@@ -1157,32 +1157,35 @@ fn model_prefetch_policies() {
 fn model_compaction_tuners() {
     use cairn::policy::{LerpParams, Propagation, TunerOptions, TunerPolicy};
     let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
-    let tuners: Vec<(u64, bool, TunerPolicy)> = vec![
-        (
-            4300,
-            false,
-            TunerPolicy::Greedy {
-                h_bottom: 0.45,
-                h_top: 0.55,
-            },
-        ),
-        (
-            4301,
-            true,
-            TunerPolicy::Lerp(LerpParams {
-                propagation: Propagation::None,
-                ..Default::default()
-            }),
-        ),
-        (
-            4302,
-            false,
-            TunerPolicy::Lerp(LerpParams {
-                propagation: Propagation::Monkey,
-                ..Default::default()
-            }),
-        ),
-    ];
+    let mut tuners: Vec<(u64, bool, TunerPolicy)> = vec![(
+        4300,
+        false,
+        TunerPolicy::Greedy {
+            h_bottom: 0.45,
+            h_top: 0.55,
+        },
+    )];
+    // RusKey's Lerp needs cairn's `ruskey` feature (candle).
+    if cfg!(feature = "ruskey") {
+        tuners.extend([
+            (
+                4301,
+                true,
+                TunerPolicy::Lerp(LerpParams {
+                    propagation: Propagation::None,
+                    ..Default::default()
+                }),
+            ),
+            (
+                4302,
+                false,
+                TunerPolicy::Lerp(LerpParams {
+                    propagation: Propagation::Monkey,
+                    ..Default::default()
+                }),
+            ),
+        ]);
+    }
     for (seed, background, policy) in tuners {
         let r = catch_unwind(AssertUnwindSafe(|| {
             run_seed_with(seed, background, ops, b"", |o| {

@@ -3,7 +3,9 @@
 //! damaged checkpoint only restarts the learning.
 
 use std::collections::BTreeMap;
+#[cfg(feature = "ruskey")]
 use std::path::Path;
+#[cfg(feature = "ruskey")]
 use std::sync::Arc;
 
 use cairn::policy::{LerpParams, Propagation, TunerOptions, TunerPolicy};
@@ -55,6 +57,7 @@ fn ks_with_data(db: &Db) -> Vec<u32> {
         .collect()
 }
 
+#[cfg(feature = "ruskey")]
 fn ks(db: &Db) -> Vec<u32> {
     db.level_info(&db.default_cf())
         .unwrap()
@@ -119,6 +122,7 @@ fn lerp(propagation: Propagation) -> TunerPolicy {
 }
 
 /// Writers, readers and background work with Lerp deciding after every mission.
+#[cfg(feature = "ruskey")]
 fn run_mixed(db: &Arc<Db>, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, rounds: u32) {
     let wo = WriteOptions::default();
     for round in 0..rounds {
@@ -140,6 +144,7 @@ fn run_mixed(db: &Arc<Db>, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, rounds: u32) 
     }
 }
 
+#[cfg(feature = "ruskey")]
 fn flip_byte(path: &Path, at: usize) {
     let mut b = std::fs::read(path).unwrap();
     let at = at.min(b.len() - 1);
@@ -148,6 +153,7 @@ fn flip_byte(path: &Path, at: usize) {
 }
 
 #[test]
+#[cfg(feature = "ruskey")]
 fn lerp_tunes_in_the_background_and_resumes_from_its_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let opts = small(lerp(Propagation::None), true);
@@ -209,6 +215,7 @@ fn lerp_tunes_in_the_background_and_resumes_from_its_checkpoint() {
 }
 
 #[test]
+#[cfg(feature = "ruskey")]
 fn lerp_changes_k_and_propagates_down() {
     let dir = tempfile::tempdir().unwrap();
     // Copy level 1's K down after every mission, so that the check below does not hang
@@ -272,6 +279,7 @@ fn bad_tuner_options_are_refused() {
 /// Pretraining waits for the first mission and gives the simulator the entry size the
 /// writes measured (RusKey's bench writes 1 KiB entries; the simulator's default is 116).
 #[test]
+#[cfg(feature = "ruskey")]
 fn pretraining_takes_the_measured_entry_size() {
     let dir = tempfile::tempdir().unwrap();
     let policy = TunerPolicy::Lerp(LerpParams {

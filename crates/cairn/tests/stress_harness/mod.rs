@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 pub use child::child_main_if_requested;
 pub use cycle::ChildCmd;
 pub use report::{PresetStats, Report};
-pub use setup::{Knobs, ALL_PRESETS};
+pub use setup::{available_presets, Knobs};
 
 use cycle::{CycleStats, DirCtx};
 use model::mix;

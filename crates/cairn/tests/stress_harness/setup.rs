@@ -13,9 +13,18 @@ use rand::{Rng, SeedableRng};
 use super::faults::FaultPlan;
 
 /// The presets of a full run.
-pub const ALL_PRESETS: &[&str] = &[
+const ALL_PRESETS: &[&str] = &[
     "default", "wisckey", "bourbon", "ac-key", "leaper", "ruskey", "sa-lsm", "tiering",
 ];
+
+/// The presets this build can open: RusKey's needs cairn's `ruskey` feature.
+pub fn available_presets() -> Vec<String> {
+    ALL_PRESETS
+        .iter()
+        .filter(|p| cfg!(feature = "ruskey") || **p != "ruskey")
+        .map(|p| p.to_string())
+        .collect()
+}
 
 /// Where a directory's Leaper model lives (a copy of the test data's bundle).
 pub fn leaper_model(root: &Path) -> std::path::PathBuf {
