@@ -115,12 +115,22 @@ fn misses(r: &RunResult) -> Option<f64> {
     r.invalidation.as_ref()?.misses.map(|m| m as f64)
 }
 
-pub fn summary(
-    points: &[(String, Vec<(String, RunResult)>)],
-    title: &str,
-    x: &str,
-    overhead: bool,
-) -> String {
+/// A point's label and its runs, one per engine.
+type Points = [(String, Vec<(String, RunResult)>)];
+
+/// The three tables of a set of points: cache invalidation (every run), the goals (the
+/// learned runs against the baselines) and, with `overhead`, Table 5's overhead.
+pub fn summary(points: &Points, title: &str, x: &str, overhead: bool) -> String {
+    let mut s = invalidation_table(points, title, x);
+    s += &goals_table(points, title, x);
+    if overhead {
+        s += &overhead_table(points, title, x);
+    }
+    s
+}
+
+/// Every run's misses per read, invalidation counts and windows.
+fn invalidation_table(points: &Points, title: &str, x: &str) -> String {
     let mut s = format!("### {title}: cache invalidation\n\n");
     let _ = writeln!(
         s,
@@ -187,6 +197,12 @@ pub fn summary(
          seconds with p95 above twice the run's median p95. Changes are against cairn:lru \
          (LRU) and cairn:warmup (Incremental Warmup) at the same point.\n",
     );
+    s
+}
+
+/// The learned runs (those with a model or an oracle) against the goals.
+fn goals_table(points: &Points, title: &str, x: &str) -> String {
+    let mut s = String::new();
     let goals: Vec<String> = points
         .iter()
         .flat_map(|(label, rs)| {
@@ -246,6 +262,12 @@ pub fn summary(
             goals.join("\n")
         );
     }
+    s
+}
+
+/// Table 5: what Leaper costs (QPS outside windows, CPU, inference, training, memory).
+fn overhead_table(points: &Points, title: &str, x: &str) -> String {
+    let mut s = String::new();
     let over: Vec<String> = points
         .iter()
         .flat_map(|(label, rs)| {
@@ -279,7 +301,7 @@ pub fn summary(
             })
         })
         .collect();
-    if overhead && !over.is_empty() {
+    if !over.is_empty() {
         let _ = write!(
             s,
             "\n### {title}: overhead (Table 5)\n\n\
