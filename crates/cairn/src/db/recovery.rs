@@ -133,8 +133,11 @@ fn discard_unfinished_creation(
     std::fs::remove_file(&manifest).map_err(|e| Error::io(manifest.display().to_string(), e))
 }
 
-pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
-    opts.validate()?;
+/// Checks the directory before anything in it is touched and creates it when asked:
+/// whether a database exists there (its CURRENT file). Refuses a file, a directory of
+/// foreign files, database files without CURRENT (the repair path), a missing database
+/// without `create_if_missing`, and an existing one with `error_if_exists`.
+fn prepare_dir(path: &Path, opts: &Options) -> Result<bool> {
     if path.exists() && !path.is_dir() {
         return Err(Error::NotADatabase(path.to_path_buf()));
     }
@@ -156,7 +159,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             // crash and delete them: refuse, and point at the repair path instead. One
             // exception: a creation cut short between the first manifest and CURRENT
             // leaves that manifest alone (checked below to describe an empty database).
-            let data = data_files(path, &opts);
+            let data = data_files(path, opts);
             if !data.is_empty() && data != [FIRST_MANIFEST] {
                 return Err(Error::corruption(
                     "CURRENT",
@@ -180,6 +183,15 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             path.display()
         )));
     }
+    Ok(exists)
+}
+
+/// Opens (or creates) the database at `path`, in named phases: the directory's checks,
+/// the lock and storage, the manifest, the files it names, the caches and column
+/// families, then the WALs' replay.
+pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
+    opts.validate()?;
+    let exists = prepare_dir(path, &opts)?;
     let lock = lock_dir(path)?;
     let (env, vclock) = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
         .with_faults(opts.faults.clone())
@@ -207,8 +219,6 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
             )));
         }
     }
-    // Every value-log file a table references must be there: a missing one would turn
-    // reads of its values into errors later, so it is corruption now.
     // Tables and value-log files share one budget of open files.
     let open_files = Arc::new(crate::cache::open_files::OpenFiles::new(
         opts.max_open_files,
@@ -217,40 +227,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         env.clone(),
         open_files.clone(),
     ));
-    for no in vs.vlogs.live_files() {
-        vlog.check_present(no)?;
-    }
-    // So must every table the manifest names: reads of a missing one would fail later.
-    for entry in vs.cfs.values() {
-        for f in entry
-            .version
-            .levels
-            .iter()
-            .flat_map(|l| &l.runs)
-            .flat_map(|r| &r.files)
-        {
-            let p = table_path(&env, f.desc.tier as usize, f.file_no());
-            match std::fs::metadata(&p) {
-                Err(_) => {
-                    return Err(Error::corruption(
-                        p.display().to_string(),
-                        "table named by the manifest is missing",
-                    ))
-                }
-                Ok(m) if m.len() != f.desc.size => {
-                    return Err(Error::corruption(
-                        p.display().to_string(),
-                        format!(
-                            "the manifest says {} bytes, the file has {}",
-                            f.desc.size,
-                            m.len()
-                        ),
-                    ))
-                }
-                Ok(_) => {}
-            }
-        }
-    }
+    check_files_present(&env, &vs, &vlog)?;
     let (block_cache, read_cache) = DbInner::new_caches(&opts);
     let (opts_prefetch, block_cache_for_prefetch, opts_block_size, opts_window, metric) = (
         opts.prefetch.clone(),
@@ -277,30 +254,7 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         stats.clone(),
         open_files,
     ));
-    let cfs: BTreeMap<u32, Arc<CfState>> = vs
-        .cfs
-        .iter()
-        .map(|(&id, e)| {
-            (
-                id,
-                Arc::new(CfState {
-                    id,
-                    name: e.name.clone(),
-                    access: opts
-                        .access
-                        .clone()
-                        .map(|a| Arc::new(crate::access::RangeCollector::new(id, a))),
-                    records: super::placement::open_query_store(path, id, &opts.records),
-                    sv: ArcSwap::from_pointee(SuperVersion {
-                        mem: Arc::new(Memtable::new(0)),
-                        mem_wal: 0,
-                        imms: Vec::new(),
-                        version: e.version.clone(),
-                    }),
-                }),
-            )
-        })
-        .collect();
+    let cfs = column_families(path, &opts, &vs);
     // The manifest records the next file number only when an edit is logged, but a WAL
     // rotation (and a flush or compaction cut short) takes numbers without logging one. A
     // crash can thus leave a WAL numbered at or above the recovered counter; reusing its
@@ -366,6 +320,79 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         }
     }
     Ok(inner)
+}
+
+/// Every value-log file and every table the manifest names must be there, tables at
+/// their recorded size: a missing one would turn reads into errors later, so it is
+/// corruption now.
+fn check_files_present(
+    env: &StorageEnv,
+    vs: &VersionSet,
+    vlog: &crate::vlog::VlogStore,
+) -> Result<()> {
+    for no in vs.vlogs.live_files() {
+        vlog.check_present(no)?;
+    }
+    // So must every table the manifest names: reads of a missing one would fail later.
+    for entry in vs.cfs.values() {
+        for f in entry
+            .version
+            .levels
+            .iter()
+            .flat_map(|l| &l.runs)
+            .flat_map(|r| &r.files)
+        {
+            let p = table_path(env, f.desc.tier as usize, f.file_no());
+            match std::fs::metadata(&p) {
+                Err(_) => {
+                    return Err(Error::corruption(
+                        p.display().to_string(),
+                        "table named by the manifest is missing",
+                    ))
+                }
+                Ok(m) if m.len() != f.desc.size => {
+                    return Err(Error::corruption(
+                        p.display().to_string(),
+                        format!(
+                            "the manifest says {} bytes, the file has {}",
+                            f.desc.size,
+                            m.len()
+                        ),
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The column families as recovered: each with an empty memtable over its version,
+/// and its access collector and query store when the options ask for them.
+fn column_families(path: &Path, opts: &Options, vs: &VersionSet) -> BTreeMap<u32, Arc<CfState>> {
+    vs.cfs
+        .iter()
+        .map(|(&id, e)| {
+            (
+                id,
+                Arc::new(CfState {
+                    id,
+                    name: e.name.clone(),
+                    access: opts
+                        .access
+                        .clone()
+                        .map(|a| Arc::new(crate::access::RangeCollector::new(id, a))),
+                    records: super::placement::open_query_store(path, id, &opts.records),
+                    sv: ArcSwap::from_pointee(SuperVersion {
+                        mem: Arc::new(Memtable::new(0)),
+                        mem_wal: 0,
+                        imms: Vec::new(),
+                        version: e.version.clone(),
+                    }),
+                }),
+            )
+        })
+        .collect()
 }
 
 /// Numbers of the WAL files in the database directory.
