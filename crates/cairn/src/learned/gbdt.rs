@@ -342,38 +342,7 @@ impl GbdtModel {
             (Vec::new(), Vec::new())
         };
 
-        // Structure: walk from the root; every node and leaf must be reached exactly once.
-        // This rules out out-of-range children, cycles and shared subtrees, and gives the
-        // depth.
-        let mut seen_node = vec![false; n];
-        let mut seen_leaf = vec![false; num_leaves];
-        let mut stack = vec![(0usize, 0u32)];
-        let mut depth = 0;
-        seen_node[0] = true;
-        while let Some((i, d)) = stack.pop() {
-            for c in [left[i], right[i]] {
-                if c >= 0 {
-                    let c = c as usize;
-                    match seen_node.get_mut(c) {
-                        None => return Err(format!("node {i}: child node {c} out of range")),
-                        Some(true) => return Err(format!("node {c} reached twice (cycle)")),
-                        Some(s) => *s = true,
-                    }
-                    stack.push((c, d + 1));
-                } else {
-                    let l = usize::try_from(!c).unwrap_or(usize::MAX);
-                    match seen_leaf.get_mut(l) {
-                        None => return Err(format!("node {i}: child leaf {l} out of range")),
-                        Some(true) => return Err(format!("leaf {l} reached twice")),
-                        Some(s) => *s = true,
-                    }
-                    depth = depth.max(d + 1);
-                }
-            }
-        }
-        if seen_node.contains(&false) || seen_leaf.contains(&false) {
-            return Err("unreachable nodes or leaves".into());
-        }
+        let depth = tree_depth(&left, &right, num_leaves)?;
 
         // Nodes 0..n of the tree are at base.., its leaves right after them.
         let global = |c: i64| -> u32 {
@@ -693,6 +662,46 @@ fn truncate(s: &str) -> &str {
         Some((i, _)) => &s[..i],
         None => s,
     }
+}
+
+/// A tree's structure, checked by a walk from the root: every node and leaf must be
+/// reached exactly once (no out-of-range child, cycle or shared subtree). Returns the
+/// depth. `left` and `right` hold `num_leaves - 1` nodes' children (a leaf `l` as `!l`).
+fn tree_depth(left: &[i64], right: &[i64], num_leaves: usize) -> Detail<u32> {
+    // Structure: walk from the root; every node and leaf must be reached exactly once.
+    // This rules out out-of-range children, cycles and shared subtrees, and gives the
+    // depth.
+    let n = num_leaves - 1;
+    let mut seen_node = vec![false; n];
+    let mut seen_leaf = vec![false; num_leaves];
+    let mut stack = vec![(0usize, 0u32)];
+    let mut depth = 0;
+    seen_node[0] = true;
+    while let Some((i, d)) = stack.pop() {
+        for c in [left[i], right[i]] {
+            if c >= 0 {
+                let c = c as usize;
+                match seen_node.get_mut(c) {
+                    None => return Err(format!("node {i}: child node {c} out of range")),
+                    Some(true) => return Err(format!("node {c} reached twice (cycle)")),
+                    Some(s) => *s = true,
+                }
+                stack.push((c, d + 1));
+            } else {
+                let l = usize::try_from(!c).unwrap_or(usize::MAX);
+                match seen_leaf.get_mut(l) {
+                    None => return Err(format!("node {i}: child leaf {l} out of range")),
+                    Some(true) => return Err(format!("leaf {l} reached twice")),
+                    Some(s) => *s = true,
+                }
+                depth = depth.max(d + 1);
+            }
+        }
+    }
+    if seen_node.contains(&false) || seen_leaf.contains(&false) {
+        return Err("unreachable nodes or leaves".into());
+    }
+    Ok(depth)
 }
 
 #[cfg(test)]
