@@ -1062,59 +1062,9 @@ fn log_bytes(records: &[Vec<u8>]) -> Vec<u8> {
 pub fn seeds(target: &str) -> Vec<Vec<u8>> {
     let entries = fixture_entries();
     let small: Vec<_> = entries.iter().step_by(7).take(60).cloned().collect();
-    let table_opts = |block_size, bloom_bits_per_key| TableBuildOptions {
-        block_size,
-        bloom_bits_per_key,
-        fixed_width_entries: false,
-        cache_local_filter: true,
-    };
     match target {
-        "block" => {
-            let mut b = BlockBuilder::default();
-            for (k, v) in small.iter().take(20) {
-                b.add(k, v);
-            }
-            let mut one = BlockBuilder::default();
-            one.add(&small[0].0, b"");
-            // Layout 1, as tables written before key prefixes hold: entries with whole
-            // keys, u32 offsets, a plain count.
-            let mut v1 = Vec::new();
-            let mut offsets = Vec::new();
-            for (k, v) in small.iter().take(8) {
-                offsets.extend_from_slice(&(v1.len() as u32).to_le_bytes());
-                put_varint(&mut v1, k.len() as u64);
-                put_varint(&mut v1, v.len() as u64);
-                v1.extend_from_slice(k);
-                v1.extend_from_slice(v);
-            }
-            v1.extend_from_slice(&offsets);
-            v1.extend_from_slice(&8u32.to_le_bytes());
-            vec![b.finish(), one.finish(), v1]
-        }
-        "index_block" => {
-            let bytes = build_table(&small, table_opts(128, 0.0));
-            let file = scratch_files(&bytes, 1).pop().expect("one file");
-            let t = Table::open(file, 1, None).expect("open seed table");
-            let idx = t.index().expect("a pinned index");
-            let list: Vec<IndexEntry> = (0..idx.num_blocks())
-                .map(|i| idx.block(i).clone())
-                .collect();
-            let data_end = list
-                .last()
-                .and_then(|e| e.handle.end_with_trailer())
-                .unwrap_or(0);
-            let with_prefix = |entries: &[IndexEntry], end: u64, n: u64| {
-                let mut out = Vec::new();
-                put_varint(&mut out, end);
-                put_varint(&mut out, n);
-                out.extend_from_slice(&FenceIndex::encode(entries));
-                out
-            };
-            vec![
-                with_prefix(&list, data_end, t.properties().num_entries),
-                with_prefix(&[], 0, 0),
-            ]
-        }
+        "block" => block_seeds(&small),
+        "index_block" => index_block_seeds(&small),
         "bloom" => {
             let mut b = BloomBuilder::new(10.0, false);
             let mut local = BloomBuilder::new(10.0, true);
@@ -1129,9 +1079,9 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             ]
         }
         "table" => vec![
-            build_table(&small, table_opts(128, 10.0)),
-            build_table(&small[..5], table_opts(4096, 0.0)),
-            build_table(&[], table_opts(4096, 10.0)),
+            build_table(&small, seed_table_opts(128, 10.0)),
+            build_table(&small[..5], seed_table_opts(4096, 0.0)),
+            build_table(&[], seed_table_opts(4096, 10.0)),
         ],
         "log_reader" => {
             let records = vec![
@@ -1183,25 +1133,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             }
             .encode(),
         ],
-        "table_properties" => {
-            let p = TableProperties {
-                num_entries: 10,
-                num_deletions: 2,
-                num_data_blocks: 3,
-                raw_key_bytes: 400,
-                raw_value_bytes: 1 << 40,
-                smallest: small[0].0.clone(),
-                largest: small[5].0.clone(),
-                min_seq: 4,
-                max_seq: 99,
-                column_family: None,
-            };
-            let cf = TableProperties {
-                column_family: Some((7, "logs".into())),
-                ..p.clone()
-            };
-            vec![p.encode(), cf.encode()]
-        }
+        "table_properties" => table_properties_seeds(&small),
         "plr_model" => {
             let fx = plr_fixture();
             let users: Vec<&[u8]> = fx
@@ -1225,61 +1157,8 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             .into_iter()
             .map(String::into_bytes)
             .collect(),
-        "access_trace" => {
-            use crate::access::{TraceHeader, TraceRow, TransferRow};
-            let h = TraceHeader {
-                cf_id: 3,
-                key_offset: 2,
-                range_width: 10,
-                slot_ms: 1000,
-                sample_p: 0.25,
-                start_unix_ms: 1_700_000_000_000,
-            };
-            let rows: Vec<TraceRow> = (0..6)
-                .map(|i| TraceRow {
-                    range: i % 3,
-                    slot: i / 3,
-                    reads: i as u32 * 2,
-                    writes: 1,
-                })
-                .collect();
-            let transfers = vec![TransferRow {
-                to: 1,
-                from: 0,
-                count: 4,
-            }];
-            vec![
-                crate::access::trace::encode(&h, &rows, &transfers),
-                crate::access::trace::encode(&h, &[], &[]),
-            ]
-        }
-        "record_trace" => {
-            use crate::access::record_trace::{
-                encode, RecordEntry, RecordTraceHeader, FLAG_INSERT_SEEN,
-            };
-            let h = RecordTraceHeader {
-                cf_id: 1,
-                sample_rate: 1.0,
-                day_ms: 1000,
-                start_ms: 0,
-                end_ms: 5000,
-                max_times: 4,
-                point_reads: 9,
-                writes: 4,
-                scans: 1,
-            };
-            let records: Vec<RecordEntry> = (0..4u64)
-                .map(|i| RecordEntry {
-                    key: format!("user{i:04}").into_bytes(),
-                    insert_ms: i * 100,
-                    flags: FLAG_INSERT_SEEN,
-                    last_update_ms: i * 100 + 50,
-                    times: vec![(i * 100) << 1 | 1, (i * 100 + 50) << 1 | 1, 2000 << 1],
-                    days: vec![(0, 0, 2), (2, 1, 0)],
-                })
-                .collect();
-            vec![encode(&h, &records), encode(&h, &[])]
-        }
+        "access_trace" => access_trace_seeds(),
+        "record_trace" => record_trace_seeds(),
         "cold_set" => {
             use crate::learned::ColdSet;
             let keys = (0..6).map(|i| format!("user{i:04}").into_bytes()).collect();
@@ -1290,6 +1169,144 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         }
         _ => Vec::new(),
     }
+}
+
+/// The build options of the seed tables.
+fn seed_table_opts(block_size: usize, bloom_bits_per_key: f64) -> TableBuildOptions {
+    TableBuildOptions {
+        block_size,
+        bloom_bits_per_key,
+        fixed_width_entries: false,
+        cache_local_filter: true,
+    }
+}
+
+/// Blocks: the current layout, one entry, and layout 1 (whole keys, u32 offsets).
+fn block_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
+    let mut b = BlockBuilder::default();
+    for (k, v) in small.iter().take(20) {
+        b.add(k, v);
+    }
+    let mut one = BlockBuilder::default();
+    one.add(&small[0].0, b"");
+    // Layout 1, as tables written before key prefixes hold: entries with whole
+    // keys, u32 offsets, a plain count.
+    let mut v1 = Vec::new();
+    let mut offsets = Vec::new();
+    for (k, v) in small.iter().take(8) {
+        offsets.extend_from_slice(&(v1.len() as u32).to_le_bytes());
+        put_varint(&mut v1, k.len() as u64);
+        put_varint(&mut v1, v.len() as u64);
+        v1.extend_from_slice(k);
+        v1.extend_from_slice(v);
+    }
+    v1.extend_from_slice(&offsets);
+    v1.extend_from_slice(&8u32.to_le_bytes());
+    vec![b.finish(), one.finish(), v1]
+}
+
+/// Index blocks of a small table, with the data end and entry count before them.
+fn index_block_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
+    let bytes = build_table(small, seed_table_opts(128, 0.0));
+    let file = scratch_files(&bytes, 1).pop().expect("one file");
+    let t = Table::open(file, 1, None).expect("open seed table");
+    let idx = t.index().expect("a pinned index");
+    let list: Vec<IndexEntry> = (0..idx.num_blocks())
+        .map(|i| idx.block(i).clone())
+        .collect();
+    let data_end = list
+        .last()
+        .and_then(|e| e.handle.end_with_trailer())
+        .unwrap_or(0);
+    let with_prefix = |entries: &[IndexEntry], end: u64, n: u64| {
+        let mut out = Vec::new();
+        put_varint(&mut out, end);
+        put_varint(&mut out, n);
+        out.extend_from_slice(&FenceIndex::encode(entries));
+        out
+    };
+    vec![
+        with_prefix(&list, data_end, t.properties().num_entries),
+        with_prefix(&[], 0, 0),
+    ]
+}
+
+/// Table properties, without and with a column family.
+fn table_properties_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
+    let p = TableProperties {
+        num_entries: 10,
+        num_deletions: 2,
+        num_data_blocks: 3,
+        raw_key_bytes: 400,
+        raw_value_bytes: 1 << 40,
+        smallest: small[0].0.clone(),
+        largest: small[5].0.clone(),
+        min_seq: 4,
+        max_seq: 99,
+        column_family: None,
+    };
+    let cf = TableProperties {
+        column_family: Some((7, "logs".into())),
+        ..p.clone()
+    };
+    vec![p.encode(), cf.encode()]
+}
+
+/// An access trace with rows and transfers, and an empty one.
+fn access_trace_seeds() -> Vec<Vec<u8>> {
+    use crate::access::{TraceHeader, TraceRow, TransferRow};
+    let h = TraceHeader {
+        cf_id: 3,
+        key_offset: 2,
+        range_width: 10,
+        slot_ms: 1000,
+        sample_p: 0.25,
+        start_unix_ms: 1_700_000_000_000,
+    };
+    let rows: Vec<TraceRow> = (0..6)
+        .map(|i| TraceRow {
+            range: i % 3,
+            slot: i / 3,
+            reads: i as u32 * 2,
+            writes: 1,
+        })
+        .collect();
+    let transfers = vec![TransferRow {
+        to: 1,
+        from: 0,
+        count: 4,
+    }];
+    vec![
+        crate::access::trace::encode(&h, &rows, &transfers),
+        crate::access::trace::encode(&h, &[], &[]),
+    ]
+}
+
+/// A record trace of four records, and an empty one.
+fn record_trace_seeds() -> Vec<Vec<u8>> {
+    use crate::access::record_trace::{encode, RecordEntry, RecordTraceHeader, FLAG_INSERT_SEEN};
+    let h = RecordTraceHeader {
+        cf_id: 1,
+        sample_rate: 1.0,
+        day_ms: 1000,
+        start_ms: 0,
+        end_ms: 5000,
+        max_times: 4,
+        point_reads: 9,
+        writes: 4,
+        scans: 1,
+    };
+    let records: Vec<RecordEntry> = (0..4u64)
+        .map(|i| RecordEntry {
+            key: format!("user{i:04}").into_bytes(),
+            insert_ms: i * 100,
+            flags: FLAG_INSERT_SEEN,
+            last_update_ms: i * 100 + 50,
+            times: vec![(i * 100) << 1 | 1, (i * 100 + 50) << 1 | 1, 2000 << 1],
+            days: vec![(0, 0, 2), (2, 1, 0)],
+        })
+        .collect();
+    vec![encode(&h, &records), encode(&h, &[])]
 }
 
 #[cfg(test)]
