@@ -207,48 +207,16 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
         window_source: source,
         salsm: a.salsm.settings(a.leaper.python.clone(), Some(&a.out)),
     };
-    let mut done: Vec<Option<(RunResult, Vec<TimelineRow>)>> = vec![None; engines.len()];
+    let mut done: Vec<Option<Finished>> = vec![None; engines.len()];
     let mut source = None;
     if cfg.invalidation_window_ms.is_none() && spec.workload.is_leaper() {
         // T = the stock engine's median hit-ratio recovery time: run it first.
         let i = stock_engine(&engines);
-        eprintln!(
-            "running {} on {} to measure the hit-ratio recovery time (T) ...",
-            engines[i],
-            spec.workload.name()
-        );
         let req = request(&engines[i], &spec, &cfg, None);
-        let (r, rows) = run_one(
-            &req,
-            &a.out,
-            &format!("{}.calibration", stems[i]),
-            a.in_process,
-        )?;
-        eprintln!("{}", summary_line(&r));
-        pin_warmup(&mut spec, &r);
-        let t = window_from(&r, a.workload.timeline_ms());
-        let desc = match t {
-            Some(_) => format!(
-                "median hit-ratio recovery of {} ({} jobs; calibration run)",
-                engines[i],
-                r.invalidation.as_ref().map_or(0, |v| v.recoveries)
-            ),
-            None => format!(
-                "cairn's default: {} showed no recovery to measure",
-                engines[i]
-            ),
-        };
-        let t = t.unwrap_or(DEFAULT_INVALIDATION_WINDOW_MS);
-        eprintln!("T = {t} ms ({desc})");
+        let (t, desc, reuse) = calibrate_window(a, &engines[i], &stems[i], &req, &mut spec)?;
         cfg.invalidation_window_ms = Some(t);
         source = Some(desc);
-        if t == DEFAULT_INVALIDATION_WINDOW_MS {
-            let mut r = r;
-            if let Some(v) = r.invalidation.as_mut() {
-                v.window_source = source.clone().unwrap_or_default();
-            }
-            done[i] = Some((r, rows));
-        }
+        done[i] = reuse;
     }
     // Rounds alternate the order (listed, reversed, listed, ...) so no engine always
     // runs first, on a cooler machine or a colder page cache.
@@ -325,6 +293,47 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<()> {
     }
     eprintln!("report: {}", report.display());
     Ok(())
+}
+
+/// A finished run and its timeline.
+type Finished = (RunResult, Vec<TimelineRow>);
+
+/// Leaper's T: the median hit-ratio recovery time of `engine` (the stock one) in a
+/// calibration run of `req`, whose warm-up then holds for the runs after it. Returns T,
+/// where it came from, and the run itself when it may stand as the engine's first
+/// measured run (T fell back to the default, which that run already used).
+fn calibrate_window(
+    a: &CompareArgs,
+    engine: &EngineName,
+    stem: &str,
+    req: &RunRequest,
+    spec: &mut WorkloadSpec,
+) -> Result<(u64, String, Option<Finished>)> {
+    eprintln!(
+        "running {engine} on {} to measure the hit-ratio recovery time (T) ...",
+        spec.workload.name()
+    );
+    let (r, rows) = run_one(req, &a.out, &format!("{stem}.calibration"), a.in_process)?;
+    eprintln!("{}", summary_line(&r));
+    pin_warmup(spec, &r);
+    let t = window_from(&r, a.workload.timeline_ms());
+    let desc = match t {
+        Some(_) => format!(
+            "median hit-ratio recovery of {engine} ({} jobs; calibration run)",
+            r.invalidation.as_ref().map_or(0, |v| v.recoveries)
+        ),
+        None => format!("cairn's default: {engine} showed no recovery to measure"),
+    };
+    let t = t.unwrap_or(DEFAULT_INVALIDATION_WINDOW_MS);
+    eprintln!("T = {t} ms ({desc})");
+    if t != DEFAULT_INVALIDATION_WINDOW_MS {
+        return Ok((t, desc, None));
+    }
+    let mut r = r;
+    if let Some(v) = r.invalidation.as_mut() {
+        v.window_source = desc.clone();
+    }
+    Ok((t, desc, Some((r, rows))))
 }
 
 /// The run with the median throughput (the lower middle for an even count), carrying every
