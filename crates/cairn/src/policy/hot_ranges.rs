@@ -235,14 +235,21 @@ impl HotRangePredictor {
         let models = self.model.models();
         let mut done = m.done.lock();
         let mut evals = 0;
+        let missing = |e: Option<&RangeMemo>, step: usize| {
+            step < 64 && mask & (1 << step) != 0 && e.is_none_or(|e| e.probs[step].is_nan())
+        };
         for range in wanted {
+            // A range asked about again in the slot is answered from the memo.
+            if !(0..models.len()).any(|step| missing(done.get(&range), step)) {
+                continue;
+            }
             let (features, rate) = self.features(m, range);
             let e = done.entry(range).or_insert_with(|| RangeMemo {
                 probs: vec![f32::NAN; models.len()].into(),
                 rate,
             });
             for (step, model) in models.iter().enumerate() {
-                if step < 64 && mask & (1 << step) != 0 && e.probs[step].is_nan() {
+                if missing(Some(e), step) {
                     e.probs[step] = model.predict(&features) as f32;
                     evals += 1;
                 }
