@@ -24,8 +24,18 @@ pub struct SalsmArgs {
     /// accessed in the replay days].
     #[arg(long, value_name = "FRACTION")]
     pub salsm_budget: Option<f64>,
-    /// Simulated days of the trace (the query store's observation window).
-    #[arg(long, default_value_t = 20, value_name = "DAYS")]
+    /// The AWPI generator: `lifecycle` (records moving through their stages, with
+    /// predictable late activity) or `decay` (the control: popularity decaying after the
+    /// insert).
+    #[arg(long, default_value = "lifecycle", value_name = "NAME")]
+    pub salsm_generator: String,
+    /// Lifecycle ingredients to switch off, comma-separated (revival, periodic, noise,
+    /// polling, bursts, season, memoryless): the ablations.
+    #[arg(long, value_name = "LIST")]
+    pub salsm_ablate: Option<String>,
+    /// Simulated days of the trace (the query store's observation window: 20 feature days
+    /// and the 30-day horizon, as the paper labels).
+    #[arg(long, default_value_t = 50, value_name = "DAYS")]
     pub salsm_trace_days: u32,
     /// Simulated days replayed and measured after the placement.
     #[arg(long, default_value_t = 3, value_name = "DAYS")]
@@ -38,7 +48,7 @@ pub struct SalsmArgs {
     /// --cache-bytes for awpi-* workloads.
     #[arg(long, default_value_t = 0.3, value_name = "FRACTION")]
     pub salsm_cache_share: f64,
-    /// The service's prediction horizon (--horizon-days) [default: the replay days].
+    /// The service's prediction horizon (--horizon-days) [default: 30, the paper's].
     #[arg(long, value_name = "DAYS")]
     pub salsm_horizon_days: Option<f64>,
     /// Share of the replay's ops run first, unmeasured, to warm the block cache (the
@@ -61,6 +71,8 @@ impl SalsmArgs {
         SalsmSettings {
             python,
             budget: self.salsm_budget,
+            generator: self.salsm_generator.clone(),
+            ablate: self.salsm_ablate.clone().unwrap_or_default(),
             trace_days: self.salsm_trace_days,
             replay_days: self.salsm_replay_days,
             latency_scale: self.salsm_latency_scale,
@@ -87,6 +99,10 @@ pub struct SalsmSettings {
     pub python: Option<String>,
     #[serde(default)]
     pub budget: Option<f64>,
+    #[serde(default = "default_generator")]
+    pub generator: String,
+    #[serde(default)]
+    pub ablate: String,
     pub trace_days: u32,
     pub replay_days: u32,
     pub latency_scale: f64,
@@ -102,12 +118,18 @@ pub struct SalsmSettings {
     pub artifacts: Option<PathBuf>,
 }
 
+fn default_generator() -> String {
+    "lifecycle".into()
+}
+
 impl Default for SalsmSettings {
     fn default() -> Self {
         SalsmSettings {
             python: None,
             budget: None,
-            trace_days: 20,
+            generator: default_generator(),
+            ablate: String::new(),
+            trace_days: 50,
             replay_days: 3,
             latency_scale: 0.05,
             cache_share: 0.3,

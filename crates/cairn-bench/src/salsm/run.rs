@@ -41,6 +41,9 @@ use std::time::{Duration, Instant};
 /// overhead, blooms), to size level 1 and the cache from the data's bytes.
 const TABLE_OVERHEAD: f64 = 1.06;
 
+/// The service's prediction horizon unless told: the paper's 30 days.
+pub const DEFAULT_HORIZON_DAYS: f64 = 30.0;
+
 /// The AWPI stream a run request describes.
 pub fn awpi_spec(spec: &WorkloadSpec, s: &super::SalsmSettings) -> Result<AwpiSpec> {
     let p = spec
@@ -53,6 +56,8 @@ pub fn awpi_spec(spec: &WorkloadSpec, s: &super::SalsmSettings) -> Result<AwpiSp
     };
     Ok(AwpiSpec {
         profile: p.name.to_string(),
+        generator: s.generator.clone(),
+        ablate: s.ablate.clone(),
         records: spec.records,
         trace_days: s.trace_days,
         replay_days: s.replay_days,
@@ -286,10 +291,7 @@ fn train(
         .context("the engine keeps no query store (Options::records)")?;
     let cold = work.join("cold.cld");
     let report = work.join("service.json");
-    let horizon = req
-        .salsm
-        .horizon_days
-        .unwrap_or(req.salsm.replay_days as f64);
+    let horizon = req.salsm.horizon_days.unwrap_or(DEFAULT_HORIZON_DAYS);
     eprintln!("{stem}: service trains {method} on {rows} records (budget {budget:.3}) ...");
     let r = service::train(
         req.salsm.python.as_deref(),
@@ -793,7 +795,7 @@ pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
             .clone()
             .unwrap_or_else(|| vec![(d.budget * 1000.0).round() / 1000.0, 0.2, 0.3, 0.5]);
         budgets.dedup_by(|x, y| (*x - *y).abs() < 1e-3);
-        let horizon = s.horizon_days.unwrap_or(s.replay_days as f64);
+        let horizon = s.horizon_days.unwrap_or(DEFAULT_HORIZON_DAYS);
         let km = a.out.join("km.png");
         let (v, secs) = service::evaluate(
             s.python.as_deref(),
