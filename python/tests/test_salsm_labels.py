@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cairn.learn.salsm.labels import sample_pivots, tau_event, tau_labels
+from cairn.learn.salsm.features import make_samples
+from cairn.learn.salsm.labels import event_view, reads_between, sample_pivots, tau_event, tau_labels
 from cairn.learn.salsm.trace import Record, RecordTrace
 
 H = dict(cf_id=0, sample_rate=1.0, day_ms=1000, start_ms=0)
@@ -19,10 +20,61 @@ def trace_of(seqs, end_ms=100_000, max_times=None) -> RecordTrace:
     return RecordTrace.from_records(recs, end_ms=end_ms, **H, **kw)
 
 
-def labels(seq, pivot, tau, end):
+def labels(seq, pivot, tau, end, events="all"):
     t = trace_of([seq], end_ms=end)
-    y, d = tau_labels(t, np.array([0]), np.array([float(pivot)]), tau, t_end=end)
+    y, d = tau_labels(t, np.array([0]), np.array([float(pivot)]), tau, t_end=end, events=events)
     return float(y[0]), bool(d[0])
+
+
+def mixed(accesses, pivot, tau, end, events=None):
+    """Labels of one record given as ``(ms, is_write)`` pairs; ``events=None``: the default."""
+    t = RecordTrace.from_records([Record(b"k", accesses[0][0], accesses)], end_ms=end, **H)
+    kw = {} if events is None else {"events": events}
+    y, d = tau_labels(t, np.array([0]), np.array([float(pivot)]), tau, t_end=end, **kw)
+    return float(y[0]), bool(d[0])
+
+
+def test_updates_after_the_pivot_are_censored_under_reads():
+    # insert, two reads, pivot at 1100, then only updates 100 ms apart: no read, no event
+    acc = [(0, True), (900, False), (1000, False), (2000, True), (2100, True), (2200, True)]
+    assert mixed(acc, 1100, 500, 5000) == (3900.0, False)  # reads are the default
+    assert mixed(acc, 1100, 500, 5000, "reads") == (3900.0, False)
+    assert mixed(acc, 1100, 500, 5000, "all") == (1000.0, True)
+
+
+def test_a_reads_interval_is_to_the_previous_read():
+    # read at 0, update at 900, read at 1000: 100 ms after the update but 1000 after the read
+    acc = [(0, False), (900, True), (1000, False), (1300, False)]
+    assert mixed(acc, 950, 500, 5000, "all") == (50.0, True)
+    assert mixed(acc, 950, 500, 5000, "reads") == (350.0, True)  # 1300 follows the read at 1000
+    # a record's first read has no previous read, whatever was written before it
+    assert mixed([(0, True), (100, False), (5000, False)], 50, 500, 9000, "reads") == (8950.0, False)
+    with pytest.raises(ValueError, match="events"):
+        mixed(acc, 950, 500, 5000, "writes")
+
+
+def test_reads_between_counts_reads_only():
+    t = RecordTrace.from_records(
+        [
+            Record(b"a", 0, [(0, True), (100, False), (200, True), (300, False), (400, False)]),
+            Record(b"b", 0, [(0, True), (250, True)]),
+            Record(b"c", 50, [(50, False)], flags=0),
+        ],
+        end_ms=1000,
+        **H,
+    )
+    assert reads_between(t, np.array([0, 1, 2, 0]), 100, 400).tolist() == [2, 0, 0, 2]
+    assert reads_between(t, np.array([0, 2]), -1, 1000).tolist() == [3, 1]
+    assert event_view(t, "all") is t and event_view(t, "reads").n_times().tolist() == [3, 0, 1]
+
+
+def test_pivots_stay_over_all_accesses():
+    # a record only written after its insert still gets its pivots (censored under reads)
+    t = RecordTrace.from_records([Record(b"w", 0, [(0, True), (100, True), (200, True)])], end_ms=1000, **H)
+    a = make_samples(t, 10, 500, np.random.default_rng(0), events="reads")
+    b = make_samples(t, 10, 500, np.random.default_rng(0), events="all")
+    assert len(a) == 3 and np.array_equal(a.pivots, b.pivots) and np.array_equal(a.x, b.x)
+    assert not a.delta.any() and b.delta[:2].all()
 
 
 def test_first_close_access_after_the_pivot_is_the_event():
@@ -61,16 +113,23 @@ def test_accesses_at_the_pivot_belong_to_the_past():
 
 def test_vectorised_labels_match_the_reference():
     rng = np.random.default_rng(5)
-    seqs = [np.sort(rng.integers(0, 50_000, rng.integers(1, 30))).tolist() for _ in range(200)]
-    t = trace_of(seqs, end_ms=60_000)
+    recs, counted = [], {"all": [], "reads": []}
+    for i in range(200):
+        ts = np.sort(rng.integers(0, 50_000, rng.integers(1, 30))).tolist()
+        acc = [(t, j == 0 or bool(rng.random() < 0.3)) for j, t in enumerate(ts)]
+        recs.append(Record(f"r{i}".encode(), ts[0], acc))
+        counted["all"].append(ts)
+        counted["reads"].append([t for t, w in acc if not w])
+    t = RecordTrace.from_records(recs, end_ms=60_000, **H)
     rec, piv = sample_pivots(t, 10, rng)
-    for end in (60_000, 30_000):
-        y, d = tau_labels(t, rec, piv, 700, t_end=end)
-        for i in range(rec.size):
-            if piv[i] > end:
-                continue
-            ref = tau_event(seqs[rec[i]], piv[i], 700, end)
-            assert (y[i], d[i]) == pytest.approx(ref), (rec[i], piv[i])
+    for events, seqs in counted.items():
+        for end in (60_000, 30_000):
+            y, d = tau_labels(t, rec, piv, 700, t_end=end, events=events)
+            for i in range(rec.size):
+                if piv[i] > end:
+                    continue
+                ref = tau_event(seqs[rec[i]], piv[i], 700, end)
+                assert (y[i], d[i]) == pytest.approx(ref), (events, rec[i], piv[i])
 
 
 def test_pivots_lie_in_distinct_intervals_of_their_record():

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..leaper.report import json_safe
 from .coldset import ColdSetError, write_cold_set
+from .labels import EVENT_KINDS
 from .metrics import plot_km
 from .models import METHODS
 from .pipeline import Settings, evaluate, format_table, train
@@ -40,6 +41,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=d.n_jobs, help="threads for RSF and LightGBM (default 2)")
     p.add_argument("--force", action="store_true", help="train even if the workload is not AWPI")
     p.add_argument("--max-samples", type=int, default=d.max_samples, help="fit on at most this many samples (0: all)")
+    p.add_argument(
+        "--events", choices=EVENT_KINDS, default=d.event_kinds, help="accesses that make tau-events (default reads)"
+    )
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -47,7 +51,16 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise ValueError("--tau-days and --horizon-days must be > 0")
     if args.pivots < 1:
         raise ValueError("--pivots must be >= 1")
-    return Settings(args.tau_days, args.pivots, args.horizon_days, args.seed, args.jobs, args.force, args.max_samples)
+    return Settings(
+        tau_days=args.tau_days,
+        n_pivots=args.pivots,
+        horizon_days=args.horizon_days,
+        seed=args.seed,
+        n_jobs=args.jobs,
+        force=args.force,
+        max_samples=args.max_samples,
+        event_kinds=args.events,
+    )
 
 
 def _write_json(path: Path, obj: dict) -> None:

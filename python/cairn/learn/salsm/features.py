@@ -139,8 +139,10 @@ def make_samples(
     rng: np.random.Generator,
     t_end: float | None = None,
     records: np.ndarray | None = None,
+    events: str = "reads",
 ) -> Samples:
-    """Pivots by Algorithm 1, labels by eq. 1 (window ending at ``t_end``), features."""
+    """Pivots by Algorithm 1, labels by eq. 1 (window ending at ``t_end``, tau-events of
+    the ``events`` accesses), features."""
     rec, piv = sample_pivots(trace, n_pivots, rng, t_end=t_end, records=records)
-    y, delta = tau_labels(trace, rec, piv, tau_ms, t_end=t_end)
+    y, delta = tau_labels(trace, rec, piv, tau_ms, t_end=t_end, events=events)
     return Samples(build_features(trace, rec, piv), y / trace.day_ms, delta, rec, piv)

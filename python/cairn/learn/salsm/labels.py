@@ -1,23 +1,32 @@
 """Survival labels: tau-events (Def. 2.1), censoring (eq. 1) and pivot sampling (Alg. 1).
 
-Every access counts (reads and writes; the insert is the record's first access). For a
-pivot ``P``, the tau-event is the first access ``T_v > P`` whose interval to its
-immediate previous access, ``T_v - T_{v-1}``, is below ``tau``; ``T_{v-1}`` may lie before
-the pivot. An isolated access after a long silence (interval >= tau) is skipped: it does
-not make the record hot. The event time is ``T_v - P``. Labels follow eq. 1: ``(y, delta)``
-is ``(T_v - P, 1)`` when the event happens by the end of the window ``T_e``, else
-``(T_e - P, 0)`` (censored).
+Which accesses make events is a setting, ``events``: ``"reads"`` (the default) or
+``"all"``. A placement pays for a record on the cold tier only when it is read (a put
+never reads the cold tier), so by default only reads count: writes (the insert, updates)
+never make an event, and a read's interval is to the previous *read* (the record's first
+read has none, as the first access has none under ``"all"``). ``"all"`` counts every
+access, reads and writes alike.
 
-Pivot sampling (Alg. 1), and how the window's edges are handled: a record with accesses
-``T_1 < ... < T_k`` in the window has ``k`` candidate intervals, ``(T_1, T_2], ...,
-(T_{k-1}, T_k]`` and the open last one ``(T_k, T_e]`` (the record's silence up to the
-export; pivots there give the censored samples of records that went cold). The leading
-stretch ``[T_s, T_1]`` is not a candidate: before its first access the record either did
-not exist yet (``T_1`` is its insert) or nothing is known about its previous access, so no
-feature could be computed. Zero-length intervals (two accesses in the same millisecond)
-cannot hold a pivot and are dropped. Step 1 picks ``min(n, k)`` interval indices uniformly
-without replacement, step 2 a uniform time inside each; because step 1 ignores interval
-lengths, long intervals are not favoured (no inspection-paradox bias on a renewal process).
+For a pivot ``P``, the tau-event is the first counted access ``T_v > P`` whose interval
+to the previous counted access, ``T_v - T_{v-1}``, is below ``tau``; ``T_{v-1}`` may lie
+before the pivot. An isolated access after a long silence (interval >= tau) is skipped: it
+does not make the record hot. The event time is ``T_v - P``. Labels follow eq. 1:
+``(y, delta)`` is ``(T_v - P, 1)`` when the event happens by the end of the window
+``T_e``, else ``(T_e - P, 0)`` (censored).
+
+Pivot sampling (Alg. 1) stays over all accesses whatever ``events`` is: the features (the
+intervals, the update times, the per-day counts) are about all accesses, and a record that
+is only written still needs its (censored) samples, or the model would never see one.
+How the window's edges are handled: a record with accesses ``T_1 < ... < T_k`` in the
+window has ``k`` candidate intervals, ``(T_1, T_2], ..., (T_{k-1}, T_k]`` and the open
+last one ``(T_k, T_e]`` (the record's silence up to the export; pivots there give the
+censored samples of records that went cold). The leading stretch ``[T_s, T_1]`` is not a
+candidate: before its first access the record either did not exist yet (``T_1`` is its
+insert) or nothing is known about its previous access, so no feature could be computed.
+Zero-length intervals (two accesses in the same millisecond) cannot hold a pivot and are
+dropped. Step 1 picks ``min(n, k)`` interval indices uniformly without replacement, step 2
+a uniform time inside each; because step 1 ignores interval lengths, long intervals are
+not favoured (no inspection-paradox bias on a renewal process).
 """
 
 from __future__ import annotations
@@ -27,6 +36,32 @@ from collections.abc import Sequence
 import numpy as np
 
 from .trace import RecordTrace
+
+EVENT_KINDS = ("reads", "all")
+
+
+def event_view(trace: RecordTrace, events: str = "reads") -> RecordTrace:
+    """The trace whose access times are those that can make a tau-event (``events``)."""
+    if events not in EVENT_KINDS:
+        raise ValueError(f"events must be one of {', '.join(EVENT_KINDS)}, got {events!r}")
+    if events == "all":
+        return trace
+    keep = ~trace.is_write
+    off = np.concatenate([[0], np.cumsum(np.bincount(trace.time_owner()[keep], minlength=trace.n_records))])
+    return RecordTrace(
+        cf_id=trace.cf_id,
+        sample_rate=trace.sample_rate,
+        day_ms=trace.day_ms,
+        start_ms=trace.start_ms,
+        end_ms=trace.end_ms,
+        max_times=trace.max_times,
+        keys=trace.keys,
+        insert_ms=trace.insert_ms,
+        flags=trace.flags,
+        last_update_ms=trace.last_update_ms,
+        time_off=off,
+        times=trace.times[keep],
+    )
 
 
 def tau_event(times: Sequence[float], pivot: float, tau: float, t_end: float) -> tuple[float, bool]:
@@ -86,10 +121,16 @@ def short_accesses(trace: RecordTrace, tau_ms: float) -> np.ndarray:
 
 
 def tau_labels(
-    trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray, tau_ms: float, t_end: float | None = None
+    trace: RecordTrace,
+    rec: np.ndarray,
+    pivots: np.ndarray,
+    tau_ms: float,
+    t_end: float | None = None,
+    events: str = "reads",
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(y_ms, delta)`` of eq. 1 for each (record, pivot); the window ends at ``t_end``
-    (default: the trace's ``end_ms``)."""
+    (default: the trace's ``end_ms``); ``events`` says which accesses count."""
+    trace = event_view(trace, events)
     rec = np.asarray(rec, dtype=np.int64)
     pivots = np.asarray(pivots, dtype=np.float64)
     t_end = float(trace.end_ms if t_end is None else t_end)
@@ -101,6 +142,14 @@ def tau_labels(
     delta = (k < short_pos.size) & (cand < trace.time_off[rec + 1])
     y = np.where(delta, ms[cand] - pivots if ms.size else 0.0, t_end - pivots)
     return y.astype(np.float64), delta
+
+
+def reads_between(trace: RecordTrace, rec: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Number of reads of each record ``rec[i]`` in ``(lo, hi]`` (ms)."""
+    rv = event_view(trace, "reads")
+    rec = np.asarray(rec, dtype=np.int64)
+    n = rec.shape[0]
+    return last_access_index(rv, rec, np.full(n, float(hi))) - last_access_index(rv, rec, np.full(n, float(lo)))
 
 
 def sample_pivots(
