@@ -89,12 +89,12 @@ def test_trace_layout_matches_the_spec():
         [Record(b"ab", 5, [(5, True), (7, False)], last_update_ms=0, days=[(0, 1, 1)])], **HEADER
     )
     b = encode_trace(t)
-    assert b[:8] == b"CAIRNRTR" and struct.unpack_from("<II", b, 8) == (1, 7)
+    assert b[:8] == b"CAIRNRTR" and struct.unpack_from("<II", b, 8) == (2, 7)
     assert struct.unpack_from("<d", b, 16)[0] == 0.5
     assert struct.unpack_from("<QQQII", b, 24) == (DAY, 10 * DAY, 20 * DAY, 8, 0)
     assert struct.unpack_from("<QQQQ", b, 56) == (1000, 100, 3, 1)
     assert struct.unpack_from("<I2sQIIQ", b, 88) == (2, b"ab", 5, FLAG_INSERT_SEEN, 2, 0)
-    assert struct.unpack_from("<QQ", b, 88 + 4 + 2 + 24) == ((5 << 1) | 1, 7 << 1)
+    assert struct.unpack_from("<QQ", b, 88 + 4 + 2 + 24) == ((5 << 4) | 1, 7 << 4)
     assert struct.unpack_from("<IIII", b, 88 + 30 + 16) == (1, 0, 1, 1)
     assert len(b) == 88 + 30 + 16 + 16 + 4
     assert struct.unpack_from("<I", b, len(b) - 4)[0] == crc32c(b[:-4])
@@ -127,7 +127,7 @@ def test_trace_truncation_is_refused(cut):
 def test_trace_structural_damage_with_a_valid_crc_is_refused():
     b = encode_trace(small_trace())
     with pytest.raises(TraceError, match="version"):
-        decode_trace(_recrc(b[:8] + struct.pack("<I", 2) + b[12:]))
+        decode_trace(_recrc(b[:8] + struct.pack("<I", 3) + b[12:]))
     with pytest.raises(TraceError, match="records"):  # record count larger than the file
         decode_trace(_recrc(b[:80] + struct.pack("<Q", 10**6) + b[88:]))
     with pytest.raises(TraceError, match="truncated"):  # one record more than present
@@ -142,11 +142,28 @@ def test_trace_structural_damage_with_a_valid_crc_is_refused():
         decode_trace(_recrc(b[:48] + struct.pack("<I", 2) + b[52:]))
     unordered = RecordTrace.from_records([Record(b"a", 0, [(5, False), (9, False)])], **HEADER)
     raw = bytearray(encode_trace(unordered))
-    raw[88 + 4 + 1 + 24 : 88 + 4 + 1 + 40] = struct.pack("<QQ", 9 << 1, 5 << 1)
+    raw[88 + 4 + 1 + 24 : 88 + 4 + 1 + 40] = struct.pack("<QQ", 9 << 4, 5 << 4)
     with pytest.raises(TraceError, match="out of order"):
         decode_trace(_recrc(bytes(raw)))
+
     with pytest.raises(TraceError, match="magic"):
         decode_trace(b"CAIRNLTR" + b[8:])
+
+
+def test_version_one_times_are_converted_and_columns_round_trip():
+    t = RecordTrace.from_records(
+        [Record(b"a", 5, [(5, True), (7, False), (9, True, 3), (11, True, 99)])], **HEADER
+    )
+    back = decode_trace(encode_trace(t))
+    assert back.column.tolist() == [-1, -1, 3, 13]  # 99 folds into the last column
+    assert back.is_write.tolist() == [True, False, True, True]
+    v1 = RecordTrace.from_records([Record(b"a", 5, [(5, True), (7, False)])], **HEADER)
+    raw = bytearray(encode_trace(v1))
+    raw[8:12] = struct.pack("<I", 1)
+    raw[88 + 4 + 1 + 24 : 88 + 4 + 1 + 40] = struct.pack("<QQ", (5 << 1) | 1, 7 << 1)
+    old = decode_trace(_recrc(bytes(raw)))
+    assert old.access_ms.tolist() == [5, 7] and old.is_write.tolist() == [True, False]
+    assert old.column.tolist() == [-1, -1]
 
 
 def test_trace_writer_checks_what_the_reader_checks():

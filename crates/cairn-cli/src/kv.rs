@@ -35,7 +35,15 @@ pub fn put(a: &KvArgs, key: &str, value: &str, sync: bool, create: bool) -> Resu
     let value = a.enc.value().decode(value).context("bad value")?;
     let db = open(&a.db, &a.open, create)?;
     let cf = cf(&db, &a.cf)?;
-    db.put_cf(&cf, &WriteOptions { sync }, &key, &value)?;
+    db.put_cf(
+        &cf,
+        &WriteOptions {
+            sync,
+            query_column: None,
+        },
+        &key,
+        &value,
+    )?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -44,7 +52,14 @@ pub fn delete(a: &KvArgs, key: &str, sync: bool) -> Result<ExitCode> {
     let key = a.enc.key().decode(key).context("bad key")?;
     let db = open(&a.db, &a.open, false)?;
     let cf = cf(&db, &a.cf)?;
-    db.delete_cf(&cf, &WriteOptions { sync }, &key)?;
+    db.delete_cf(
+        &cf,
+        &WriteOptions {
+            sync,
+            query_column: None,
+        },
+        &key,
+    )?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }

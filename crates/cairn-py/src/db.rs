@@ -32,7 +32,10 @@ pub struct PyDb {
 }
 
 fn write_options(sync: bool) -> WriteOptions {
-    WriteOptions { sync }
+    WriteOptions {
+        sync,
+        query_column: None,
+    }
 }
 
 impl PyDb {

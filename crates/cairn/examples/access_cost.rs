@@ -90,7 +90,7 @@ fn query_store_cost() {
                             };
                             let key = format!("user{r:012}");
                             if i % 4 == 0 {
-                                s.record_write(key.as_bytes(), false);
+                                s.record_write(key.as_bytes(), false, None);
                             } else {
                                 s.record_read(key.as_bytes());
                             }

@@ -1284,7 +1284,9 @@ fn access_trace_seeds() -> Vec<Vec<u8>> {
 
 /// A record trace of four records, and an empty one.
 fn record_trace_seeds() -> Vec<Vec<u8>> {
-    use crate::access::record_trace::{encode, RecordEntry, RecordTraceHeader, FLAG_INSERT_SEEN};
+    use crate::access::record_trace::{
+        encode, tag_time, RecordEntry, RecordTraceHeader, FLAG_INSERT_SEEN,
+    };
     let h = RecordTraceHeader {
         cf_id: 1,
         sample_rate: 1.0,
@@ -1302,7 +1304,11 @@ fn record_trace_seeds() -> Vec<Vec<u8>> {
             insert_ms: i * 100,
             flags: FLAG_INSERT_SEEN,
             last_update_ms: i * 100 + 50,
-            times: vec![(i * 100) << 1 | 1, (i * 100 + 50) << 1 | 1, 2000 << 1],
+            times: vec![
+                tag_time(i * 100, true, None),
+                tag_time(i * 100 + 50, true, Some(i as u8)),
+                tag_time(2000, false, None),
+            ],
             days: vec![(0, 0, 2), (2, 1, 0)],
         })
         .collect();

@@ -716,6 +716,10 @@ impl Options {
 pub struct WriteOptions {
     /// fsync the write-ahead log before acknowledging.
     pub sync: bool,
+    /// The column (of the application's row) the write updates, for SA-LSM's query store:
+    /// per-column update counts are among the survival model's features (§2.2.3). None:
+    /// not said. Columns past the store's last count in the last.
+    pub query_column: Option<u8>,
 }
 
 /// Options of a read.

@@ -50,7 +50,10 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("passive", "SA-LSM's baseline: a hot ssd tier (levels 0-1) and a cold hdd tier (2+), data moves down by level size only"),
     ("age-tier", "SA-LSM's baseline, RocksDB's time-aware tiering: on the two tiers, proactive compaction moves data older than 7 days to the cold tier"),
     ("sa-lsm", "SA-LSM: on the two tiers, a query store per column family; proactive compaction moves the keys the external service's random survival forest predicts cold"),
-    ("sa-gbdt", "SA-LSM's GBDT baseline: as sa-lsm, the cold keys chosen by the service's LightGBM classifier"),
+    ("sa-gbdt", "SA-LSM's GBDT baseline made censoring-aware (gbdt-h): as sa-lsm, the cold keys chosen by the service's LightGBM classifier trained without the samples censored before the horizon"),
+    ("sa-gbdt-naive", "SA-LSM's GBDT baseline as the paper runs it (gbdt-naive): a censored sample counts as no event"),
+    ("sa-random", "SA-LSM's random placement: as sa-lsm, the cold keys drawn at random"),
+    ("sa-oracle", "SA-LSM's Bayes oracle (benchmarks only): the cold keys ranked by the true read probability the benchmark's workload generator hands the service"),
     ("sa-cox", "SA-LSM's Cox baseline: as sa-lsm, the cold keys chosen by the service's Cox model"),
     ("sa-lru", "SA-LSM's LRU baseline: as sa-lsm, the least recently used keys are cold"),
     ("sa-lfu", "SA-LSM's LFU baseline: as sa-lsm, the least frequently used keys are cold"),
@@ -62,7 +65,10 @@ pub const PRESETS: &[(&str, &str)] = &[
 pub fn salsm_method(preset: &str) -> Option<&'static str> {
     Some(match preset {
         "sa-lsm" => "rsf",
-        "sa-gbdt" => "gbdt",
+        "sa-gbdt" => "gbdt-h",
+        "sa-gbdt-naive" => "gbdt-naive",
+        "sa-random" => "random",
+        "sa-oracle" => "oracle",
         "sa-cox" => "cox",
         "sa-lru" => "lru",
         "sa-lfu" => "lfu",

@@ -443,7 +443,14 @@ fn write_until_error(db: &Arc<Db>, from: u32, limit: Duration) -> (Vec<u32>, Err
     std::thread::spawn(move || {
         let mut acked = Vec::new();
         for i in from.. {
-            match db2.put(&WriteOptions { sync: true }, &key(i), &val(i)) {
+            match db2.put(
+                &WriteOptions {
+                    sync: true,
+                    query_column: None,
+                },
+                &key(i),
+                &val(i),
+            ) {
                 Ok(()) => acked.push(i),
                 Err(e) => {
                     // Let go of the database before reporting, so the caller can take it.
@@ -496,14 +503,28 @@ fn full_disk_fails_writes_and_recovers_when_space_returns() {
     // With no room at all: still failing, still readable.
     db.env().set_space_quota(Some(0));
     let e = db
-        .put(&WriteOptions { sync: true }, b"x", b"y")
+        .put(
+            &WriteOptions {
+                sync: true,
+                query_column: None,
+            },
+            b"x",
+            b"y",
+        )
         .unwrap_err();
     assert!(e.is_no_space(), "{e}");
     // Space returns: writes work, background flushes resume.
     db.env().set_space_quota(None);
     let t = Instant::now();
     loop {
-        match db.put(&WriteOptions { sync: true }, &key(last + 1), &val(last + 1)) {
+        match db.put(
+            &WriteOptions {
+                sync: true,
+                query_column: None,
+            },
+            &key(last + 1),
+            &val(last + 1),
+        ) {
             Ok(()) => break,
             Err(e) if t.elapsed() < Duration::from_secs(10) => {
                 eprintln!("write after space returned: {e}");

@@ -355,7 +355,10 @@ fn child_main(dir: &Path) {
             let stop = stop.clone();
             std::thread::spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(seed ^ (tid as u64 * 0x9e37_79b9));
-                let wo = WriteOptions { sync };
+                let wo = WriteOptions {
+                    sync,
+                    query_column: None,
+                };
                 let mut ctr = base;
                 while !stop.load(Ordering::Relaxed) {
                     ctr += 1;
@@ -819,7 +822,10 @@ fn reopen_after_an_unlogged_wal_rotation_keeps_every_write() {
         let start = wals(tmp.path());
         while wals(tmp.path()) == start {
             db.put(
-                &WriteOptions { sync: true },
+                &WriteOptions {
+                    sync: true,
+                    query_column: None,
+                },
                 &key(0, n),
                 &value(0, n, n as u64),
             )
@@ -828,7 +834,10 @@ fn reopen_after_an_unlogged_wal_rotation_keeps_every_write() {
         }
         for _ in 0..3 {
             db.put(
-                &WriteOptions { sync: true },
+                &WriteOptions {
+                    sync: true,
+                    query_column: None,
+                },
                 &key(0, n),
                 &value(0, n, n as u64),
             )

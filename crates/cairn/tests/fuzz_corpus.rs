@@ -459,7 +459,10 @@ mod regenerate {
 
         // Reopen and write a little more, synced, so that the WAL holds records.
         let db = Db::open(dir.path(), opts()).unwrap();
-        let sync = WriteOptions { sync: true };
+        let sync = WriteOptions {
+            sync: true,
+            query_column: None,
+        };
         let mut b = WriteBatch::new();
         b.put(b"batch-a", b"1").unwrap();
         b.delete(b"batch-b").unwrap();

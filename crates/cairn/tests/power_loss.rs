@@ -142,7 +142,10 @@ fn random_op(rng: &mut SmallRng, n: usize, cfs: &[u32; 2]) -> Op {
 }
 
 fn run(db: &Db, op: &Op, sync: bool) -> cairn::Result<()> {
-    let wo = WriteOptions { sync };
+    let wo = WriteOptions {
+        sync,
+        query_column: None,
+    };
     let mut b = WriteBatch::new();
     match op {
         Op::Put(cf, k, v) => b.put_cf(*cf, k, v)?,

@@ -208,7 +208,10 @@ impl CairnEngine {
             Db::open(dir, opts).with_context(|| format!("opening cairn in {}", dir.display()))?;
         Ok(CairnEngine {
             db,
-            write_opts: WriteOptions { sync: cfg.sync },
+            write_opts: WriteOptions {
+                sync: cfg.sync,
+                query_column: None,
+            },
             jobs,
             block_trace,
         })
@@ -332,6 +335,14 @@ impl Engine for CairnEngine {
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         Ok(self.db.put(&self.write_opts, key, value)?)
+    }
+
+    fn put_column(&self, key: &[u8], value: &[u8], column: u8) -> Result<()> {
+        let wo = WriteOptions {
+            query_column: Some(column),
+            ..self.write_opts
+        };
+        Ok(self.db.put(&wo, key, value)?)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {

@@ -513,6 +513,11 @@ pub trait Engine: Send + Sync {
     where
         Self: Sized;
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// A put that updates `column` of the application's row (SA-LSM's per-column counts);
+    /// engines without a query store ignore the column.
+    fn put_column(&self, key: &[u8], value: &[u8], _column: u8) -> Result<()> {
+        self.put(key, value)
+    }
     /// The value's length, or None when the key is absent. Engines read the value without
     /// handing it out (RocksDB through `get_pinned`), so no engine pays for a copy it
     /// need not make.

@@ -135,7 +135,11 @@ impl Driver<'_> {
             AwpiKind::Insert | AwpiKind::Update => {
                 let v = self.values.get(op.rec as u64, salt, op.len as usize);
                 self.user_bytes += (self.kbuf.len() + v.len()) as u64;
-                engine.put(&self.kbuf, v)?;
+                if op.kind == AwpiKind::Update {
+                    engine.put_column(&self.kbuf, v, op.col)?;
+                } else {
+                    engine.put(&self.kbuf, v)?; // an insert writes every column
+                }
                 true
             }
         })
@@ -274,6 +278,36 @@ fn extras(clock: &ManualClock, d: &Derived, scale: f64) -> EngineExtras {
     }
 }
 
+/// Writes the Bayes oracle's scores for the service (`--oracle-scores`): each record's
+/// true probability of a read in (at_ms, at_ms + horizon_ms], by key.
+pub fn write_oracle(
+    stream: &AwpiStream,
+    keys: &KeySpace,
+    at_ms: u64,
+    horizon_ms: u64,
+    path: &Path,
+) -> Result<()> {
+    let p = awpi::oracle::read_probability(stream, at_ms, horizon_ms)?;
+    let mut buf = Vec::new();
+    let hex: Vec<String> = (0..p.len() as u64)
+        .map(|r| {
+            keys.encode_into(r, &mut buf);
+            buf.iter().map(|b| format!("{b:02x}")).collect()
+        })
+        .collect();
+    let v = serde_json::json!({
+        "format": "cairn-salsm-oracle",
+        "version": 1,
+        "at_ms": at_ms,
+        "horizon_ms": horizon_ms,
+        "futures": awpi::oracle::FUTURES,
+        "keys_hex": hex,
+        "p_read": p,
+    });
+    std::fs::write(path, serde_json::to_vec(&v)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 /// Exports the trace, runs the service, loads its cold-key set.
 #[allow(clippy::too_many_arguments)]
 fn train(
@@ -284,6 +318,7 @@ fn train(
     work: &Path,
     stem: &str,
     placement: &mut PlacementSummary,
+    oracle: Option<(&AwpiStream, &KeySpace)>,
 ) -> Result<PathBuf> {
     let trace = work.join("trace.rtr");
     let rows = engine
@@ -293,6 +328,20 @@ fn train(
     let report = work.join("service.json");
     let horizon = req.salsm.horizon_days.unwrap_or(DEFAULT_HORIZON_DAYS);
     eprintln!("{stem}: service trains {method} on {rows} records (budget {budget:.3}) ...");
+    let mut args = req.salsm.service_args.clone();
+    if let Some((stream, keys)) = oracle {
+        // The oracle ranks by the chance of a read in the measured replay days.
+        let f = work.join("oracle.json");
+        let end = stream.spec.trace_end_ms();
+        write_oracle(
+            stream,
+            keys,
+            end,
+            stream.spec.replay_days as u64 * DAY_MS,
+            &f,
+        )?;
+        args.extend(["--oracle-scores".to_string(), f.display().to_string()]);
+    }
     let r = service::train(
         req.salsm.python.as_deref(),
         &trace,
@@ -301,7 +350,7 @@ fn train(
         horizon,
         &cold,
         &report,
-        &req.salsm.service_args,
+        &args,
     )?;
     placement.service = Some(r);
     if let Some(a) = &req.salsm.artifacts {
@@ -424,7 +473,17 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     };
     let mut cold_set = None;
     if let Some(m) = method {
-        let cold = train(engine.as_ref(), req, m, d.budget, &work, &stem, &mut pl)?;
+        let oracle = (m == "oracle").then_some((&stream, &keys));
+        let cold = train(
+            engine.as_ref(),
+            req,
+            m,
+            d.budget,
+            &work,
+            &stem,
+            &mut pl,
+            oracle,
+        )?;
         if req.salsm.table5 && preset == Some("sa-lsm") {
             // Table 5's passive side, on a copy of the data the proactive compaction gets.
             drv.virt = None;
@@ -704,7 +763,7 @@ pub struct SalsmTraceArgs {
     /// Methods `evaluate` scores.
     #[arg(
         long,
-        default_value = "rsf,gbdt,cox,lru,lfu,lru2,lirs",
+        default_value = "rsf,gbdt-naive,gbdt-h,cox,lru,lfu,lru2,lirs",
         value_delimiter = ','
     )]
     pub methods: Vec<String>,
@@ -797,25 +856,42 @@ pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
         budgets.dedup_by(|x, y| (*x - *y).abs() < 1e-3);
         let horizon = s.horizon_days.unwrap_or(DEFAULT_HORIZON_DAYS);
         let km = a.out.join("km.png");
+        let mut methods = a.methods.clone();
+        let mut eval_args: Vec<String> = a
+            .eval_args
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        if stream.paths.is_some() && !methods.iter().any(|m| m == "oracle") {
+            // evaluate's held-out cold_fir ranks at T_cut = the trace's end - horizon.
+            let h = (horizon * DAY_MS as f64) as u64;
+            let f = a.out.join("oracle-cut.json");
+            write_oracle(
+                &stream,
+                &keys,
+                aspec.trace_end_ms().saturating_sub(h),
+                h,
+                &f,
+            )?;
+            methods.push("oracle".into());
+            eval_args.extend(["--oracle-scores".to_string(), f.display().to_string()]);
+        }
         let (v, secs) = service::evaluate(
             s.python.as_deref(),
             &trace,
-            &a.methods,
+            &methods,
             &budgets,
             horizon,
             &a.out.join("eval.json"),
             a.km_plot.then_some(km.as_path()),
-            &a.eval_args
-                .as_deref()
-                .unwrap_or("")
-                .split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>(),
+            &eval_args,
         )?;
         info["evaluate_seconds"] = secs.into();
         info["budgets"] = budgets.clone().into();
         info["horizon_days"] = horizon.into();
-        for m in &a.methods {
+        for m in &methods {
             eprintln!(
                 "  {m}: c-index {}",
                 service::eval_c_index(&v, m).map_or("-".into(), |c| format!("{c:.3}"))

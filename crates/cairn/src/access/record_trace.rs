@@ -3,6 +3,11 @@
 //! variable-length entry per tracked record (key, insert and update times, the newest
 //! access times, per-day counts), then a CRC-32C of everything before it. The query store
 //! also persists itself in this format, so a restart resumes the trace.
+//!
+//! An access time is `(ms << 4) | tag`: tag 0 a read, 1 a write that named no column,
+//! 2 + c a write of column c (the paper's per-column counts, at every point in time, so a
+//! feature at a pivot counts only what came before it). Version 1 stored `(ms << 1) |
+//! is_write`; it still reads, converted.
 
 use std::path::Path;
 
@@ -11,8 +16,32 @@ use crate::{Error, Result};
 
 /// File magic.
 pub const RECORD_TRACE_MAGIC: &[u8; 8] = b"CAIRNRTR";
-/// Format version written and read.
-pub const RECORD_TRACE_VERSION: u32 = 1;
+/// Format version written (and the newest read).
+pub const RECORD_TRACE_VERSION: u32 = 2;
+/// Low bits of an access time that tag its kind.
+pub const TIME_TAG_BITS: u32 = 4;
+/// Columns a write can name (every 4-bit tag is used); higher ones count as the last.
+pub const RECORD_COLUMNS: u8 = 14;
+
+/// An access time as stored: `ms`, a read or a write, the column a write named.
+pub fn tag_time(ms: u64, write: bool, column: Option<u8>) -> u64 {
+    let tag = match (write, column) {
+        (false, _) => 0,
+        (true, None) => 1,
+        (true, Some(c)) => 2 + c.min(RECORD_COLUMNS - 1) as u64,
+    };
+    (ms << TIME_TAG_BITS) | tag
+}
+
+/// The milliseconds of a stored access time.
+pub fn time_ms(t: u64) -> u64 {
+    t >> TIME_TAG_BITS
+}
+
+/// Whether a stored access time is a write.
+pub fn time_is_write(t: u64) -> bool {
+    t & ((1 << TIME_TAG_BITS) - 1) != 0
+}
 const HEADER_LEN: usize = 88;
 
 /// Record flag: the insert happened while the store was collecting.
@@ -56,7 +85,7 @@ pub struct RecordEntry {
     pub flags: u32,
     /// Newest write after the insert (0: none).
     pub last_update_ms: u64,
-    /// Access times, ascending, each `(ms << 1) | is_write`.
+    /// Access times, ascending, each [`tag_time`]`(ms, is_write, column)`.
     pub times: Vec<u64>,
     /// `(day, reads, writes)`, ascending by day.
     pub days: Vec<(u32, u32, u32)>,
@@ -146,7 +175,7 @@ pub fn decode(b: &[u8], file: &str) -> Result<(RecordTraceHeader, Vec<RecordEntr
     };
     let short = || bad("truncated");
     let version = c.u32().ok_or_else(short)?;
-    if version != RECORD_TRACE_VERSION {
+    if !(1..=RECORD_TRACE_VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             file: file.into(),
             found: version,
@@ -200,8 +229,15 @@ pub fn decode(b: &[u8], file: &str) -> Result<(RecordTraceHeader, Vec<RecordEntr
         let times: Vec<u64> = raw
             .chunks_exact(8)
             .map(|x| u64::from_le_bytes(x.try_into().expect("8 bytes")))
+            .map(|t| match version {
+                1 => tag_time(t >> 1, t & 1 == 1, None),
+                _ => t,
+            })
             .collect();
-        if times.windows(2).any(|w| w[0] >> 1 > w[1] >> 1) {
+        if version == 1 && raw.chunks_exact(8).any(|x| x[7] >> 5 != 0) {
+            return Err(bad("a version-1 access time too large to convert"));
+        }
+        if times.windows(2).any(|w| time_ms(w[0]) > time_ms(w[1])) {
             return Err(bad("access times out of order"));
         }
         let nd = c.u32().ok_or_else(short)? as usize;
@@ -275,7 +311,11 @@ mod tests {
                 insert_ms: 1000,
                 flags: FLAG_INSERT_SEEN,
                 last_update_ms: 0,
-                times: vec![1000 << 1 | 1, 2000 << 1, 2500 << 1],
+                times: vec![
+                    tag_time(1000, true, None),
+                    tag_time(2000, false, None),
+                    tag_time(2500, true, Some(3)),
+                ],
                 days: vec![(0, 2, 1)],
             },
             RecordEntry {
@@ -283,7 +323,7 @@ mod tests {
                 insert_ms: 5,
                 flags: FLAG_TRUNCATED | FLAG_DELETED,
                 last_update_ms: 8_000_000,
-                times: vec![8_000_000 << 1 | 1],
+                times: vec![tag_time(8_000_000, true, Some(200))],
                 days: vec![(0, 0, 3), (7, 1, 1)],
             },
         ];
@@ -295,6 +335,50 @@ mod tests {
         let (h, r) = sample();
         let b = encode(&h, &r);
         assert_eq!(decode(&b, "t").unwrap(), (h, r));
+    }
+
+    #[test]
+    fn tags_name_reads_writes_and_columns() {
+        let t = tag_time(5, true, Some(200));
+        assert_eq!((time_ms(t), time_is_write(t)), (5, true));
+        assert_eq!(t & 0xf, 1 + RECORD_COLUMNS as u64); // folded into the last column
+        assert!(!time_is_write(tag_time(5, false, Some(1))));
+    }
+
+    /// A version-1 file (`(ms << 1) | is_write`) still reads, converted to tags.
+    #[test]
+    fn version_one_times_are_converted() {
+        let (h, r) = sample();
+        let mut b = encode(&h, &r);
+        b.truncate(b.len() - 4);
+        b[8..12].copy_from_slice(&1u32.to_le_bytes());
+        // The first record's times start after the header, key length, key and the
+        // record's fixed fields.
+        let at = HEADER_LEN + 4 + 1 + 8 + 4 + 4 + 8;
+        for (i, v1) in [1000u64 << 1 | 1, 2000 << 1, 2500 << 1 | 1]
+            .iter()
+            .enumerate()
+        {
+            b[at + 8 * i..at + 8 * i + 8].copy_from_slice(&v1.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        let (_, got) = decode(&b, "t").unwrap();
+        let want = vec![
+            tag_time(1000, true, None),
+            tag_time(2000, false, None),
+            tag_time(2500, true, None),
+        ];
+        assert_eq!(got[0].times, want);
+        let mut v3 = encode(&h, &r);
+        v3.truncate(v3.len() - 4);
+        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let crc = crc32c::crc32c(&v3);
+        v3.extend_from_slice(&crc.to_le_bytes());
+        assert!(matches!(
+            decode(&v3, "t"),
+            Err(Error::UnsupportedVersion { found: 3, .. })
+        ));
     }
 
     #[test]

@@ -15,7 +15,8 @@ use parking_lot::Mutex;
 
 use super::clock::{Clock, SystemClock};
 use super::record_trace::{
-    RecordEntry, RecordTraceHeader, FLAG_DELETED, FLAG_INSERT_SEEN, FLAG_TRUNCATED,
+    tag_time, time_ms, RecordEntry, RecordTraceHeader, FLAG_DELETED, FLAG_INSERT_SEEN,
+    FLAG_TRUNCATED,
 };
 use crate::{Error, Result};
 
@@ -205,16 +206,23 @@ impl RecordStore {
     /// Records a point read of `key`.
     pub fn record_read(&self, key: &[u8]) {
         self.point_reads.fetch_add(1, Ordering::Relaxed);
-        self.record(key, false, false);
+        self.record(key, false, false, None);
     }
 
-    /// Records a write (put or delete) of `key`.
-    pub fn record_write(&self, key: &[u8], delete: bool) {
+    /// Records a read of `key` by a range query (its records are read too: a cold record
+    /// a scan covers costs a cold-tier read as a point read does).
+    pub fn record_covered(&self, key: &[u8]) {
+        self.record(key, false, false, None);
+    }
+
+    /// Records a write (put or delete) of `key`; `column`: the column it updates, when the
+    /// writer named it (`WriteOptions::query_column`).
+    pub fn record_write(&self, key: &[u8], delete: bool, column: Option<u8>) {
         self.writes.fetch_add(1, Ordering::Relaxed);
-        self.record(key, true, delete);
+        self.record(key, true, delete, column);
     }
 
-    fn record(&self, key: &[u8], write: bool, delete: bool) {
+    fn record(&self, key: &[u8], write: bool, delete: bool, column: Option<u8>) {
         let hash = xxhash_rust::xxh3::xxh3_64(key);
         if hash > self.threshold {
             return;
@@ -249,10 +257,11 @@ impl RecordStore {
                 rec.flags &= !FLAG_DELETED;
             }
         }
+
         // The clock may be shared with writers that read it a moment earlier: keep the
         // times ascending.
-        let last = rec.times.back().map_or(0, |t| t >> 1);
-        rec.times.push_back((now.max(last) << 1) | write as u64);
+        let last = rec.times.back().map_or(0, |&t| time_ms(t));
+        rec.times.push_back(tag_time(now.max(last), write, column));
         if rec.times.len() > self.opts.max_times {
             rec.times.pop_front();
             rec.flags |= FLAG_TRUNCATED;
@@ -330,12 +339,12 @@ mod tests {
         let clock = ManualClock::new(500);
         let s = store(&clock, 3);
         s.record_read(b"old"); // first seen by a read: insert not seen
-        s.record_write(b"k", false);
+        s.record_write(b"k", false, None);
         clock.advance(600); // day 1
         s.record_read(b"k");
         s.record_read(b"k");
         clock.advance(1000); // day 2
-        s.record_write(b"k", true);
+        s.record_write(b"k", true, None);
         s.record_scan();
         let (h, r) = s.snapshot();
         assert_eq!((h.point_reads, h.writes, h.scans), (3, 2, 1));
@@ -347,10 +356,43 @@ mod tests {
         assert_eq!(k.last_update_ms, 2100);
         assert_eq!(k.flags, FLAG_INSERT_SEEN | FLAG_TRUNCATED | FLAG_DELETED);
         // Four accesses, the newest three kept; two days of counts kept (days 1 and 2).
-        assert_eq!(k.times, vec![1100 << 1, 1100 << 1, 2100 << 1 | 1]);
+        let read = |ms| tag_time(ms, false, None);
+        assert_eq!(
+            k.times,
+            vec![read(1100), read(1100), tag_time(2100, true, None)]
+        );
         assert_eq!(k.days, vec![(1, 2, 0), (2, 0, 1)]);
         assert_eq!(r[1].key, b"old");
         assert_eq!(r[1].flags, 0);
+    }
+
+    #[test]
+    fn counts_updates_per_column_and_scan_coverage() {
+        let clock = ManualClock::new(0);
+        let s = store(&clock, 10);
+        s.record_write(b"k", false, Some(0));
+        s.record_write(b"k", false, Some(2));
+        s.record_write(b"k", false, Some(2));
+        s.record_write(b"k", false, Some(200)); // folds into the last column
+        s.record_write(b"k", false, None);
+        s.record_covered(b"k");
+        let (h, r) = s.snapshot();
+        let w = |c| tag_time(0, true, c);
+        let want = vec![
+            w(Some(0)),
+            w(Some(2)),
+            w(Some(2)),
+            w(Some(13)),
+            w(None),
+            tag_time(0, false, None),
+        ];
+        assert_eq!(r[0].times, want);
+        // A covered read is a read of the record, not a point read.
+        assert_eq!(h.point_reads, 0);
+        assert_eq!(r[0].days, vec![(0, 1, 5)]);
+        // The tags survive a resume.
+        let again = RecordStore::resume(7, s.options().clone(), &h, r.clone());
+        assert_eq!(again.snapshot().1[0].times, want);
     }
 
     #[test]
@@ -363,7 +405,7 @@ mod tests {
         };
         let s = RecordStore::new(1, opts.clone());
         for i in 0..4000u32 {
-            s.record_write(&i.to_be_bytes(), false);
+            s.record_write(&i.to_be_bytes(), false, None);
             s.record_read(&i.to_be_bytes());
         }
         let n = s.len();
@@ -390,7 +432,7 @@ mod tests {
             },
         );
         for k in [b"a", b"b", b"c", b"a"] {
-            s.record_write(k, false);
+            s.record_write(k, false, None);
         }
         assert_eq!((s.len(), s.refused()), (2, 1));
     }

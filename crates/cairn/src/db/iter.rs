@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::table_cache::TableCache;
 use super::SuperVersion;
-use crate::access::{Access, RangeCollector};
+use crate::access::{Access, RangeCollector, RecordStore};
 use crate::iter::InternalIterator;
 use crate::merging::MergingIterator;
 use crate::policy::prefetch::Prefetcher;
@@ -357,6 +357,8 @@ pub struct DbIterator {
     /// Leaper's collector and the last range counted: a range query counts one read on
     /// every range it touches.
     access: Option<(Arc<RangeCollector>, u64)>,
+    /// SA-LSM's query store: each record the iterator yields is read (scan coverage).
+    records: Option<Arc<RecordStore>>,
     /// Charge seeks to level-0 files (read-triggered compaction).
     charge_reads: bool,
     /// Steps (`next`, `prev`) taken, for sampling their latency.
@@ -392,6 +394,7 @@ impl DbIterator {
             err: None,
             keys_only: false,
             access: None,
+            records: None,
             charge_reads: false,
             steps: 0,
             sv,
@@ -408,6 +411,12 @@ impl DbIterator {
     /// Counts the ranges the iterator visits in `collector`.
     pub(crate) fn with_access(mut self, collector: Option<Arc<RangeCollector>>) -> Self {
         self.access = collector.map(|c| (c, u64::MAX));
+        self
+    }
+
+    /// Traces each record the iterator yields in SA-LSM's query store.
+    pub(crate) fn with_records(mut self, records: Option<Arc<RecordStore>>) -> Self {
+        self.records = records;
         self
     }
 
@@ -440,8 +449,12 @@ impl DbIterator {
         }
     }
 
-    /// Counts a read of the current key's range, once per range in a row.
+    /// Counts a read of the current key's range, once per range in a row, and of its
+    /// record.
     fn record_access(&mut self) {
+        if let Some(r) = &self.records {
+            r.record_covered(&self.key);
+        }
         if let Some((c, last)) = &mut self.access {
             let r = c.range_of(&self.key);
             if r != *last {

@@ -567,10 +567,18 @@ impl Db {
 
     /// An iterator over a column family (unpositioned: call a seek first).
     pub fn iter(&self, ro: &ReadOptions, cf: &ColumnFamily) -> Result<DbIterator> {
+        self.user_iter(ro, cf.id)
+    }
+
+    /// An iterator for a user: its reads count in the learned parts' collectors (Leaper's
+    /// ranges, SA-LSM's query store); the engine's own iterators stay uncounted.
+    fn user_iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
+        let state = self.inner.cf_state(cf)?;
         Ok(self
             .inner
-            .iter(ro, cf.id)?
-            .with_access(self.inner.cf_state(cf.id)?.access.clone()))
+            .iter(ro, cf)?
+            .with_access(state.access.clone())
+            .with_records(state.records.clone()))
     }
 
     /// The key-value pairs of the default column family in `range`, in key order.
@@ -605,11 +613,7 @@ impl Db {
                 _ => hi,
             });
         }
-        let it = self
-            .inner
-            .iter(&ro, cf.id)?
-            .with_access(self.inner.cf_state(cf.id)?.access.clone());
-        Ok(Scan::new(it, reverse))
+        Ok(Scan::new(self.user_iter(&ro, cf.id)?, reverse))
     }
 
     /// Flushes every memtable holding data to level 0 and waits for it.

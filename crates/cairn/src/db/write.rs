@@ -47,7 +47,7 @@ impl DbInner {
                 }
                 // A range delete names no record: the query store traces point writes.
                 if let (Some(r), false) = (&state.records, op.kind == BatchOpKind::DeleteRange) {
-                    r.record_write(op.key, op.kind == BatchOpKind::Delete);
+                    r.record_write(op.key, op.kind == BatchOpKind::Delete, wo.query_column);
                 }
             }
         }

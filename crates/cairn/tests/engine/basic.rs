@@ -65,7 +65,10 @@ fn put_get_flush_compact_reopen() {
 fn snapshots_batches_and_range_deletes() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::small()).unwrap();
-    let wo = WriteOptions { sync: true };
+    let wo = WriteOptions {
+        sync: true,
+        query_column: None,
+    };
     let mut b = WriteBatch::new();
     for i in 0..100u32 {
         b.put(&key(i), b"a").unwrap();

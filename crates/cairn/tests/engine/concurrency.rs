@@ -96,6 +96,7 @@ fn disjoint_writer(db: &Db, w: usize, stop: &AtomicBool, seed: u64) -> Acked {
         writes += 1;
         let wo = WriteOptions {
             sync: rng.random_ratio(1, 30),
+            query_column: None,
         };
         match rng.random_range(0..10) {
             0..=5 => {
@@ -148,6 +149,7 @@ fn shared_writer(db: &Db, w: usize, stop: &AtomicBool, seed: u64, clock: &Atomic
     while !stop.load(Ordering::Relaxed) {
         let wo = WriteOptions {
             sync: rng.random_ratio(1, 40),
+            query_column: None,
         };
         match rng.random_range(0..10) {
             0..=6 => {

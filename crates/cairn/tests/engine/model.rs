@@ -218,6 +218,7 @@ impl Harness {
     fn step(&mut self) {
         let wo = WriteOptions {
             sync: self.rng.random_ratio(1, 50),
+            query_column: None,
         };
         let r = self.rng.random_range(0..1000);
         match r {

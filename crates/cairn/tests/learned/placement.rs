@@ -306,6 +306,37 @@ fn query_store_survives_a_restart_and_exports_a_trace() {
     assert_eq!(db.get(&key(3)).unwrap().as_deref(), Some(&b"v"[..]));
 }
 
+/// The records a scan yields are read (a cold record a scan covers costs a cold-tier read),
+/// and a write names the column it updates.
+#[test]
+fn query_store_traces_scan_coverage_and_columns() {
+    use cairn::access::record_trace::{tag_time, time_is_write};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(DAY);
+    let db = Db::open(dir.path(), opts(PlacementPolicy::ColdSet, &clock)).unwrap();
+    for i in 0..10 {
+        db.put(&WriteOptions::default(), &key(i), b"v").unwrap();
+    }
+    clock.advance(1000);
+    let col = WriteOptions {
+        query_column: Some(4),
+        ..WriteOptions::default()
+    };
+    db.put(&col, &key(7), b"w").unwrap();
+    clock.advance(1000);
+    let n = db.scan(key(2)..key(5)).unwrap().count();
+    assert_eq!(n, 3);
+    let out = dir.path().join("trace.rtr");
+    db.export_record_trace(&db.default_cf(), &out).unwrap();
+    let (h, records) = cairn::access::record_trace::read(&out).unwrap();
+    assert_eq!((h.point_reads, h.scans), (0, 1));
+    for (i, r) in records.iter().enumerate() {
+        let reads = r.times.iter().filter(|&&t| !time_is_write(t)).count();
+        assert_eq!(reads, usize::from((2..5).contains(&i)), "record {i}");
+    }
+    assert_eq!(records[7].times[1], tag_time(DAY + 1000, true, Some(4)));
+}
+
 #[test]
 fn damaged_or_foreign_cold_sets_are_refused_and_the_old_one_stays() {
     let dir = tempfile::tempdir().unwrap();

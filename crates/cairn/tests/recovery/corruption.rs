@@ -298,8 +298,15 @@ const WAL_RECORDS: u32 = 30;
 fn build_wal_base(dir: &Path) -> (PathBuf, Vec<(usize, usize)>) {
     let db = Db::open(dir, opts()).unwrap();
     for i in 0..WAL_RECORDS {
-        db.put(&WriteOptions { sync: true }, &key(i), &val(i, 0))
-            .unwrap();
+        db.put(
+            &WriteOptions {
+                sync: true,
+                query_column: None,
+            },
+            &key(i),
+            &val(i, 0),
+        )
+        .unwrap();
     }
     db.close().unwrap();
     let wals = files_where(dir, |n| n.ends_with(".log"));
@@ -557,13 +564,27 @@ fn damaged_last_record_of_an_older_wal_is_mid_log_corruption() {
     let db = Db::open(&base, o()).unwrap();
     let mut i = 0;
     while files_where(&base, |n| n.ends_with(".log")).len() < 2 {
-        db.put(&WriteOptions { sync: true }, &key(i), &val(i, 0))
-            .unwrap();
+        db.put(
+            &WriteOptions {
+                sync: true,
+                query_column: None,
+            },
+            &key(i),
+            &val(i, 0),
+        )
+        .unwrap();
         i += 1;
     }
     for _ in 0..5 {
-        db.put(&WriteOptions { sync: true }, &key(i), &val(i, 0))
-            .unwrap();
+        db.put(
+            &WriteOptions {
+                sync: true,
+                query_column: None,
+            },
+            &key(i),
+            &val(i, 0),
+        )
+        .unwrap();
         i += 1;
     }
     db.close().unwrap();

@@ -10,7 +10,10 @@ use std::time::Duration;
 use cairn::storage::{FaultError, FaultInjector, FaultOp};
 use cairn::{Db, Options, WriteOptions};
 
-const SYNC: WriteOptions = WriteOptions { sync: true };
+const SYNC: WriteOptions = WriteOptions {
+    sync: true,
+    query_column: None,
+};
 
 fn key(i: usize) -> Vec<u8> {
     format!("key{i:06}").into_bytes()

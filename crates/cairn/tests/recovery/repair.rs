@@ -353,7 +353,10 @@ fn a_missing_wal_is_refused_and_repair_keeps_the_rest() {
         ..opts()
     };
     let db = Db::open(dir.path(), o.clone()).unwrap();
-    let wo = WriteOptions { sync: true };
+    let wo = WriteOptions {
+        sync: true,
+        query_column: None,
+    };
     for i in 0..200u32 {
         db.put(&wo, format!("flushed{i:04}").as_bytes(), b"in a table")
             .unwrap();

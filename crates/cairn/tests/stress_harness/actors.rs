@@ -226,7 +226,10 @@ impl Writer {
     }
 
     fn call(&self, sh: &Shared, op: &WriteOp, sync: bool, s: u64) -> cairn::Result<()> {
-        let wo = WriteOptions { sync };
+        let wo = WriteOptions {
+            sync,
+            query_column: None,
+        };
         let db = sh.db;
         match op {
             WriteOp::Put(i) => {

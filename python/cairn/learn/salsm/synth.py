@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .trace import FLAG_INSERT_SEEN, FLAG_TRUNCATED, RecordTrace
+from .trace import FLAG_INSERT_SEEN, FLAG_TRUNCATED, TAG_BITS, RecordTrace
 
 BEHAVIOURS = ("flash", "short", "long", "periodic", "dormant")
 SPARSE_GAP = 1.5  # days between a dormant record's accesses, at least
@@ -203,7 +203,7 @@ def synth_trace(cfg: SynthConfig | None = None) -> RecordTrace:
         flags=flags,
         last_update_ms=upd_ms,
         time_off=np.r_[0, np.cumsum(kept_counts)],
-        times=((ms[keep_t].astype(np.uint64) << np.uint64(1)) | write[keep_t].astype(np.uint64)),
+        times=((ms[keep_t].astype(np.uint64) << np.uint64(TAG_BITS)) | write[keep_t].astype(np.uint64)),
         day_off=np.r_[0, np.cumsum(np.bincount(d_rec[keep_d], minlength=n_seen))],
         day=d_day[keep_d],
         day_reads=d_reads[keep_d],

@@ -21,7 +21,11 @@ from ..leaper.atomic import atomic_write
 from ..leaper.checksum import crc32c
 
 MAGIC = b"CAIRNRTR"
-VERSION = 1
+VERSION = 2
+# An access time is (ms << TAG_BITS) | tag: 0 a read, 1 a write naming no column, 2 + c a
+# write of column c (version 1 stored (ms << 1) | is_write; read and converted).
+TAG_BITS = 4
+COLUMNS = 14
 HEADER = struct.Struct("<8sIIdQQQIIQQQQ")
 REC_HEAD = struct.Struct("<I")  # key length
 REC_MID = struct.Struct("<QIIQ")  # insert_ms, flags, number of times, last_update_ms
@@ -41,9 +45,16 @@ class TraceError(ValueError):
     """A record trace that is damaged or does not follow the format."""
 
 
+def tag_time(ms: int, is_write: bool, column: int | None = None) -> int:
+    """An access time as stored (see ``TAG_BITS``)."""
+    tag = 0 if not is_write else 1 if column is None else 2 + min(int(column), COLUMNS - 1)
+    return (int(ms) << TAG_BITS) | tag
+
+
 @dataclass
 class Record:
-    """One record, as written by hand in tests: ``accesses`` are ``(ms, is_write)`` pairs."""
+    """One record, as written by hand in tests: ``accesses`` are ``(ms, is_write)`` pairs or
+    ``(ms, is_write, column)`` triples."""
 
     key: bytes
     insert_ms: int
@@ -58,8 +69,8 @@ class RecordTrace:
     """One column family's record trace.
 
     Access times of record ``i`` are ``times[time_off[i]:time_off[i + 1]]`` in the file's
-    raw encoding ``(ms << 1) | is_write``; :attr:`access_ms` and :attr:`is_write` decode
-    them. Day rows of record ``i`` are ``day[day_off[i]:day_off[i + 1]]`` (with
+    raw encoding (:func:`tag_time`); :attr:`access_ms`, :attr:`is_write` and
+    :attr:`column` decode them. Day rows of record ``i`` are ``day[day_off[i]:day_off[i + 1]]`` (with
     ``day_reads`` / ``day_writes``).
     """
 
@@ -100,11 +111,17 @@ class RecordTrace:
 
     @property
     def access_ms(self) -> np.ndarray:
-        return (self.times >> np.uint64(1)).astype(np.int64)
+        return (self.times >> np.uint64(TAG_BITS)).astype(np.int64)
 
     @property
     def is_write(self) -> np.ndarray:
-        return (self.times & np.uint64(1)).astype(bool)
+        return (self.times & np.uint64((1 << TAG_BITS) - 1)) != 0
+
+    @property
+    def column(self) -> np.ndarray:
+        """Per access time: the column a write updated, -1 for reads and writes naming none."""
+        tag = (self.times & np.uint64((1 << TAG_BITS) - 1)).astype(np.int64)
+        return np.where(tag >= 2, tag - 2, -1)
 
     def n_times(self) -> np.ndarray:
         return np.diff(self.time_off)
@@ -120,11 +137,11 @@ class RecordTrace:
     def record(self, i: int) -> Record:
         a, b = int(self.time_off[i]), int(self.time_off[i + 1])
         c, d = int(self.day_off[i]), int(self.day_off[i + 1])
-        ms, w = self.access_ms[a:b], self.is_write[a:b]
+        ms, w, col = self.access_ms[a:b], self.is_write[a:b], self.column[a:b]
         return Record(
             key=self.keys[i],
             insert_ms=int(self.insert_ms[i]),
-            accesses=[(int(t), bool(x)) for t, x in zip(ms, w)],
+            accesses=[(int(t), bool(x)) if c < 0 else (int(t), bool(x), int(c)) for t, x, c in zip(ms, w, col)],
             flags=int(self.flags[i]),
             last_update_ms=int(self.last_update_ms[i]),
             days=[
@@ -142,13 +159,13 @@ class RecordTrace:
         t_off, d_off = [0], [0]
         day_ms = int(header["day_ms"])
         for r in records:
-            acc = sorted((int(t), bool(w)) for t, w in r.accesses)
-            times.extend((t << 1) | int(w) for t, w in acc)
+            acc = sorted((int(a[0]), bool(a[1]), a[2] if len(a) > 2 else None) for a in r.accesses)
+            times.extend(tag_time(t, w, c) for t, w, c in acc)
             t_off.append(len(times))
             rows = list(r.days)
             if not rows and acc:
                 per: dict[int, list[int]] = {}
-                for t, w in acc:
+                for t, w, _ in acc:
                     per.setdefault(t // day_ms, [0, 0])[int(w)] += 1
                 rows = [(d, rw[0], rw[1]) for d, rw in sorted(per.items())]
             for d, rd, wr in rows:
@@ -321,8 +338,8 @@ def decode_trace(data: bytes, name: str = "trace") -> RecordTrace:
     (magic, version, cf_id, rate, day_ms, start_ms, end_ms, max_times, _res, reads, writes, scans, n) = (
         HEADER.unpack_from(view, 0)
     )
-    if version != VERSION:
-        raise TraceError(f"{name}: unsupported version {version}, expected {VERSION}")
+    if not 1 <= version <= VERSION:
+        raise TraceError(f"{name}: unsupported version {version}, expected 1 to {VERSION}")
     (stored,) = U32.unpack_from(view, len(view) - CRC_SIZE)
     actual = crc32c(view[:-CRC_SIZE])
     if stored != actual:
@@ -359,7 +376,11 @@ def decode_trace(data: bytes, name: str = "trace") -> RecordTrace:
         need(8 * nt + 4, "access times", i)
         t = np.frombuffer(view, dtype="<u8", count=nt, offset=pos)
         pos += 8 * nt
-        if nt > 1 and ((t[1:] >> np.uint64(1)) < (t[:-1] >> np.uint64(1))).any():
+        if version == 1:
+            if (t >> np.uint64(60)).any():
+                raise TraceError(f"{name}: record {i}: a version-1 access time too large to convert")
+            t = ((t >> np.uint64(1)) << np.uint64(TAG_BITS)) | (t & np.uint64(1))
+        if nt > 1 and ((t[1:] >> np.uint64(TAG_BITS)) < (t[:-1] >> np.uint64(TAG_BITS))).any():
             raise TraceError(f"{name}: record {i}: access times out of order")
         t_chunks.append(t)
         t_off[i + 1] = t_off[i] + nt

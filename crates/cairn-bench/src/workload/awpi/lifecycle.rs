@@ -355,10 +355,24 @@ pub enum Access {
     Update(u8),
 }
 
-/// Runs one record's chain from `state` (resumed at `from_ms`, conditioned on what is
-/// known then) until `until_ms`; the structure (sojourns, transitions) draws from `srng`,
-/// the reads from `rrng`, so the read intensity can be rescaled without changing the
-/// structure.
+/// A record's random streams: the structure (sojourns, transitions) and the reads apart,
+/// so the read intensity can be rescaled without changing the structure.
+pub struct Rngs {
+    pub structure: Rng,
+    pub reads: Rng,
+}
+
+/// The stretch a step of the chain covers: the state began at `since`, the step starts at
+/// `now` (later when resumed) and the run ends at `until`.
+#[derive(Clone, Copy)]
+struct Span {
+    since: f64,
+    now: f64,
+    until: f64,
+}
+
+/// Runs one record's chain from a state (resumed at a time, conditioned on what is known
+/// then) until a time.
 pub struct Sim<'a> {
     pub p: &'a LifecycleProfile,
     pub ty: &'a RecordType,
@@ -369,43 +383,33 @@ pub struct Sim<'a> {
 const HOUR_MS: f64 = 3_600_000.0;
 
 impl Sim<'_> {
+    /// Emits the accesses in [from_ms, until_ms) (until `emit` returns false); `path`
+    /// collects the states entered.
     pub fn run(
         &self,
         mut state: State,
-        from_ms: f64,
-        until_ms: f64,
-        srng: &mut Rng,
-        rrng: &mut Rng,
+        (from_ms, until_ms): (f64, f64),
+        rngs: &mut Rngs,
         emit: &mut dyn FnMut(f64, Access) -> bool,
         mut path: Option<&mut Vec<State>>,
     ) {
         let mut resume = from_ms > state.since_ms;
         let mut now = from_ms.max(state.since_ms);
         while now < until_ms {
+            let span = Span {
+                since: state.since_ms,
+                now,
+                until: until_ms,
+            };
             let next = match state.phase {
-                Phase::Chain { revival, stage } => self.chain_stage(
-                    revival,
-                    stage,
-                    state.since_ms,
-                    now,
-                    resume,
-                    until_ms,
-                    srng,
-                    rrng,
-                    emit,
-                ),
-                Phase::Dormant { revived, cancelled } => self.dormant(
-                    revived,
-                    cancelled,
-                    state.since_ms,
-                    now,
-                    until_ms,
-                    srng,
-                    rrng,
-                    emit,
-                ),
+                Phase::Chain { revival, stage } => {
+                    self.chain_stage(revival, stage, span, resume, rngs, emit)
+                }
+                Phase::Dormant { revived, cancelled } => {
+                    self.dormant(revived, cancelled, span, rngs, emit)
+                }
                 Phase::Periodic => {
-                    self.periodic(state.since_ms, now, until_ms, rrng, emit);
+                    self.periodic(span, &mut rngs.reads, emit);
                     None
                 }
             };
@@ -432,25 +436,23 @@ impl Sim<'_> {
 
     /// One stage: its entry update and burst (unless resumed inside it), its polls, and
     /// where the chain goes when the sojourn ends.
-    #[allow(clippy::too_many_arguments)]
     fn chain_stage(
         &self,
         revival: bool,
         stage: u8,
-        since: f64,
-        now: f64,
+        Span { since, now, until }: Span,
         resume: bool,
-        until: f64,
-        srng: &mut Rng,
-        rrng: &mut Rng,
+        rngs: &mut Rngs,
         emit: &mut dyn FnMut(f64, Access) -> bool,
     ) -> Option<State> {
+        let (srng, rrng) = (&mut rngs.structure, &mut rngs.reads);
         let stages = self.stages(revival);
         let s = &stages[stage as usize];
         let shape = if self.ablate.memoryless { 1.0 } else { s.shape };
         let scale = s.scale_days * DAY_MS as f64;
         let end = since + weibull_after(srng, scale, shape, now - since);
-        let entry = !resume && !(stage == 0 && !revival);
+        // Entering the main chain's first stage is the insert itself.
+        let entry = !resume && (stage != 0 || revival);
         if entry && !emit(since, Access::Update(s.column)) {
             return Some(stop());
         }
@@ -511,18 +513,15 @@ impl Sim<'_> {
     }
 
     /// Dormant: noise reads until the comeback (if any) or `until`.
-    #[allow(clippy::too_many_arguments)]
     fn dormant(
         &self,
         revived: bool,
         cancelled: bool,
-        since: f64,
-        now: f64,
-        until: f64,
-        srng: &mut Rng,
-        rrng: &mut Rng,
+        Span { since, now, until }: Span,
+        rngs: &mut Rngs,
         emit: &mut dyn FnMut(f64, Access) -> bool,
     ) -> Option<State> {
+        let (srng, rrng) = (&mut rngs.structure, &mut rngs.reads);
         let p = if revived || self.ablate.no_revival {
             0.0
         } else if cancelled {
@@ -553,9 +552,7 @@ impl Sim<'_> {
     /// A periodic record: a cycle every period from `since` on (jittered by an hour).
     fn periodic(
         &self,
-        since: f64,
-        now: f64,
-        until: f64,
+        Span { since, now, until }: Span,
         rrng: &mut Rng,
         emit: &mut dyn FnMut(f64, Access) -> bool,
     ) {
@@ -659,12 +656,12 @@ fn insert_times(rng: &mut Rng, n: u64, end: u64, flat: bool) -> Vec<u64> {
     t
 }
 
-/// Per-record seeds: structure and reads on separate streams.
-pub(super) fn rngs(seed: u64, rec: u64) -> (Rng, Rng) {
-    (
-        Rng::derive(seed ^ 0x5EED_0001, rec),
-        Rng::derive(seed ^ 0x5EED_0002, rec),
-    )
+/// A record's streams under `seed`.
+pub(super) fn rngs(seed: u64, rec: u64) -> Rngs {
+    Rngs {
+        structure: Rng::derive(seed ^ 0x5EED_0001, rec),
+        reads: Rng::derive(seed ^ 0x5EED_0002, rec),
+    }
 }
 
 fn pick_type(rng: &mut Rng, types: &[RecordType], ablate: Ablation) -> usize {
@@ -700,8 +697,8 @@ fn simulate_all(
     let mut ev = Vec::with_capacity(spec.records as usize * 12);
     let mut paths = Paths::default();
     for (i, &t0) in inserts.iter().enumerate() {
-        let (mut srng, mut rrng) = rngs(spec.seed, i as u64);
-        let k = pick_type(&mut srng, p.types, ablate);
+        let mut r = rngs(spec.seed, i as u64);
+        let k = pick_type(&mut r.structure, p.types, ablate);
         let ty = &p.types[k];
         let phase = if ty.period_days > 0.0 {
             Phase::Periodic
@@ -729,10 +726,8 @@ fn simulate_all(
         };
         sim.run(
             start,
-            t0 as f64,
-            end,
-            &mut srng,
-            &mut rrng,
+            (t0 as f64, end),
+            &mut r,
             &mut emit,
             Some(&mut states),
         );

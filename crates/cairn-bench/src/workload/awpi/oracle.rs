@@ -44,13 +44,13 @@ pub fn read_probability(s: &AwpiStream, at_ms: u64, horizon_ms: u64) -> Result<V
         };
         let mut hits = 0u64;
         for k in 0..FUTURES {
-            let (mut srng, mut rrng) = rngs(s.spec.seed ^ 0x0AC1E, (rec as u64) * FUTURES + k);
+            let mut r = rngs(s.spec.seed ^ 0x0AC1E, (rec as u64) * FUTURES + k);
             let mut hit = false;
             let mut emit = |_t: f64, a: Access| {
                 hit |= a == Access::Read;
                 !hit
             };
-            sim.run(state, at, until, &mut srng, &mut rrng, &mut emit, None);
+            sim.run(state, (at, until), &mut r, &mut emit, None);
             hits += hit as u64;
         }
         out.push(hits as f64 / FUTURES as f64);
