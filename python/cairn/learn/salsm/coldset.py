@@ -21,7 +21,8 @@ HEAD = struct.Struct("<8sIIQQd")  # magic, version, cf id, created_ms, trace_end
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 CRC_SIZE = 4
-METHODS = ("rsf", "gbdt", "cox", "lru", "lfu", "lru2", "lirs")
+# Names a set may carry (``gbdt``: an older name of ``gbdt-h``); informative only.
+METHODS = ("rsf", "gbdt-naive", "gbdt-h", "gbdt", "cox", "lru", "lfu", "lru2", "lirs", "oracle")
 
 
 class ColdSetError(ValueError):

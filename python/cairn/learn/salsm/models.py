@@ -1,5 +1,6 @@
 """Cold-data models behind one interface: the paper's RSF, its Cox and GBDT comparisons,
-and the cache-policy baselines (LRU, LFU, LRU-2, LIRS) computed from the same features.
+the cache-policy baselines (LRU, LFU, LRU-2, LIRS) computed from the same features, and
+two references (a random ranking; an oracle read from a file of true probabilities).
 
 Every model offers
 
@@ -19,12 +20,17 @@ How Algorithm 3's test reads for each model:
   predictor, to which ``S(horizon | x)`` is monotone);
 * GBDT is a classifier of "tau-event within ``horizon``": ``cold_at`` is
   ``P(event within horizon) < 1/2`` and needs ``alpha == horizon`` (the CLI trains it
-  with ``horizon = alpha``). Samples censored before the horizon do not say whether the
-  event falls within it, so they are left out of its training set (the information
-  survival models keep and a classifier cannot use);
+  with ``horizon = alpha``). Two ways with the samples censored before the horizon, which
+  do not say whether the event falls within it: ``gbdt-naive`` labels them "no event"
+  (the paper's baseline, as its results read: censoring is not handled), ``gbdt-h``
+  leaves them out of its training set (``gbdt`` is an old name of ``gbdt-h``);
+* ``oracle``: ``1 - P(read within the horizon)`` from a file (:mod:`.oracle`);
 * LRU, LRU-2, LIRS: their statistic is a time (recency; backward distance to the 2nd
   most recent access; the interval between the last two accesses), cold when it exceeds
   ``alpha``. LFU has no time and supports budgets only.
+
+Equal scores left after a model's own tie-break are ordered by a seeded random
+permutation when a budget is taken (:mod:`.select`), never by record (key) order.
 """
 
 from __future__ import annotations
@@ -35,9 +41,19 @@ import numpy as np
 
 from .features import COUNTS, EARLIER, LAST
 
-METHODS = ("rsf", "gbdt", "cox", "lru", "lfu", "lru2", "lirs")
+METHODS = ("rsf", "gbdt-naive", "gbdt-h", "cox", "lru", "lfu", "lru2", "lirs")
 SURVIVAL_METHODS = ("rsf", "cox")
 HEURISTICS = ("lru", "lfu", "lru2", "lirs")
+REFERENCES = ("random", "oracle")  # evaluate's chance level and upper reference
+ALIASES = {"gbdt": "gbdt-h"}  # names of older reports and command lines
+
+
+def canonical(name: str) -> str:
+    """The method a name stands for (``gbdt`` is ``gbdt-h``); refuses unknown names."""
+    name = ALIASES.get(name, name)
+    if name not in METHODS and name not in REFERENCES:
+        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS + REFERENCES)}")
+    return name
 
 
 def lex_score(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
@@ -105,8 +121,27 @@ def bin_times(y: np.ndarray, delta: np.ndarray, n_bins: int, keep: tuple[float, 
     return edges[np.searchsorted(edges, y, side="right") - 1]
 
 
+# Alg. 2 step 4 stops a terminal node at d0 > 0 events; the paper gives no value for d0.
+# scikit-survival bounds samples per leaf, not events, so the leaf size is set from the
+# training event rate to hold about LEAF_EVENTS events on average, within LEAF_RANGE.
+LEAF_EVENTS = 3
+LEAF_RANGE = (10, 1000)
+
+
+def leaf_size(delta: np.ndarray, events: int = LEAF_EVENTS, bounds: tuple[int, int] = LEAF_RANGE) -> int:
+    """Samples per leaf for about ``events`` events per leaf at the observed event rate."""
+    rate = float(np.mean(delta)) if np.size(delta) else 0.0
+    want = int(np.ceil(events / rate)) if rate > 0 else bounds[1]
+    return int(np.clip(want, *bounds))
+
+
 class RSF(ColdModel):
-    """scikit-survival's RandomSurvivalForest on binned times (Alg. 2)."""
+    """scikit-survival's RandomSurvivalForest on binned times (Alg. 2).
+
+    ``max_features``: 0.4 of the features per split (the paper's p is not given; a
+    fraction of 0.3-0.5 decorrelates the trees more than all 51 and keeps the weak
+    day-count columns in play). ``min_samples_leaf`` None: :func:`leaf_size` at fit.
+    """
 
     name = "rsf"
 
@@ -118,8 +153,10 @@ class RSF(ColdModel):
         n_estimators: int = 64,
         max_samples: float = 0.25,
         max_depth: int = 11,
-        min_samples_leaf: int = 20,
+        min_samples_leaf: int | None = None,
+        max_features: float = 0.4,
         n_bins: int = 64,
+        keep_times: tuple[float, ...] = (),
     ) -> None:
         super().__init__(horizon, seed, n_jobs)
         self.params = dict(
@@ -127,8 +164,10 @@ class RSF(ColdModel):
             max_samples=max_samples,
             max_depth=max_depth,
             min_samples_leaf=min_samples_leaf,
+            max_features=max_features,
         )
         self.n_bins = n_bins
+        self.keep_times = (self.horizon, *keep_times)  # exact S at the horizon and alpha
 
     def fit(self, x, y, delta):
         from sksurv.ensemble import RandomSurvivalForest
@@ -136,16 +175,15 @@ class RSF(ColdModel):
 
         y, delta = np.asarray(y, float), np.asarray(delta, bool)
         _check_training(y, delta, self.name)
-        yb = bin_times(y, delta, self.n_bins, (self.horizon,))
-        max_samples = self.params["max_samples"]
+        yb = bin_times(y, delta, self.n_bins, self.keep_times)
+        params = dict(self.params)
+        if params["min_samples_leaf"] is None:
+            params["min_samples_leaf"] = leaf_size(delta)
+        self.min_samples_leaf = params["min_samples_leaf"]
         # A bootstrap smaller than two leaves cannot split at all: use every sample then.
-        if max_samples * y.shape[0] < 2 * self.params["min_samples_leaf"]:
-            max_samples = None
-        self.model = RandomSurvivalForest(
-            **{**self.params, "max_samples": max_samples},
-            n_jobs=self.n_jobs,
-            random_state=self.seed,
-        )
+        if params["max_samples"] * y.shape[0] < 2 * params["min_samples_leaf"]:
+            params["max_samples"] = None
+        self.model = RandomSurvivalForest(**params, n_jobs=self.n_jobs, random_state=self.seed)
         self.model.fit(x, Surv.from_arrays(delta, yb))
         return self
 
@@ -218,9 +256,12 @@ class Cox(ColdModel):
 
 
 class GBDT(ColdModel):
-    """LightGBM binary classifier: label = tau-event within the horizon."""
+    """LightGBM binary classifier: label = tau-event within the horizon; samples censored
+    before the horizon are left out (``gbdt-h``). :class:`GBDTNaive` keeps them, with the
+    same LightGBM settings."""
 
-    name = "gbdt"
+    name = "gbdt-h"
+    drop_censored = True
 
     def __init__(self, horizon: float = 30.0, seed: int = 0, n_jobs: int = 2, rounds: int = 200) -> None:
         super().__init__(horizon, seed, n_jobs)
@@ -233,10 +274,12 @@ class GBDT(ColdModel):
         _check_training(y, delta, self.name)
         label = delta & (y <= self.horizon)
         known = label | (y >= self.horizon)  # censored before the horizon: outcome unknown
+        if not self.drop_censored:
+            known[:] = True  # ... counted as "no event"
         self.train_rows = int(known.sum())
         self.dropped_censored = int((~known).sum())
         if len(np.unique(label[known])) < 2:
-            raise ValueError(f"gbdt: the {self.train_rows} usable samples all have the same label")
+            raise ValueError(f"{self.name}: the {self.train_rows} usable samples all have the same label")
         self.model = lgb.LGBMClassifier(
             n_estimators=self.rounds,
             learning_rate=0.05,
@@ -260,9 +303,18 @@ class GBDT(ColdModel):
 
     def cold_at(self, x, alpha):
         if not np.isclose(alpha, self.horizon):
-            raise ValueError(f"gbdt classifies events within {self.horizon} days; train it with horizon = alpha")
+            raise ValueError(f"{self.name} classifies events within {self.horizon} days; train it with horizon = alpha")
         return self.p_event(x) < 0.5
 
+
+class GBDTNaive(GBDT):
+    """The paper's GBDT: a sample censored before the horizon is labelled "no event"."""
+
+    name = "gbdt-naive"
+    drop_censored = False
+
+
+GBDTH = GBDT
 
 class Heuristic(ColdModel):
     needs_fit = False
@@ -325,13 +377,43 @@ class RandomScore(Heuristic):
         return np.random.default_rng(self.seed).random(x.shape[0])
 
 
-_CLASSES = {c.name: c for c in (RSF, GBDT, Cox, LRU, LFU, LRU2, LIRS, RandomScore)}
+class Oracle(ColdModel):
+    """Scores from known probabilities of a read within the horizon, one per row of the
+    ``x`` it will score (the pipeline aligns them by key); ``horizon`` is the file's."""
+
+    name = "oracle"
+    needs_fit = False
+
+    def __init__(self, p_read: np.ndarray, horizon: float = 30.0, seed: int = 0, n_jobs: int = 2) -> None:
+        super().__init__(horizon, seed, n_jobs)
+        self.p_read = np.asarray(p_read, dtype=float)
+
+    def _p(self, x: np.ndarray) -> np.ndarray:
+        if x.shape[0] != self.p_read.shape[0]:
+            raise ValueError(f"oracle: {self.p_read.shape[0]} probabilities for {x.shape[0]} records")
+        return self.p_read
+
+    def score(self, x):
+        return 1.0 - self._p(x)
+
+    def cold_at(self, x, alpha):
+        if not np.isclose(alpha, self.horizon, atol=1.0):
+            raise ValueError(f"the oracle's probabilities are for a {self.horizon:g}-day horizon, not alpha {alpha:g}")
+        return self._p(x) < 0.5
 
 
-def make_model(name: str, horizon: float = 30.0, seed: int = 0, n_jobs: int = 2) -> ColdModel:
-    """A model by method name (``rsf``, ``gbdt``, ``cox``, ``lru``, ``lfu``, ``lru2``, ``lirs``)."""
-    try:
-        cls = _CLASSES[name]
-    except KeyError:
-        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}") from None
-    return cls(horizon=horizon, seed=seed, n_jobs=n_jobs)
+_CLASSES = {c.name: c for c in (RSF, GBDTNaive, GBDT, Cox, LRU, LFU, LRU2, LIRS, RandomScore)}
+
+
+def make_model(
+    name: str, horizon: float = 30.0, seed: int = 0, n_jobs: int = 2, alpha: float | None = None
+) -> ColdModel:
+    """A model by method name (:data:`METHODS`, ``random``, or an alias); ``alpha``: a
+    time at which RSF's survival must be exact (Algorithm 3's threshold). The oracle
+    needs its probabilities: build :class:`Oracle` directly."""
+    name = canonical(name)
+    if name == "oracle":
+        raise ValueError("the oracle method needs its scores file (--oracle-scores)")
+    if name == "rsf" and alpha is not None:
+        return RSF(horizon=horizon, seed=seed, n_jobs=n_jobs, keep_times=(float(alpha),))
+    return _CLASSES[name](horizon=horizon, seed=seed, n_jobs=n_jobs)
