@@ -52,10 +52,11 @@ def test_evaluate_rsf_beats_random(trace_file, tmp_path, capsys):
     args = ["evaluate", "--trace", str(trace_file), "--methods", "rsf,gbdt,lru", "--budgets", "0.2,0.5"]
     assert main([*args, "--out", str(out), "--km-plot", str(km), *FAST]) == 0
     text = capsys.readouterr().out
-    assert "c-index" in text and "fir@0.2" in text and "random" in text
+    assert "c-index" in text and "fir@0.2" in text and "random" in text and "uno-c" in text and "fir@a" in text
     rep = json.loads(out.read_text())
     rows = rep["methods"]
-    assert set(rows) == {"rsf", "gbdt", "lru", "random"}
+    # gbdt (the old name of gbdt-h) keeps its name; the reference and random are always in
+    assert set(rows) == {"rsf", "gbdt", "lru", "gbdt-naive", "random"} and rows["gbdt"]["model"] == "gbdt-h"
     assert rows["rsf"]["c_index"] > rows["random"]["c_index"] + 0.2
     assert rows["rsf"]["c_index"] > 0.75
     fir = rows["rsf"]["cold_fir"]["0.2"]
@@ -105,6 +106,11 @@ def test_bad_options_exit_2(trace_file, tmp_path, capsys):
     assert main(["train", "--trace", str(trace_file), "--method", "lfu", "--out", str(out), "--alpha-days", "3"]) == 2
     assert "budget" in capsys.readouterr().err
     assert main(["evaluate", "--trace", str(trace_file), "--methods", "lru,nope"]) == 2
+    assert "unknown method 'nope'" in capsys.readouterr().err
+    assert main(["evaluate", "--trace", str(trace_file), "--methods", "lru,oracle"]) == 2
+    assert "--oracle-scores" in capsys.readouterr().err
+    assert main(["evaluate", "--trace", str(trace_file), "--tau-days", "often"]) == 2
+    assert "--tau-days" in capsys.readouterr().err
     assert main(["evaluate", "--trace", str(trace_file), "--horizon-days", "90"]) == 2
     assert "horizon" in capsys.readouterr().err
 

@@ -316,6 +316,7 @@ class GBDTNaive(GBDT):
 
 GBDTH = GBDT
 
+
 class Heuristic(ColdModel):
     needs_fit = False
 

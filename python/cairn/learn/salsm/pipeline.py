@@ -7,98 +7,98 @@ predicts at ``end_ms`` for every record, its features drawn from its whole histo
 ``evaluate`` splits the records 80/20 by a seeded hash of the key (a record's samples all
 fall on one side) and measures
 
-* the c-index (eq. 5) on the held-out records' pivot samples, models fit on the training
-  records' samples;
-* cold_fir (eq. 6) at equal budgets, the way the engine would meet it: the trace is cut
-  at ``T_cut = end_ms - horizon`` (what the query store would have exported then), models
-  are trained on the training records of the cut trace only (labels censored at
-  ``T_cut``: no leakage), held-out records alive at ``T_cut`` are ranked from their
-  features at ``T_cut``, and a migrated record is a false positive when it is read in
-  ``(T_cut, end_ms]`` (what costs a cold-tier read; ``cold_fir_tau`` counts a tau-event
-  there instead, the label the models learn).
+* the c-index (eq. 5, Harrell's) and Uno's C (truncated at the horizon) on the held-out
+  records' pivot samples, models fit on the training records' samples, and both as gains
+  over ``gbdt-naive`` (the paper's GBDT, always fit as the reference);
+* cold_fir (eq. 6) the way the engine would meet it: the trace is cut at ``T_cut =
+  end_ms - horizon`` (what the query store would have exported then), models are trained
+  on the training records of the cut trace only (labels censored at ``T_cut``: no
+  leakage), held-out records alive at ``T_cut`` are ranked from their features at
+  ``T_cut``, and a migrated record is a false positive when it is read in ``(T_cut,
+  end_ms]`` (what costs a cold-tier read; ``cold_fir_tau`` counts a tau-event there
+  instead, the label the models learn). Budgets: the listed shares; the ``alpha`` row,
+  where SA-LSM's Algorithm 3 (RSF at ``alpha``) decides how many records are cold and
+  every method migrates that many of its coldest; and a ``curve`` over shares 0.05 ..
+  0.95. ``random`` is in every table; ``oracle`` when a scores file is given.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .awpi import check_awpi
 from .coldset import ColdSet
-from .features import Samples, build_features, make_samples
-from .labels import EVENT_KINDS, reads_between, tau_labels
-from .metrics import cold_fir, concordance_index, confusion, kaplan_meier
-from .models import make_model
-from .select import select_alpha, select_budget
+from .features import Samples, build_features
+from .labels import reads_between, tau_labels
+from .metrics import cold_fir, concordance_index, confusion, gains, kaplan_meier, uno_c
+from .models import HEURISTICS, ColdModel, Oracle, canonical, make_model
+from .oracle import OracleError, OracleScores
+from .select import coldest_first, select_alpha, select_budget, select_count
+from .settings import Settings, cap_samples, train_split, window_samples
+from .tables import format_table
 from .trace import RecordTrace
+from .tune import choose_tau
+
+__all__ = ["Settings", "cap_samples", "evaluate", "format_table", "train", "train_split"]
+
+REFERENCE = "gbdt-naive"  # the gains' reference: the paper's GBDT
+CURVE_SHARES = tuple(round(0.05 * i, 2) for i in range(1, 20))
+GAIN_KEYS = (
+    ("c_index", "c_index_gain_vs_gbdt_naive", "discordant_removed_vs_gbdt_naive"),
+    ("uno_c", "uno_c_gain_vs_gbdt_naive", "uno_discordant_removed_vs_gbdt_naive"),
+)
+NO_LABELS = (*HEURISTICS, "random", "oracle")  # methods that learn nothing from tau
 
 
-@dataclass
-class Settings:
-    tau_days: float = 1.0
-    n_pivots: int = 10
-    horizon_days: float = 30.0
-    seed: int = 0
-    n_jobs: int = 2
-    force: bool = False
-    # Cap on the samples a model is fit on (a uniform subset; 0: all). RSF's cost grows
-    # with samples x trees, and the paper's Fig. 14 shows it ahead of GBDT on a tenth of
-    # GBDT's samples; 50k keeps a fit within about a minute on 2 cores.
-    max_samples: int = 50_000
-    # Accesses that make tau-events: "reads" (what costs on the cold tier) or "all".
-    event_kinds: str = "reads"
-
-    def __post_init__(self) -> None:
-        if self.event_kinds not in EVENT_KINDS:
-            raise ValueError(f"event kinds must be one of {', '.join(EVENT_KINDS)}, got {self.event_kinds!r}")
+def _with_tau(trace: RecordTrace, records: np.ndarray, s: Settings) -> tuple[Settings, dict | None]:
+    """``s`` with tau chosen by cross-validation when asked (and the search's report)."""
+    if not s.tau_auto:
+        return s, None
+    cv = choose_tau(trace, records, s)
+    return replace(s, tau_days=cv["chosen"], tau_auto=False), cv
 
 
-def cap_samples(samples: Samples, s: Settings) -> Samples:
-    """A seeded uniform subset of at most ``s.max_samples`` samples."""
-    n = len(samples)
-    if s.max_samples <= 0 or n <= s.max_samples:
-        return samples
-    rng = np.random.default_rng(s.seed + 1)
-    keep = np.zeros(n, dtype=bool)
-    keep[rng.choice(n, size=s.max_samples, replace=False)] = True
-    return samples.take(keep)
+def _oracle_model(oracle: OracleScores | None, keys: list[bytes], at_ms: float, day_ms: int, what: str) -> Oracle:
+    if oracle is None:
+        raise ValueError("the oracle method needs its scores file (--oracle-scores FILE)")
+    oracle.check_at(at_ms, day_ms, what)
+    return Oracle(oracle.lookup(keys), horizon=oracle.horizon_ms / day_ms)
 
 
-def train_split(keys: list[bytes], seed: int, train_share: float = 0.8) -> np.ndarray:
-    """True for the records on the training side: a keyed BLAKE2b hash of the key, so the
-    split is stable across runs and independent of record order."""
-    salt = seed.to_bytes(8, "little", signed=True)
-    h = np.fromiter(
-        (int.from_bytes(hashlib.blake2b(k, digest_size=8, key=salt).digest(), "little") for k in keys),
-        dtype=np.uint64,
-        count=len(keys),
-    )
-    return h < np.uint64(int(train_share * 2**64))
-
-
-def _samples(trace: RecordTrace, s: Settings, t_end: float | None = None, records=None) -> Samples:
-    rng = np.random.default_rng(s.seed)
-    tau_ms = s.tau_days * trace.day_ms
-    return make_samples(trace, s.n_pivots, tau_ms, rng, t_end=t_end, records=records, events=s.event_kinds)
+def _oracle_info(oracle: OracleScores | None) -> dict | None:
+    if oracle is None:
+        return None
+    return {"file": oracle.name, "at_ms": oracle.at_ms, "horizon_ms": oracle.horizon_ms, "keys": len(oracle.keys)}
 
 
 def train(
-    trace: RecordTrace, method: str, s: Settings, budget: float | None = None, alpha_days: float | None = None
+    trace: RecordTrace,
+    method: str,
+    s: Settings,
+    budget: float | None = None,
+    alpha_days: float | None = None,
+    oracle: OracleScores | None = None,
 ) -> tuple[ColdSet, dict]:
     """Train ``method`` on the whole trace, select cold keys at ``end_ms`` (Algorithm 3 with
-    ``alpha_days``, or the ``budget`` share of coldest records)."""
+    ``alpha_days``, or the ``budget`` share of coldest records). ``oracle``: the scores
+    the ``oracle`` method ranks by, for the trace's end."""
     if (budget is None) == (alpha_days is None):
         raise ValueError("give exactly one of a budget or an alpha")
+    kind = canonical(method)
     awpi = check_awpi(trace, s.force)
     if trace.n_records == 0:
         raise ValueError("the trace holds no records")
     horizon = alpha_days if alpha_days is not None else s.horizon_days
-    model = make_model(method, horizon=horizon, seed=s.seed, n_jobs=s.n_jobs)
+    s, tau_cv = _with_tau(trace, np.arange(trace.n_records), s) if kind not in NO_LABELS else (s, None)
+    if kind == "oracle":
+        model: ColdModel = _oracle_model(oracle, trace.keys, trace.end_ms, trace.day_ms, "the trace's end")
+    else:
+        model = make_model(kind, horizon=horizon, seed=s.seed, n_jobs=s.n_jobs)
     t0 = time.perf_counter()
-    samples = cap_samples(_samples(trace, s), s) if model.needs_fit else None
+    samples = cap_samples(window_samples(trace, s), s) if model.needs_fit else None
     if samples is not None:
         model.fit(samples.x, samples.y, samples.delta)
     t1 = time.perf_counter()
@@ -107,13 +107,14 @@ def train(
         sel = select_alpha(model, x, alpha_days)
         alpha_ms = alpha_days * trace.day_ms
     else:
-        sel = select_budget(model.score(x), budget)
+        sel = select_budget(model.score(x), budget, s.seed)
         alpha_ms = s.horizon_days * trace.day_ms  # the budget's ranking looks this far ahead
     t2 = time.perf_counter()
     keys = [trace.keys[i] for i in np.flatnonzero(sel.cold)]
     cs = ColdSet(cf_id=trace.cf_id, trace_end_ms=trace.end_ms, alpha=float(alpha_ms), method=method, keys=keys)
     report = {
         "method": method,
+        "model": kind,
         "cf_id": trace.cf_id,
         "records": trace.n_records,
         "sample_rate": trace.sample_rate,
@@ -125,10 +126,13 @@ def train(
         "alpha_ms": alpha_ms,
         "horizon_days": horizon,
         "tau_days": s.tau_days,
+        "tau_cv": tau_cv,
         "event_kinds": s.event_kinds,
         "pivots": s.n_pivots,
         "samples": len(samples) if samples is not None else 0,
         "censored_share": samples.censored_share if samples is not None else None,
+        "min_samples_leaf": getattr(model, "min_samples_leaf", None),
+        "oracle": _oracle_info(oracle) if kind == "oracle" else None,
         "trace_start_ms": trace.start_ms,
         "trace_end_ms": trace.end_ms,
         "awpi": awpi,
@@ -138,15 +142,159 @@ def train(
     return cs, report
 
 
-def evaluate(trace: RecordTrace, methods: list[str], budgets: list[float], s: Settings) -> dict:
-    """The side-by-side evaluation described in the module docstring; KM curves included."""
-    awpi = check_awpi(trace, s.force)
+@dataclass
+class Holdout:
+    """What evaluate measures on: pivot samples split by record, the cut trace's training
+    samples, and the held-out records at ``T_cut`` with their truths."""
+
+    tr_s: Samples
+    te_s: Samples
+    cut_s: Samples
+    x_cut: np.ndarray
+    keys: list[bytes]  # held-out records alive at T_cut, the rows of x_cut
+    reads: np.ndarray  # their reads in (T_cut, T_cut + horizon]
+    hot_tau: np.ndarray  # their tau-event in that horizon
+    t_cut: int
+    day_ms: int
+    censored_share: float
+
+    @property
+    def hot(self) -> np.ndarray:
+        return self.reads > 0
+
+
+def _holdout(trace: RecordTrace, s: Settings, is_train: np.ndarray, cut: RecordTrace, kept: np.ndarray) -> Holdout:
+    samples = window_samples(trace, s)
+    on_train = is_train[samples.rec]
+    t_cut = cut.end_ms
+    horizon_ms = s.horizon_days * trace.day_ms
+    cut_test = np.flatnonzero(~is_train[kept])
+    rec = kept[cut_test]
+    at = np.full(rec.size, float(t_cut))
+    y, d = tau_labels(trace, rec, at, s.tau_days * trace.day_ms, events=s.event_kinds)
+    return Holdout(
+        tr_s=samples.take(on_train),
+        te_s=samples.take(~on_train),
+        cut_s=window_samples(cut, s, records=np.flatnonzero(is_train[kept])),
+        x_cut=build_features(cut, cut_test, at),
+        keys=[trace.keys[i] for i in rec],
+        reads=reads_between(trace, rec, t_cut, t_cut + horizon_ms),
+        hot_tau=d & (y <= horizon_ms),
+        t_cut=int(t_cut),
+        day_ms=trace.day_ms,
+        censored_share=samples.censored_share,
+    )
+
+
+def _method_list(methods: list[str], oracle: OracleScores | None) -> list[str]:
+    """The asked methods (first name of each model kept), the reference, random, oracle."""
+    out, seen = [], set()
+    for m in [*methods, REFERENCE, "random", *(["oracle"] if oracle is not None else [])]:
+        if canonical(m) not in seen:
+            seen.add(canonical(m))
+            out.append(m)
+    if "oracle" in seen and oracle is None:
+        raise ValueError("the oracle method needs its scores file (--oracle-scores FILE)")
+    return out
+
+
+def _fit_method(m: str, s: Settings, h: Holdout, oracle, alpha_days: float) -> tuple[dict, np.ndarray, ColdModel]:
+    """A method's c-index row, its scores of the held-out records at T_cut, and that model."""
+    kind = canonical(m)
+    if kind == "oracle":
+        model = _oracle_model(oracle, h.keys, h.t_cut, h.day_ms, "T_cut")
+        return {"model": kind, "c_index": None, "uno_c": None}, model.score(h.x_cut), model
+    model = make_model(kind, horizon=s.horizon_days, seed=s.seed, n_jobs=s.n_jobs, alpha=alpha_days)
+    if model.needs_fit:
+        tr = cap_samples(h.tr_s, s)
+        model.fit(tr.x, tr.y, tr.delta)
+    te = h.te_s
+    score = model.score(te.x)
+    row = {
+        "model": kind,
+        "c_index": concordance_index(te.y, te.delta, score),
+        "uno_c": uno_c(h.tr_s.y, h.tr_s.delta, te.y, te.delta, score, s.horizon_days),
+    }
+    model = make_model(kind, horizon=s.horizon_days, seed=s.seed, n_jobs=s.n_jobs, alpha=alpha_days)
+    if model.needs_fit:
+        cs = cap_samples(h.cut_s, s)
+        model.fit(cs.x, cs.y, cs.delta)
+        row["min_samples_leaf"] = getattr(model, "min_samples_leaf", None)
+    return row, model.score(h.x_cut), model
+
+
+def _placement(cold: np.ndarray, h: Holdout) -> dict:
+    """cold_fir of one cold set against both truths, and what it would cost."""
+    return {
+        "cold_fir": cold_fir(cold, h.hot),
+        "cold_fir_tau": cold_fir(cold, h.hot_tau),
+        "migrated_share": float(cold.mean()) if cold.size else 0.0,
+        "n_cold": int(cold.sum()),
+        "cold_reads": int(h.reads[cold].sum()),
+        **confusion(cold, h.hot),
+    }
+
+
+def _placements(score: np.ndarray | None, h: Holdout, budgets, n_alpha: int | None, seed: int) -> dict:
+    """A method's placements at the listed budgets and at the alpha rule's count."""
+    if score is None:
+        return {"cold_fir": {f"{b:g}": {"cold_fir": None} for b in budgets}, "alpha": None}
+    return {
+        "cold_fir": {f"{b:g}": _placement(select_budget(score, b, seed).cold, h) for b in budgets},
+        "alpha": None if n_alpha is None else _placement(select_count(score, n_alpha, seed).cold, h),
+    }
+
+
+def _alpha_budget(model: ColdModel | None, h: Holdout, alpha_days: float) -> dict:
+    """How many held-out records SA-LSM's Algorithm 3 (RSF at ``alpha``) calls cold."""
+    out: dict = {"alpha_days": alpha_days, "decided_by": "rsf"}
+    if model is None:
+        return {**out, "n_cold": None, "migrated_share": None, "error": "rsf was not evaluated or failed"}
+    sel = select_alpha(model, h.x_cut, alpha_days)
+    return {**out, "n_cold": sel.n_cold, "migrated_share": sel.migrated_share, "rsf_rule": _placement(sel.cold, h)}
+
+
+def _curve(scores: dict[str, np.ndarray], h: Holdout, seed: int) -> dict:
+    """Per method and migrated share: cold_fir, hot records placed cold, their reads."""
+    n = h.hot.size
+    ks = [int(round(b * n)) for b in CURVE_SHARES]
+    out = {
+        "migrated_share": list(CURVE_SHARES),
+        "n_cold": ks,
+        "records": int(n),
+        "hot_records": int(h.hot.sum()),
+        "reads": int(h.reads.sum()),
+        "methods": {},
+    }
+    for m, score in scores.items():
+        order = coldest_first(score, seed)
+        hot = np.r_[0, np.cumsum(h.hot[order])]
+        reads = np.r_[0, np.cumsum(h.reads[order])]
+        out["methods"][m] = {
+            "cold_fir": [float(hot[k] / k) if k else None for k in ks],
+            "hot_placed_cold": [int(hot[k]) for k in ks],
+            "cold_reads": [int(reads[k]) for k in ks],
+        }
+    return out
+
+
+def _add_gains(rows: dict[str, dict]) -> None:
+    """Each row's c-index and Uno's C against the reference's, in the paper's units."""
+    ref = rows.get(REFERENCE, {})
+    for row in rows.values():
+        for metric, gain_key, removed_key in GAIN_KEYS:
+            row[gain_key], row[removed_key] = gains(row.get(metric), ref.get(metric))
+
+
+def _window_checks(trace: RecordTrace, budgets: list[float], s: Settings, alpha_days: float | None) -> tuple:
+    """``(T_cut, alpha_days, is_train)`` once the options and the trace are found usable."""
     for b in budgets:
         if not (0.0 < b <= 1.0):
             raise ValueError(f"budgets must be in (0, 1], got {b}")
-    tau_ms = s.tau_days * trace.day_ms
-    horizon_ms = s.horizon_days * trace.day_ms
-    t_cut = trace.end_ms - horizon_ms
+    alpha_days = s.horizon_days if alpha_days is None else float(alpha_days)
+    if alpha_days <= 0:
+        raise ValueError(f"alpha must be > 0 days, got {alpha_days}")
+    t_cut = trace.end_ms - s.horizon_days * trace.day_ms
     if t_cut <= trace.start_ms:
         raise ValueError(
             f"the window ({(trace.end_ms - trace.start_ms) / trace.day_ms:.1f} days) is not longer than the "
@@ -155,103 +303,75 @@ def evaluate(trace: RecordTrace, methods: list[str], budgets: list[float], s: Se
     is_train = train_split(trace.keys, s.seed)
     if is_train.all() or not is_train.any():
         raise ValueError(f"{trace.n_records} records are too few to split 80/20")
+    return t_cut, alpha_days, is_train
 
-    # c-index on pivot samples of the whole window.
-    samples = _samples(trace, s)
-    on_train = is_train[samples.rec]
-    tr_s, te_s = samples.take(on_train), samples.take(~on_train)
 
-    # cold_fir: the trace as exported at T_cut, truth from the whole trace.
-    cut, kept = trace.cut(int(t_cut))
-    cut_train = np.flatnonzero(is_train[kept])
-    cut_test = np.flatnonzero(~is_train[kept])
-    cut_s = _samples(cut, s, records=cut_train)
-    x_cut = build_features(cut, cut_test, np.full(cut_test.size, float(t_cut)))
-    hot = reads_between(trace, kept[cut_test], t_cut, t_cut + horizon_ms) > 0
-    y_true, d_true = tau_labels(
-        trace, kept[cut_test], np.full(cut_test.size, float(t_cut)), tau_ms, events=s.event_kinds
-    )
-    hot_tau = d_true & (y_true <= horizon_ms)
-
-    rows = {}
-    for m in [*methods, "random"]:
+def _fit_all(methods: list[str], s: Settings, h: Holdout, oracle, alpha_days: float) -> tuple[dict, dict, dict]:
+    """Rows, held-out scores at T_cut and models per method; a method that cannot be fit
+    (e.g. GBDT with one label only) gets an error row and the others go on."""
+    rows, scores, models = {}, {}, {}
+    for m in methods:
         t0 = time.perf_counter()
         try:
-            rows[m] = _evaluate_one(m, s, tr_s, te_s, cut_s, x_cut, (hot, hot_tau), budgets)
-        except ValueError as e:  # e.g. GBDT with one label only: report it, go on with the others
-            rows[m] = {"error": str(e), "c_index": None, "cold_fir": {f"{b:g}": {"cold_fir": None} for b in budgets}}
+            rows[m], scores[m], models[canonical(m)] = _fit_method(m, s, h, oracle, alpha_days)
+        except OracleError:
+            raise
+        except ValueError as e:
+            rows[m] = {"model": canonical(m), "error": str(e), "c_index": None, "uno_c": None}
         rows[m]["seconds"] = time.perf_counter() - t0
+    return rows, scores, models
 
-    km_t, km_s = kaplan_meier(tr_s.y, tr_s.delta)
+
+def evaluate(
+    trace: RecordTrace,
+    methods: list[str],
+    budgets: list[float],
+    s: Settings,
+    alpha_days: float | None = None,
+    oracle: OracleScores | None = None,
+) -> dict:
+    """The side-by-side evaluation described in the module docstring; KM curves included.
+    ``alpha_days`` (default: the horizon) sets the alpha row; ``oracle``: scores for T_cut."""
+    awpi = check_awpi(trace, s.force)
+    methods = _method_list(methods, oracle)
+    t_cut, alpha_days, is_train = _window_checks(trace, budgets, s, alpha_days)
+    if oracle is not None:  # before any fit: a file for another time is a mistake, not a row
+        oracle.check_at(t_cut, trace.day_ms, "T_cut")
+    cut, kept = trace.cut(int(t_cut))
+    s, tau_cv = _with_tau(cut, np.flatnonzero(is_train[kept]), s)  # only what T_cut knows
+    h = _holdout(trace, s, is_train, cut, kept)
+    rows, scores, models = _fit_all(methods, s, h, oracle, alpha_days)
+    alpha = _alpha_budget(models.get("rsf"), h, alpha_days)
+    for m, row in rows.items():
+        row.update(_placements(scores.get(m), h, budgets, alpha["n_cold"], s.seed))
+    _add_gains(rows)
+
+    km_t, km_s = kaplan_meier(h.tr_s.y, h.tr_s.delta)
     return {
         "records": trace.n_records,
         "train_records": int(is_train.sum()),
         "test_records": int((~is_train).sum()),
-        "samples": {"train": len(tr_s), "test": len(te_s), "censored_share": samples.censored_share},
+        "samples": {"train": len(h.tr_s), "test": len(h.te_s), "censored_share": h.censored_share},
         "tau_days": s.tau_days,
+        "tau_cv": tau_cv,
         "event_kinds": s.event_kinds,
         "pivots": s.n_pivots,
         "horizon_days": s.horizon_days,
         "seed": s.seed,
         "awpi": awpi,
         "cut": {
-            "t_cut_ms": int(t_cut),
-            "train_samples": len(cut_s),
-            "test_records": int(cut_test.size),
-            "hot_share": float(hot.mean()) if hot.size else None,
-            "tau_hot_share": float(hot_tau.mean()) if hot.size else None,
+            "t_cut_ms": h.t_cut,
+            "train_samples": len(h.cut_s),
+            "test_records": len(h.keys),
+            "hot_share": float(h.hot.mean()) if h.keys else None,
+            "tau_hot_share": float(h.hot_tau.mean()) if h.keys else None,
+            "reads": int(h.reads.sum()),
         },
+        "reference": REFERENCE,
         "budgets": budgets,
+        "alpha": alpha,
         "methods": rows,
+        "curve": _curve(scores, h, s.seed),
+        "oracle": _oracle_info(oracle),
         "km": {"t_days": km_t.tolist(), "survival": km_s.tolist()},
     }
-
-
-def _evaluate_one(
-    m: str, s: Settings, tr_s: Samples, te_s: Samples, cut_s: Samples, x_cut: np.ndarray, truth, budgets
-) -> dict:
-    hot, hot_tau = truth
-    row: dict = {}
-    model = make_model(m, horizon=s.horizon_days, seed=s.seed, n_jobs=s.n_jobs)
-    tr_s, cut_s = cap_samples(tr_s, s), cap_samples(cut_s, s)
-    if model.needs_fit:
-        model.fit(tr_s.x, tr_s.y, tr_s.delta)
-    row["c_index"] = concordance_index(te_s.y, te_s.delta, model.score(te_s.x))
-    model = make_model(m, horizon=s.horizon_days, seed=s.seed, n_jobs=s.n_jobs)
-    if model.needs_fit:
-        model.fit(cut_s.x, cut_s.y, cut_s.delta)
-    score = model.score(x_cut)
-    row["cold_fir"] = {}
-    for b in budgets:
-        sel = select_budget(score, b)
-        row["cold_fir"][f"{b:g}"] = {
-            "cold_fir": cold_fir(sel.cold, hot),
-            "cold_fir_tau": cold_fir(sel.cold, hot_tau),
-            "migrated_share": sel.migrated_share,
-            **confusion(sel.cold, hot),
-        }
-    return row
-
-
-def format_table(rep: dict) -> str:
-    """The evaluation as a text table: c-index and cold_fir per budget, one row per method."""
-    budgets = [f"{b:g}" for b in rep["budgets"]]
-    head = f"{'method':8s} {'c-index':>8s} " + " ".join(f"{'fir@' + b:>9s}" for b in budgets) + f" {'secs':>7s}"
-    lines = [
-        f"{rep['records']} records ({rep['train_records']} train / {rep['test_records']} test), "
-        f"{rep['samples']['train']} + {rep['samples']['test']} samples, "
-        f"censored {rep['samples']['censored_share']:.1%}, "
-        f"tau {rep['tau_days']:g} d over {rep['event_kinds']}, horizon {rep['horizon_days']:g} d; "
-        f"read share at T_cut {_fmt(rep['cut']['hot_share'])} (a random pick's cold_fir)",
-        head,
-        "-" * len(head),
-    ]
-    for m, row in rep["methods"].items():
-        firs = " ".join(f"{_fmt(row['cold_fir'][b]['cold_fir']):>9s}" for b in budgets)
-        err = f"  ({row['error']})" if "error" in row else ""
-        lines.append(f"{m:8s} {_fmt(row['c_index']):>8s} {firs} {row['seconds']:7.1f}{err}")
-    return "\n".join(lines)
-
-
-def _fmt(v) -> str:
-    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.3f}"
