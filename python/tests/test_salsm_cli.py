@@ -47,6 +47,20 @@ def test_train_alpha_and_heuristic(trace_file, tmp_path):
     assert cs.method == "lru" and cs.alpha == 7 * 86_400_000 and 0 < len(cs.keys) < read_trace(trace_file).n_records
 
 
+def test_train_random_and_the_old_gbdt_name(trace_file, tmp_path, capsys):
+    out, rep = tmp_path / "r.cld", tmp_path / "r.json"
+    args = ["train", "--trace", str(trace_file), "--out", str(out), "--report", str(rep)]
+    assert main([*args, "--method", "random", "--budget", "0.3"]) == 0
+    keys = sorted(read_trace(trace_file).keys)
+    cold = read_cold_set(out).keys
+    assert len(cold) == round(0.3 * len(keys)) and cold != keys[: len(cold)]  # not the first keys
+    assert main([*args, "--method", "random", "--alpha-days", "3"]) == 2
+    assert "use a budget" in capsys.readouterr().err
+    assert main([*args, "--method", "gbdt", "--budget", "0.3", *FAST]) == 0
+    r = json.loads(rep.read_text())
+    assert read_cold_set(out).method == "gbdt" and r["model"] == "gbdt-h"
+
+
 def test_evaluate_rsf_beats_random(trace_file, tmp_path, capsys):
     out, km = tmp_path / "e.json", tmp_path / "km.png"
     args = ["evaluate", "--trace", str(trace_file), "--methods", "rsf,gbdt,lru", "--budgets", "0.2,0.5"]

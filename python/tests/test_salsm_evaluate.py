@@ -109,8 +109,9 @@ def test_tau_by_cross_validation(trace):
     assert cv["chosen"] in (0.25, 2.0) and rep["tau_days"] == cv["chosen"]
     firs = [c["cold_fir_mean"] for c in cv["candidates"]]
     assert cv["chosen"] == (0.25, 2.0)[int(np.argmin(firs))]
-    # only what T_cut knows: the search cuts again one horizon before it
-    assert cv["t_cut_ms"] == rep["cut"]["t_cut_ms"] - 20 * trace.day_ms
+    # the training records' window ends where the trace does: T_cut' is evaluate's T_cut
+    assert cv["t_cut_ms"] == rep["cut"]["t_cut_ms"]
+    assert cv["fit_records"] + cv["validation_records"] <= rep["train_records"]
     assert cv["candidates"][0]["censored_share"] > cv["candidates"][1]["censored_share"]
     assert evaluate(trace, ["lru"], [0.3], S)["tau_cv"] is None
 

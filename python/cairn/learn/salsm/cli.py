@@ -31,7 +31,7 @@ from ..leaper.report import json_safe
 from .coldset import ColdSetError, write_cold_set
 from .labels import EVENT_KINDS
 from .metrics import plot_km
-from .models import ALIASES, METHODS, canonical
+from .models import ALIASES, METHODS, REFERENCES, canonical
 from .oracle import OracleError, read_oracle
 from .pipeline import evaluate, format_table, train
 from .settings import TAU_CANDIDATES, Settings
@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train one method and write the cold-key set")
     _common(p)
-    p.add_argument("--method", choices=[*METHODS, "oracle", *ALIASES], default="rsf")
+    p.add_argument("--method", choices=[*METHODS, *REFERENCES, *ALIASES], default="rsf")
     p.add_argument("--out", type=Path, required=True, metavar="COLD_SET")
     p.add_argument("--report", type=Path, metavar="R.json", help="also write a JSON report here")
     g = p.add_mutually_exclusive_group(required=True)

@@ -370,12 +370,15 @@ class LIRS(Heuristic):
 
 
 class RandomScore(Heuristic):
-    """Reference only (evaluate's chance level): a seeded random ranking."""
+    """Chance level (evaluate's reference row, the bench's sa-random): a seeded random ranking."""
 
     name = "random"
 
     def score(self, x):
         return np.random.default_rng(self.seed).random(x.shape[0])
+
+    def cold_at(self, x, alpha):
+        raise ValueError("random ranks by chance and has no time threshold; use a budget")
 
 
 class Oracle(ColdModel):

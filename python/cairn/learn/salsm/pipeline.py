@@ -337,8 +337,10 @@ def evaluate(
     t_cut, alpha_days, is_train = _window_checks(trace, budgets, s, alpha_days)
     if oracle is not None:  # before any fit: a file for another time is a mistake, not a row
         oracle.check_at(t_cut, trace.day_ms, "T_cut")
+    # tau from the training records alone, over the window their c-index samples span;
+    # the held-out records are never looked at.
+    s, tau_cv = _with_tau(trace, np.flatnonzero(is_train), s)
     cut, kept = trace.cut(int(t_cut))
-    s, tau_cv = _with_tau(cut, np.flatnonzero(is_train[kept]), s)  # only what T_cut knows
     h = _holdout(trace, s, is_train, cut, kept)
     rows, scores, models = _fit_all(methods, s, h, oracle, alpha_days)
     alpha = _alpha_budget(models.get("rsf"), h, alpha_days)

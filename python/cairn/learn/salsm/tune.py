@@ -1,13 +1,14 @@
 """tau by cross-validation on the training window (``--tau-days auto``).
 
-The training records are split 80/20 once more. The window is cut at ``T_cut' = end -
-horizon``; for each candidate tau an RSF is fit on the inner-training records' samples
-of the cut window (labels censored at ``T_cut'``) and ranks the inner-validation records
-from their features at ``T_cut'``. Its score is the mean cold_fir over migrated shares
-0.1 .. 0.9 against the read truth (a read in ``(T_cut', end]``). That truth does not
-depend on tau, so the candidates are compared on one scale; a tau-event truth would
-move with the candidate it judges. Features and pivots do not depend on tau either: they
-are built once and only the labels change.
+The training records are split 80/20 once more (evaluate's held-out records are never
+looked at). The window is cut at ``T_cut' = end - horizon``; for each candidate tau an
+RSF is fit on the inner-training records' samples of the cut window (labels censored at
+``T_cut'``) and ranks the inner-validation records from their features at ``T_cut'``.
+Its score is the mean cold_fir over migrated shares 0.1 .. 0.9 against the read truth (a
+read in ``(T_cut', end]``). That truth does not depend on tau, so the candidates are
+compared on one scale; a tau-event truth would move with the candidate it judges.
+Features and pivots do not depend on tau either: they are built once and only the
+labels change.
 """
 
 from __future__ import annotations
