@@ -1,4 +1,4 @@
-"""The 51 features of a (record, pivot) pair on hand-made records."""
+"""The 66 features of a (record, pivot) pair on hand-made records."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 
 from cairn.learn.salsm.features import (
+    COLUMN_COUNTS,
     EARLIER,
     FEATURE_NAMES,
     INSERT_PIVOT,
     INSERT_UPDATE,
     LAST,
+    LAST_COLUMN,
     READS,
     SENTINEL_DAYS,
     UPDATE_PIVOT,
@@ -30,7 +32,8 @@ def one(record: Record, pivot: float) -> np.ndarray:
 
 
 def test_feature_names_and_layout():
-    assert len(FEATURE_NAMES) == 51
+    assert len(FEATURE_NAMES) == 66
+    assert FEATURE_NAMES[COLUMN_COUNTS][0] == "column_0" and FEATURE_NAMES[LAST_COLUMN] == "last_column"
     assert FEATURE_NAMES[LAST] == "last_interval" and FEATURE_NAMES[EARLIER][0] == "interval_1"
     assert FEATURE_NAMES[READS][0] == "reads_d1" and FEATURE_NAMES[WRITES][-1] == "writes_d20"
 
@@ -49,6 +52,22 @@ def test_hand_made_record():
     reads, writes = x[READS], x[WRITES]
     assert reads[:6].tolist() == [0, 1, 0, 0, 2, 0] and writes[:6].tolist() == [1, 0, 0, 0, 0, 1]
     assert reads[6:].sum() == 0 and writes[6:].sum() == 0  # day 9's read is in the future
+
+
+def test_column_counts_and_the_last_column_stop_at_the_pivot():
+    # insert; column 2 written twice, column 5 once before the pivot, column 3 after it
+    acc = [(0, True), (1000, True, 2), (2000, False), (3000, True, 2), (4000, True, 5), (9000, True, 3)]
+    x = one(Record(b"a", 0, acc), 5000.0)
+    cols = x[COLUMN_COUNTS]
+    assert cols[2] == 2 and cols[5] == 1 and cols[3] == 0 and cols.sum() == 3
+    assert x[LAST_COLUMN] == 5 + 1
+    early = one(Record(b"a", 0, acc), 500.0)
+    assert early[COLUMN_COUNTS].sum() == 0 and early[LAST_COLUMN] == 0
+    # Two records side by side: counts stay per record.
+    t = RecordTrace.from_records([Record(b"a", 0, acc), Record(b"b", 0, [(0, True), (100, True, 2)])], **H)
+    both = build_features(t, np.array([1, 0]), np.array([5000.0, 5000.0]))
+    assert both[0, COLUMN_COUNTS][2] == 1 and both[1, COLUMN_COUNTS][2] == 2
+    assert both[0, LAST_COLUMN] == 2 + 1
 
 
 def test_pivot_day_and_later_accesses_are_not_counted():

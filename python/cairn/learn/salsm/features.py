@@ -1,6 +1,6 @@
 """The feature vector of a (record, pivot) pair (§2.2.3), in days, and the training samples.
 
-Columns (51):
+Columns (66):
 
 * ``last_interval``: pivot minus the last access at or before it (what LRU looks at);
 * ``interval_1 .. interval_7``: the 7 access intervals before that, newest first
@@ -16,6 +16,11 @@ Columns (51):
   days before the pivot's day (``d1`` is the day before). The pivot's own day is left out
   because its count would include accesses after the pivot (a leak into the label).
   Days before the window, or dropped by the 64-day cap, are zeros.
+* ``column_0 .. column_13``: writes of each column (the trace's tagged access times) at
+  or before the pivot, and ``last_column``: 1 + the column of the newest such write (0:
+  none named one; features stay non-negative). The paper's semantic features count updates per column; a lifecycle's
+  stage shows in which column was written last. Counts cover the access times the cap
+  kept.
 
 "Update" is a write after the insert: any write in the access times except the insert
 itself (the first time, when the record's insert was seen and not truncated away). When
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .labels import last_access_index, last_at_or_before, sample_pivots, tau_labels
-from .trace import FLAG_INSERT_SEEN, FLAG_TRUNCATED, RecordTrace
+from .trace import COLUMNS, FLAG_INSERT_SEEN, FLAG_TRUNCATED, RecordTrace
 
 N_EARLIER = 7
 N_DAYS = 20
@@ -42,6 +47,8 @@ FEATURE_NAMES = (
     + ["insert_pivot", "update_pivot", "insert_update"]
     + [f"reads_d{i}" for i in range(1, N_DAYS + 1)]
     + [f"writes_d{i}" for i in range(1, N_DAYS + 1)]
+    + [f"column_{c}" for c in range(COLUMNS)]
+    + ["last_column"]
 )
 LAST = 0
 EARLIER = slice(1, 1 + N_EARLIER)
@@ -51,8 +58,10 @@ INSERT_UPDATE = INSERT_PIVOT + 2
 READS = slice(INSERT_PIVOT + 3, INSERT_PIVOT + 3 + N_DAYS)
 WRITES = slice(READS.stop, READS.stop + N_DAYS)
 COUNTS = slice(READS.start, WRITES.stop)
-N_FEATURES = WRITES.stop
-assert len(FEATURE_NAMES) == N_FEATURES == 51
+COLUMN_COUNTS = slice(WRITES.stop, WRITES.stop + COLUMNS)
+LAST_COLUMN = COLUMN_COUNTS.stop
+N_FEATURES = LAST_COLUMN + 1
+assert len(FEATURE_NAMES) == N_FEATURES == 66
 
 
 def build_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> np.ndarray:
@@ -94,6 +103,7 @@ def build_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> n
     x[:, INSERT_PIVOT] = np.maximum(pivots - ins, 0.0) / day
     x[:, UPDATE_PIVOT] = np.maximum(pivots - upd, 0.0) / day
     x[:, INSERT_UPDATE] = (upd - ins) / day
+    _column_features(trace, rec, pivots, x)
 
     # Per-day counts: look up (record, day) in the sorted composite key of the day rows.
     x[:, COUNTS] = 0.0
@@ -109,6 +119,22 @@ def build_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> n
             x[:, READS.start + lag - 1] = np.where(hit, trace.day_reads[j], 0)
             x[:, WRITES.start + lag - 1] = np.where(hit, trace.day_writes[j], 0)
     return x
+
+
+def _column_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray, x: np.ndarray) -> None:
+    """Per-column write counts at or before each pivot, and the newest write's column."""
+    col, ms, owner = trace.column, trace.access_ms, trace.time_owner()
+    for c in range(COLUMNS):
+        idx = np.flatnonzero(col == c)
+        if idx.size == 0:
+            x[:, COLUMN_COUNTS.start + c] = 0.0
+            continue
+        q = last_at_or_before(ms[idx], owner[idx], rec, pivots)
+        start = np.searchsorted(owner[idx], rec, side="left")
+        x[:, COLUMN_COUNTS.start + c] = np.where(q >= 0, q - start + 1, 0)
+    named = np.flatnonzero(col >= 0)
+    q = last_at_or_before(ms[named], owner[named], rec, pivots)
+    x[:, LAST_COLUMN] = np.where(q >= 0, col[named][np.maximum(q, 0)] + 1 if named.size else 0, 0)
 
 
 @dataclass
