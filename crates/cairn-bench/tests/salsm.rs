@@ -81,7 +81,7 @@ fn awpi_runs_end_to_end_on_passive_placement() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = std::fs::read_to_string(tmp.path().join("salsm-summary.md")).unwrap();
-    assert!(md.contains("| order | cairn:passive | passive |"), "{md}");
+    assert!(md.contains("| order | cairn:passive | 1 |"), "{md}");
     assert!(md.contains("## Goals"), "{md}");
 }
 

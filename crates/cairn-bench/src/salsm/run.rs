@@ -288,10 +288,9 @@ pub fn write_oracle(
     path: &Path,
 ) -> Result<()> {
     let p = awpi::oracle::read_probability(stream, at_ms, horizon_ms)?;
-    let mut buf = Vec::new();
     let hex: Vec<String> = (0..p.len() as u64)
         .map(|r| {
-            keys.encode_into(r, &mut buf);
+            let buf = keys.key(r);
             buf.iter().map(|b| format!("{b:02x}")).collect()
         })
         .collect();
@@ -743,6 +742,20 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     Ok((result, rows))
 }
 
+/// Fig. 13's censored shares (20 feature days, labels over 10 and over 65 days) of the same
+/// profile and seed, from a stream long enough to have them.
+fn fig13_shares(aspec: &AwpiSpec) -> Result<serde_json::Value> {
+    let long = AwpiSpec {
+        trace_days: 82,
+        ..aspec.clone()
+    };
+    let st = awpi::generate(&long)?.stats;
+    Ok(serde_json::json!({
+        "label10": st.censored_label10,
+        "label65": st.censored_label65,
+    }))
+}
+
 /// `salsm-trace`: the trace days on cairn:sa-lsm, exported; optionally evaluated.
 #[derive(Args, Debug)]
 pub struct SalsmTraceArgs {
@@ -835,6 +848,7 @@ pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
         "workload": spec.workload.name(),
         "spec": aspec,
         "stats": stream.stats,
+        "fig13": fig13_shares(&aspec)?,
         "budget": d.budget,
         "budget_source": d.budget_source,
         "trace_records_exported": rows,
