@@ -80,8 +80,25 @@ fn p99(r: &RunResult) -> Option<f64> {
     Some(r.latency_us.p99)
 }
 
+/// Fig. 17: the cold tier's (the last device's) busy share of the measured virtual time,
+/// over the whole replay and in its busiest timeline window.
+fn cold_util(r: &RunResult) -> Option<(f64, f64)> {
+    let vc = r.virtual_clock.as_ref()?;
+    let util = |io: &cairn::clock::VirtualStats| {
+        let d = io.devices.last()?;
+        (io.now_ns > 0).then(|| d.service_ns() as f64 / io.now_ns as f64)
+    };
+    let all = util(&vc.run.measured)?;
+    let max = vc
+        .windows
+        .iter()
+        .filter_map(|w| util(&w.io))
+        .fold(0.0, f64::max);
+    Some((all, max))
+}
+
 pub fn replays(s: &mut String, runs: &[ProfileRuns], goals: &mut Vec<Goal>) {
-    s.push_str("## Figs. 15-17: the replay days after each placement (engine)\n\nEach run: the trace days replayed on a simulated clock, the placement, then the replay days with the tiers' device latencies (ssd hot, hdd cold, Table 4). Median [min-max] over the seeds. `migrated` is read from the tiers' tables after the placement; `cold_fir` counts a cold-tier record the replay reads (a point read or inside a scan; a blind update reads nothing) as a false positive. Cold reads/op: cold-tier storage reads per measured op (Fig. 17's I/O). Times are virtual when the run says `virtual`.\n\n| profile | engine | seeds | migrated % | cold_fir % | cold reads/op | ops/s | p99 us | mean us | proactive CPU ms | clock |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    s.push_str("## Figs. 15-17: the replay days after each placement (engine)\n\nEach run: the trace days replayed on a simulated clock, the placement, then the replay days with the tiers' device latencies (ssd hot, hdd cold, Table 4). Median [min-max] over the seeds. `migrated` is read from the tiers' tables after the placement; `cold_fir` counts a cold-tier record the replay reads (a point read or inside a scan; a blind update reads nothing) as a false positive. Cold reads/op: cold-tier storage reads per measured op (Fig. 17's I/O). Times are virtual when the run says `virtual`.\n\n| profile | engine | seeds | migrated % | cold_fir % | cold reads/op | hdd busy % (busiest window) | ops/s | p99 us | mean us | proactive CPU ms | clock |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for p in runs {
         for e in engines(p) {
             let n = p
@@ -95,26 +112,24 @@ pub fn replays(s: &mut String, runs: &[ProfileRuns], goals: &mut Vec<Goal>) {
                 .flat_map(|(_, rs)| rs.iter().map(|(_, r)| r))
                 .find(|r| r.engine == e)
                 .map_or(String::new(), |r| r.clock.clone());
+            let show = |m: fn(&RunResult) -> Option<f64>, how: fn(f64) -> String| {
+                fmt_spread(spread(p, &e, m), how)
+            };
+            let pc: fn(f64) -> String = |v| pct(Some(v));
+            let d0: fn(f64) -> String = |v| format!("{v:.0}");
             let _ = writeln!(
                 s,
-                "| {} | {e} | {n} | {} | {} | {} | {} | {} | {} | {} | {clock} |",
+                "| {} | {e} | {n} | {} | {} | {} | {} ({}) | {} | {} | {} | {} | {clock} |",
                 p.profile,
-                fmt_spread(spread(p, &e, |r| placement(r)?.migrated_share), |v| pct(
-                    Some(v)
-                )),
-                fmt_spread(spread(p, &e, cold_fir), |v| pct(Some(v))),
-                fmt_spread(spread(p, &e, cold_reads), |v| format!("{v:.4}")),
-                fmt_spread(spread(p, &e, |r| Some(r.ops_per_sec)), |v| format!(
-                    "{v:.0}"
-                )),
-                fmt_spread(spread(p, &e, p99), |v| format!("{v:.0}")),
-                fmt_spread(spread(p, &e, |r| Some(r.latency_us.mean)), |v| format!(
-                    "{v:.0}"
-                )),
-                fmt_spread(
-                    spread(p, &e, |r| placement(r)?.proactive_cpu_ms),
-                    |v| format!("{v:.0}")
-                ),
+                show(|r| placement(r)?.migrated_share, pc),
+                show(cold_fir, pc),
+                show(cold_reads, |v| format!("{v:.4}")),
+                show(|r| Some(cold_util(r)?.0), pc),
+                show(|r| Some(cold_util(r)?.1), pc),
+                show(|r| Some(r.ops_per_sec), d0),
+                show(p99, d0),
+                show(|r| Some(r.latency_us.mean), d0),
+                show(|r| placement(r)?.proactive_cpu_ms, d0),
             );
         }
     }
