@@ -26,6 +26,10 @@ pub struct SalsmSummaryArgs {
     /// Write the summary here [default: DIR/salsm-summary.md].
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
+    /// Head the output with this command, the commit, the machine and the date (a
+    /// results page under docs/results/).
+    #[arg(long, value_name = "COMMAND")]
+    pub provenance: Option<String>,
 }
 
 /// The paper's baseline every gain is measured against: its censoring-naive GBDT.
@@ -204,7 +208,10 @@ pub fn summary_cmd(a: &SalsmSummaryArgs) -> Result<()> {
             a.dir.display()
         );
     }
-    let text = summary(&traces, &runs);
+    let mut text = summary(&traces, &runs);
+    if let Some(command) = &a.provenance {
+        text = crate::report::provenance::with_provenance(text, command);
+    }
     let out = a
         .out
         .clone()
