@@ -156,3 +156,14 @@ def test_sweep_sample_share(trace_file, tmp_path, capsys):
     assert "rsf share" in capsys.readouterr().out
     assert main([*args, "--values", "0,0.5"]) == 2
     assert main([*args, "--values", "0.5", "--tau-days", "auto"]) == 2
+
+
+def test_gbdt_h_keeps_its_c_index_when_the_cut_window_is_shorter_than_the_horizon(trace):
+    # 60 days with a 40-day horizon: T_cut leaves 20 days, so no cut sample is observed for
+    # a whole horizon and gbdt-h cannot train there; its c-index (whole window) still counts.
+    rep = evaluate(trace, ["rsf", "gbdt-h"], [0.2], replace(S, horizon_days=40.0))
+    row = rep["methods"]["gbdt-h"]
+    assert row["c_index"] is not None and "at T_cut" in row["error"]
+    assert row["alpha"] is None and row["cold_fir"]["0.2"]["cold_fir"] is None
+    assert "gbdt-h" not in rep["curve"]["methods"]
+    assert rep["methods"]["rsf"]["alpha"]["cold_fir"] is not None

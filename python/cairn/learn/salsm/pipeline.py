@@ -198,8 +198,12 @@ def _method_list(methods: list[str], oracle: OracleScores | None) -> list[str]:
     return out
 
 
-def _fit_method(m: str, s: Settings, h: Holdout, oracle, alpha_days: float) -> tuple[dict, np.ndarray, ColdModel]:
-    """A method's c-index row, its scores of the held-out records at T_cut, and that model."""
+def _fit_method(
+    m: str, s: Settings, h: Holdout, oracle, alpha_days: float
+) -> tuple[dict, np.ndarray | None, ColdModel | None]:
+    """A method's c-index row, its scores of the held-out records at T_cut, and that model
+    (None, with the reason in the row, when the cut trace cannot train it: gbdt-h needs
+    samples observed for a whole horizon, which a window shorter than it lacks)."""
     kind = canonical(m)
     if kind == "oracle":
         model = _oracle_model(oracle, h.keys, h.t_cut, h.day_ms, "T_cut")
@@ -218,7 +222,11 @@ def _fit_method(m: str, s: Settings, h: Holdout, oracle, alpha_days: float) -> t
     model = make_model(kind, horizon=s.horizon_days, seed=s.seed, n_jobs=s.n_jobs, alpha=alpha_days)
     if model.needs_fit:
         cs = cap_samples(h.cut_s, s)
-        model.fit(cs.x, cs.y, cs.delta)
+        try:
+            model.fit(cs.x, cs.y, cs.delta)
+        except ValueError as e:
+            row["error"] = f"at T_cut: {e}"
+            return row, None, None
         row["min_samples_leaf"] = getattr(model, "min_samples_leaf", None)
     return row, model.score(h.x_cut), model
 
@@ -267,6 +275,8 @@ def _curve(scores: dict[str, np.ndarray], h: Holdout, seed: int) -> dict:
         "methods": {},
     }
     for m, score in scores.items():
+        if score is None:
+            continue
         order = coldest_first(score, seed)
         hot = np.r_[0, np.cumsum(h.hot[order])]
         reads = np.r_[0, np.cumsum(h.reads[order])]
