@@ -259,10 +259,12 @@ pub struct WorkloadArgs {
     /// Value size distribution, overriding --value-size: `fixed:N` or `uniform:MIN:MAX`.
     #[arg(long, value_name = "DIST")]
     pub value_size_dist: Option<String>,
-    /// Integer key dataset: sequential, uniform, linear (evenly spaced, random stride),
-    /// normal (sorted, de-duplicated), seg1 / seg10 (1% / 10% of gaps are jumps between
-    /// dense linear segments).
-    #[arg(long, value_enum, default_value_t = Dataset::Sequential)]
+    /// Key dataset: sequential, uniform, linear (evenly spaced, random stride), normal
+    /// (sorted, de-duplicated), seg1 / seg10 (1% / 10% of gaps are jumps between dense
+    /// linear segments), clustered; or file:PATH, a user's keys (one per line: decimal or
+    /// 0x-hex u64, else bytes escaped as the CLI writes them; or a binary u64 file: a
+    /// little-endian count, then the keys), of which --records are loaded.
+    #[arg(long, default_value_t = Dataset::Sequential)]
     pub dataset: Dataset,
     /// Request distribution, overriding the workload's own (uniform for db_bench
     /// workloads, YCSB's for ycsb-*, zipfian for mix/phased/presets).
@@ -609,7 +611,7 @@ impl WorkloadArgs {
             seed: self.seed,
             key_size: self.key_size,
             value_size,
-            dataset: self.dataset,
+            dataset: self.dataset.clone(),
             distribution,
             zipf_theta: theta,
             mix: self.mix.clone(),

@@ -188,7 +188,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     }
     let spec = &req.spec;
     let plan = Plan::build(spec)?;
-    let keyspace = KeySpace::new(spec.dataset, spec.records, spec.key_size, spec.seed)?;
+    let keyspace = KeySpace::new(&spec.dataset, spec.records, spec.key_size, spec.seed)?;
     let values = Values::new(spec.seed, spec.value_size.max());
     let started_at_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -30,6 +30,7 @@ pub mod events;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod iter;
+pub mod key_text;
 pub mod learned;
 pub mod log;
 pub mod lookup_steps;

@@ -206,7 +206,7 @@ mod tests {
             ..Default::default()
         };
         let plan = Plan::build(&spec).unwrap();
-        let keys = KeySpace::new(spec.dataset, spec.records, 16, spec.seed).unwrap();
+        let keys = KeySpace::new(&spec.dataset, spec.records, 16, spec.seed).unwrap();
         let clock = Arc::new(cairn::access::SystemClock);
         let o = OracleSource::new(&plan, &spec, &keys, 1000, clock);
         assert_eq!(o.reads.len(), 600);

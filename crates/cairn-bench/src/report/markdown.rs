@@ -428,7 +428,7 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
         let c = &r.config;
         let _ = writeln!(
             s,
-            "Workload **{}**: {} records, {} ops, seed {}, {} threads, dataset {:?}, \
+            "Workload **{}**: {} records, {} ops, seed {}, {} threads, dataset {}, \
              distribution {}, zipf theta {}, key {} B, value {:?}, scan length {}{}{}.\n",
             r.workload,
             sp.records,

@@ -418,7 +418,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let rss_at_open = current_rss_bytes();
     let clock = ManualClock::new(0);
     let keys = KeySpace::new(
-        Dataset::Sequential,
+        &Dataset::Sequential,
         aspec.records,
         aspec.key_size,
         aspec.seed,
@@ -819,7 +819,7 @@ pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
     let dir = tmp.path().join("db");
     let clock = ManualClock::new(0);
     let keys = KeySpace::new(
-        Dataset::Sequential,
+        &Dataset::Sequential,
         aspec.records,
         aspec.key_size,
         aspec.seed,

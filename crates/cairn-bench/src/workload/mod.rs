@@ -2,6 +2,7 @@
 
 pub mod awpi;
 pub mod dataset;
+pub mod key_file;
 pub mod leaper;
 pub mod mix;
 pub mod phases;
