@@ -383,9 +383,14 @@ pub struct BudgetArgs {
     #[arg(long)]
     pub cache_index_and_filter_blocks: bool,
     /// Read tables (and cairn's value logs) through memory maps, for every engine
-    /// (cairn's mmap_reads, RocksDB's allow_mmap_reads; LevelDB's and Bourbon's default).
-    #[arg(long)]
+    /// (cairn's mmap_reads, RocksDB's allow_mmap_reads; LevelDB's and Bourbon's default)
+    /// [default: each engine's own: cairn's wisckey and bourbon presets map, the rest
+    /// do not].
+    #[arg(long, conflicts_with = "no_mmap_reads")]
     pub mmap_reads: bool,
+    /// Read through pread for every engine, whatever its preset says.
+    #[arg(long)]
+    pub no_mmap_reads: bool,
     /// cairn writes LevelDB's classic bloom filter (a key's bits anywhere in the array)
     /// instead of the cache-local one (one 64-byte line per key) [default: cache-local].
     #[arg(long)]
@@ -496,7 +501,11 @@ impl BudgetArgs {
             bloom_bits: self.bloom_bits,
             direct_io: self.direct_io,
             cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
-            mmap_reads: self.mmap_reads,
+            mmap_reads: match (self.mmap_reads, self.no_mmap_reads) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
             classic_filter: self.classic_filter,
             sync: self.sync,
             device: self.device,

@@ -17,8 +17,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("k-N", "a static policy: K=N at every level below 0, at most T (e.g. k-2; k-1 is leveling)"),
     ("lazy-leveling", "Dostoevsky's Lazy-Leveling: K=T at every level but the last, K=1 there; Monkey blooms"),
     ("monkey", "leveling with Monkey bloom-filter allocation"),
-    ("wisckey", "WiscKey key-value separation alone: every value in a value log, GC at space amplification 1.5; fence pointers"),
-    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8): tables learned in the background after 50 ms when the cost-benefit analyzer says it pays; fence pointers as fallback; on WiscKey (every value in the value log)"),
+    ("wisckey", "WiscKey key-value separation alone: every value in a value log, GC at space amplification 1.5; fence pointers; tables and value logs read through memory maps (LevelDB's default, which WiscKey and Bourbon ran on)"),
+    ("bourbon", "Bourbon's learned index (Greedy-PLR, delta 8): tables learned in the background after 50 ms when the cost-benefit analyzer says it pays; fence pointers as fallback; on WiscKey (every value in the value log, files read through memory maps); a get whose block is not cached copies just its window's entries"),
     ("bourbon-always", "Bourbon's always-learn baseline: every table read is learned after 50 ms; on WiscKey"),
     ("bourbon-never", "Bourbon's no-learn baseline: the learner's statistics, no model (fence pointers); on WiscKey"),
     ("bourbon-always-blocks", "bourbon-always on variable-width blocks: the model reads and searches whole data blocks (through the block cache) instead of just its window's entries (ablation)"),
@@ -266,6 +266,13 @@ pub fn by_name(name: &str) -> Option<Options> {
         o.value_threshold = Some(0);
         o.fixed_width_entries = !name.ends_with("-blocks");
     }
+    // Both ran on LevelDB, which maps its tables: a learned get then copies its window out
+    // of the map, where a pread costs a system call per get and the learned index gains
+    // little (docs/results/bourbon.md). Data far larger than memory is better read by
+    // pread: set `mmap_reads` off.
+    if name.starts_with("bourbon") || name.starts_with("wisckey") {
+        o.mmap_reads = true;
+    }
     Some(o)
 }
 
@@ -328,7 +335,9 @@ mod tests {
         assert_eq!(by_name("bourbon").unwrap().index, IndexPolicy::BOURBON);
         for b in ["bourbon", "bourbon-always", "bourbon-never", "wisckey"] {
             assert_eq!(by_name(b).unwrap().value_threshold, Some(0), "{b}");
+            assert!(by_name(b).unwrap().mmap_reads, "{b}");
         }
+        assert!(!by_name("baseline").unwrap().mmap_reads);
         assert_eq!(by_name("baseline").unwrap().value_threshold, None);
         for (name, fixed) in [
             ("bourbon", true),

@@ -171,7 +171,9 @@ impl CairnEngine {
         opts.bloom_bits_per_key = cfg.bloom_bits;
         opts.use_direct_reads = cfg.direct_io;
         opts.cache_index_and_filter_blocks = cfg.cache_index_and_filter_blocks;
-        opts.mmap_reads = cfg.mmap_reads;
+        if let Some(m) = cfg.mmap_reads {
+            opts.mmap_reads = m;
+        }
         opts.cache_local_filter = !cfg.classic_filter;
         opts.create_if_missing = true;
         let profile = match cfg.device {

@@ -25,9 +25,10 @@ pub struct BenchConfig {
     #[serde(default)]
     pub cache_index_and_filter_blocks: bool,
     /// Tables (and value logs) read through memory maps (cairn's `mmap_reads`, RocksDB's
-    /// `allow_mmap_reads`).
+    /// `allow_mmap_reads`); `None`: each engine's own setting (a cairn preset's, RocksDB's
+    /// default of pread).
     #[serde(default)]
-    pub mmap_reads: bool,
+    pub mmap_reads: Option<bool>,
     /// cairn writes LevelDB's classic bloom filter instead of the cache-local one
     /// (`Options::cache_local_filter`; RocksDB keeps its own).
     #[serde(default)]
@@ -247,7 +248,7 @@ impl Default for BenchConfig {
             bloom_bits: 10.0,
             direct_io: false,
             cache_index_and_filter_blocks: false,
-            mmap_reads: false,
+            mmap_reads: None,
             classic_filter: false,
             sync: false,
             device: Device::None,

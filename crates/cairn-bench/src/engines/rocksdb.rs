@@ -61,7 +61,7 @@ impl Engine for RocksEngine {
         opts.set_compression_type(DBCompressionType::None);
         opts.set_bottommost_compression_type(DBCompressionType::None);
         opts.set_use_direct_reads(cfg.direct_io);
-        opts.set_allow_mmap_reads(cfg.mmap_reads && !cfg.direct_io);
+        opts.set_allow_mmap_reads(cfg.mmap_reads == Some(true) && !cfg.direct_io);
         opts.set_use_direct_io_for_flush_and_compaction(cfg.direct_io);
         opts.set_block_based_table_factory(&table);
         // The table option lives in the default family's options, loaded from the file.
