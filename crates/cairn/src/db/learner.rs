@@ -16,7 +16,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::table_cache::model_path;
-use crate::learned::cba::{self, CbaInput};
+use crate::learned::cba::{self, CbaInput, LearnCost};
 use crate::options::LearnMode;
 use crate::stats::StatsInner;
 use crate::storage::{FileKind, StorageEnv, MAX_TRACKED_LEVELS};
@@ -41,11 +41,10 @@ struct Tracked {
     done: bool,
 }
 
-#[derive(Default)]
 struct State {
     tables: HashMap<u64, Tracked>,
     lifetimes: Vec<VecDeque<Duration>>,
-    learn_ns_per_entry: Option<f64>,
+    learn_cost: LearnCost,
 }
 
 pub(crate) struct Learner {
@@ -73,7 +72,8 @@ impl Learner {
             env,
             state: Mutex::new(State {
                 lifetimes: vec![VecDeque::new(); MAX_TRACKED_LEVELS],
-                ..State::default()
+                tables: HashMap::new(),
+                learn_cost: LearnCost::with_prior(PRIOR_LEARN_NS_PER_ENTRY),
             }),
         }
     }
@@ -208,7 +208,7 @@ impl Learner {
         let mut due = Vec::new();
         {
             let mut s = self.state.lock();
-            let learn_ns = s.learn_ns_per_entry.unwrap_or(PRIOR_LEARN_NS_PER_ENTRY);
+            let learn_ns = s.learn_cost.per_entry();
             let mut lives = [None; MAX_TRACKED_LEVELS];
             for (l, life) in lives.iter_mut().enumerate() {
                 *life = Self::expected_life(&s, l);
@@ -286,15 +286,7 @@ impl Learner {
                 self.stats.learned_tables.fetch_add(1, Relaxed);
                 self.stats.learned_segments.fetch_add(segs as u64, Relaxed);
                 self.stats.learned_entries.fetch_add(entries, Relaxed);
-                if entries > 0 {
-                    let per = ns as f64 / entries as f64;
-                    let mut s = self.state.lock();
-                    // Moving average: recent learnings matter most (machine load changes).
-                    s.learn_ns_per_entry = Some(
-                        s.learn_ns_per_entry
-                            .map_or(per, |old| 0.8 * old + 0.2 * per),
-                    );
-                }
+                self.state.lock().learn_cost.record(ns, entries);
                 true
             }
             Ok(false) => false,
