@@ -63,6 +63,9 @@ pub struct Plr {
     radix: Vec<u32>,
     shift: u32,
     delta: u32,
+    /// `segments[0].start` (0 when there are none), kept here so that a lookup outside
+    /// the domain, or the radix bucket of one inside, needs no read of the segments.
+    base: u64,
     last_x: u64,
 }
 
@@ -103,6 +106,7 @@ impl Plr {
             shift,
             segments,
             delta,
+            base,
             last_x,
         }
     }
@@ -124,8 +128,8 @@ impl Plr {
 
     /// The index of the segment covering `x`, or `None` outside the trained domain.
     pub fn segment_for(&self, x: u64) -> Option<usize> {
-        let base = self.segments.first()?.start;
-        if x > self.last_x || x < base {
+        let base = self.base;
+        if x > self.last_x || x < base || self.segments.is_empty() {
             return None;
         }
         // Starts before bucket `b` are <= x, starts after it > x: search the bucket.

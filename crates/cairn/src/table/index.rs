@@ -152,11 +152,14 @@ impl FenceIndex {
 
     /// Number of entries block `i` holds (`i < num_blocks()`).
     pub fn block_entries(&self, i: usize) -> u64 {
-        let end = self
-            .entries
-            .get(i + 1)
-            .map_or(self.num_entries, |e| e.first_ordinal);
-        end - self.entries[i].first_ordinal
+        let o = &self.first_ordinals;
+        o.get(i + 1).copied().unwrap_or(self.num_entries) - o[i]
+    }
+
+    /// Table position of block `i`'s first entry (`i < num_blocks()`), from the packed
+    /// array the learned path searches, so it touches no other memory.
+    pub fn first_ordinal(&self, i: usize) -> u64 {
+        self.first_ordinals[i]
     }
 
     /// The data block holding the entry at table position `ordinal`, if in range.

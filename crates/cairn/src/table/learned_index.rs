@@ -220,7 +220,7 @@ impl LearnedIndex {
         // key is >= lookup_ikey (`to` if none); `None` if the block does not hold the
         // ordinals the fence index says (the baseline path reports such corruption).
         let mut piece = |b: usize| -> Result<Option<Piece>> {
-            let first = fence.block(b).first_ordinal;
+            let first = fence.first_ordinal(b);
             let from = lo.saturating_sub(first) as usize;
             let n = fence.block_entries(b) as usize;
             let to = (hi.saturating_add(1).saturating_sub(first) as usize).min(n);
@@ -267,7 +267,7 @@ impl LearnedIndex {
         };
         // The window is far smaller than a block as a rule: walk to its ends' blocks
         // rather than searching again.
-        let first = |b: usize| fence.block(b).first_ordinal;
+        let first = |b: usize| fence.first_ordinal(b);
         let mut b_lo = b_p;
         while first(b_lo) > lo {
             b_lo -= 1; // block 0 starts at ordinal 0 <= lo
