@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Bourbon's experiments on this machine, learned against baseline in one run each:
-#   1. datasets (linear, seg1, normal, seg10, clustered = synthetic real-world-like),
+#   1. datasets (linear, seg1, normal, seg10, clustered = synthetic real-world-like;
+#      file:PATH for a key file), and realkeys (real key sets that ship in registry
+#      packages: scripts/real-keys.sh),
 #      uniform random read-only: throughput, #segments, %segments (segments / entries of
 #      the learned tables), sampled table-search time on each path and its index part
 #      (before the data block is asked for; the rest is the data block's);
@@ -45,8 +47,11 @@ fi
 TABLE_SIZE=${TABLE_SIZE:-2M}
 LEVEL1=${LEVEL1:-512K}
 BUDGET=${BUDGET:-"--write-buffer-size 4M --cache-bytes 8M --mmap-reads --bloom-bits 10 --target-file-size $TABLE_SIZE --level1-bytes $LEVEL1"}
-SECTIONS=${SECTIONS:-"datasets dists ycsb mixes"}
+SECTIONS=${SECTIONS:-"datasets realkeys dists ycsb mixes"}
 DATASETS=${DATASETS:-"linear seg1 normal seg10 clustered"}
+# Section realkeys: key sets from registry packages (scripts/real-keys.sh writes them).
+KEYS=${KEYS:-bench-data/keys}
+REAL=${REAL:-"cities flights words"}
 DISTS=${DISTS:-"sequential zipfian hotspot exponential uniform latest"}
 MIXES=${MIXES:-"read=0.5,update=0.5 read=0.1,update=0.9"}
 YCSB=${YCSB:-"a b c d e f"}
@@ -99,7 +104,9 @@ j() { jq -r "$2" "$1"/"$(echo "$3" | tr ':' '-')".json; }
 {
   echo "# Bourbon on cairn"
   echo
-  echo "records=$RECORDS, read ops=$OPS, write-mix ops=$WOPS, repeats=$REPEAT (median run), budget: $BUDGET; $(date -u +%F)"
+  echo "Command: \`$(for v in CLOCK DEVICE RECORDS OPS REPEAT SECTIONS DATASETS REAL; do [ -n "${!v:-}" ] && printf '%s="%s" ' "$v" "${!v}"; done)scripts/bourbon-bench.sh\`; commit \`$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\`; machine: $(nproc) cores, $(LC_ALL=C lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1); $(date -u +%F)."
+  echo
+  echo "records=$RECORDS, read ops=$OPS, write-mix ops=$WOPS, repeats=$REPEAT (median run), budget: $BUDGET"
   if [ "$CLOCK" = virtual ]; then
     echo
     echo "Clock: virtual, device $DEVICE (--clock virtual --threads 1; reads by pread, no memory maps): ops/s and latencies are simulated device time plus priced CPU;"
@@ -108,43 +115,70 @@ j() { jq -r "$2" "$1"/"$(echo "$3" | tr ':' '-')".json; }
 } >"$summary"
 has() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
-if has datasets; then
-{
-  echo
-  echo "## Datasets (uniform random reads)"
-  echo
-  echo "| dataset | baseline ops/s | bourbon ops/s | ratio | bourbon-always ops/s | ratio | always, whole blocks | ratio | learned tables (always) | #seg | %seg | fence search ns (index part) | model search ns (index part) |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-} >>"$summary"
-for d in $DATASETS; do
-  echo "== dataset $d =="
-  dir="$OUT/dataset-$d"
-  run "$dir" "$BASE,cairn:bourbon,cairn:bourbon-always,cairn:bourbon-always-blocks" --workload readrandom --ops "$OPS" --dataset "$d"
-  b=$(j "$dir" .ops_per_sec "$BASE")
-  l=$(j "$dir" .ops_per_sec cairn:bourbon)
-  a=$(j "$dir" .ops_per_sec cairn:bourbon-always)
-  w=$(j "$dir" .ops_per_sec cairn:bourbon-always-blocks)
-  lt=$(j "$dir" .engine_stats.learned_tables cairn:bourbon)
-  s=$(j "$dir" '.engine_stats | "(\(.learned_tables)) | \(.learned_segments) | \(.learned_pct_segments * 1000 | round / 1000)%"' cairn:bourbon-always)
-  s="$lt $s"
-  f=$(j "$dir" '.engine_stats | "\(.fence_path_ns | round) (\(.fence_index_ns | round))"' "$BASE")
-  mo=$(j "$dir" '.engine_stats | "\(.model_path_ns | round) (\(.model_index_ns | round))"' cairn:bourbon-always)
-  printf '| %s | %.0f | %.0f | %.2fx | %.0f | %.2fx | %.0f | %.2fx | %s | %s | %s |\n' "$d" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$a" "$(echo "$a / $b" | bc -l)" "$w" "$(echo "$w / $b" | bc -l)" "$s" "$f" "$mo" >>"$summary"
-done
-{
-  echo
-  echo "## Lookup breakdown (mean ns per get, one get in 64 timed; datasets above)"
-  echo
-  echo "| dataset | engine | memtables | filters | index/model | data block | value read | other | total | levels with tables |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-} >>"$summary"
-for d in $DATASETS; do
-  for e in "$BASE" cairn:bourbon cairn:bourbon-always cairn:bourbon-always-blocks; do
-    row=$(j "$OUT/dataset-$d" '.engine_stats | [.step_memtables_ns, .step_filters_ns, .step_index_ns, .step_data_ns, .step_value_ns, .step_other_ns, .step_total_ns] | map(round | tostring) | join(" | ")' "$e")
-    lv=$(j "$OUT/dataset-$d" '[.engine_stats | to_entries[] | select(.key | startswith("files_L")) | select(.value > 0)] | length' "$e")
-    printf '| %s | %s | %s | %s |\n' "$d" "$e" "$row" "$lv" >>"$summary"
+# dataset_rows TITLE DATASET...: the read-only datasets table and its lookup breakdown.
+# A dataset is a name or file:PATH (a key file, e.g. from scripts/real-keys.sh): a file
+# loads all its keys (at most RECORDS), with the key size its longest key needs.
+dataset_rows() {
+  local title=$1 d dir records keyflags name
+  shift
+  {
+    echo
+    echo "## $title (uniform random reads)"
+    echo
+    echo "| dataset | records | baseline ops/s | bourbon ops/s | ratio | bourbon-always ops/s | ratio | always, whole blocks | ratio | learned tables: cba (always) | #seg | %seg | fence search ns (index part) | model search ns (index part) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  } >>"$summary"
+  for d in "$@"; do
+    name=$d records=$RECORDS keyflags=()
+    if [[ $d == file:* ]]; then
+      name=$(basename "${d#file:}" .keys)
+      records=$(grep -c . "${d#file:}")
+      [ "$records" -gt "$RECORDS" ] && records=$RECORDS
+      # Byte keys need their longest key plus the 8 bytes inserted keys number.
+      keyflags=(--key-size "$(LC_ALL=C awk '{ if (length($0) > m) m = length($0) } END { print (m + 8 > 16 ? m + 8 : 16) }' "${d#file:}")")
+    fi
+    echo "== dataset $name =="
+    dir="$OUT/dataset-$name"
+    RECORDS=$records run "$dir" "$BASE,cairn:bourbon,cairn:bourbon-always,cairn:bourbon-always-blocks" --workload readrandom --ops "$OPS" --dataset "$d" ${keyflags[@]+"${keyflags[@]}"}
+    b=$(j "$dir" .ops_per_sec "$BASE")
+    l=$(j "$dir" .ops_per_sec cairn:bourbon)
+    a=$(j "$dir" .ops_per_sec cairn:bourbon-always)
+    w=$(j "$dir" .ops_per_sec cairn:bourbon-always-blocks)
+    lt=$(j "$dir" .engine_stats.learned_tables cairn:bourbon)
+    s=$(j "$dir" '.engine_stats | "(\(.learned_tables)) | \(.learned_segments) | \(.learned_pct_segments * 1000 | round / 1000)%"' cairn:bourbon-always)
+    s="$lt $s"
+    f=$(j "$dir" '.engine_stats | "\(.fence_path_ns | round) (\(.fence_index_ns | round))"' "$BASE")
+    mo=$(j "$dir" '.engine_stats | "\(.model_path_ns | round) (\(.model_index_ns | round))"' cairn:bourbon-always)
+    printf '| %s | %s | %.0f | %.0f | %.2fx | %.0f | %.2fx | %.0f | %.2fx | %s | %s | %s |\n' "$name" "$records" "$b" "$l" "$(echo "$l / $b" | bc -l)" "$a" "$(echo "$a / $b" | bc -l)" "$w" "$(echo "$w / $b" | bc -l)" "$s" "$f" "$mo" >>"$summary"
   done
-done
+  {
+    echo
+    echo "### Lookup breakdown (mean ns per get, one get in 64 timed; the runs above)"
+    echo
+    echo "| dataset | engine | memtables | filters | index/model | data block | value read | other | total | levels with tables |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  } >>"$summary"
+  for d in "$@"; do
+    name=$d
+    [[ $d == file:* ]] && name=$(basename "${d#file:}" .keys)
+    for e in "$BASE" cairn:bourbon cairn:bourbon-always cairn:bourbon-always-blocks; do
+      row=$(j "$OUT/dataset-$name" '.engine_stats | [.step_memtables_ns, .step_filters_ns, .step_index_ns, .step_data_ns, .step_value_ns, .step_other_ns, .step_total_ns] | map(round | tostring) | join(" | ")' "$e")
+      lv=$(j "$OUT/dataset-$name" '[.engine_stats | to_entries[] | select(.key | startswith("files_L")) | select(.value > 0)] | length' "$e")
+      printf '| %s | %s | %s | %s |\n' "$name" "$e" "$row" "$lv" >>"$summary"
+    done
+  done
+}
+
+if has datasets; then
+  # shellcheck disable=SC2086
+  dataset_rows "Datasets" $DATASETS
+fi
+
+if has realkeys; then
+  scripts/real-keys.sh "$KEYS" >&2
+  real=()
+  for k in $REAL; do real+=("file:$KEYS/$k.keys"); done
+  dataset_rows "Real key sets (sources: $KEYS/SOURCES.md)" "${real[@]}"
 fi
 
 if has dists; then
