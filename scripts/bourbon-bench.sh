@@ -134,8 +134,11 @@ dataset_rows() {
       name=$(basename "${d#file:}" .keys)
       records=$(grep -c . "${d#file:}")
       [ "$records" -gt "$RECORDS" ] && records=$RECORDS
-      # Byte keys need their longest key plus the 8 bytes inserted keys number.
-      keyflags=(--key-size "$(LC_ALL=C awk '{ if (length($0) > m) m = length($0) } END { print (m + 8 > 16 ? m + 8 : 16) }' "${d#file:}")")
+      # Byte keys (a line that is not a decimal integer) need their longest key plus the
+      # 8 bytes inserted keys number; integers are 8 bytes, padded to the default 16.
+      if grep -qv '^[0-9]*$' "${d#file:}"; then
+        keyflags=(--key-size "$(LC_ALL=C awk '{ if (length($0) > m) m = length($0) } END { print (m + 8 > 16 ? m + 8 : 16) }' "${d#file:}")")
+      fi
     fi
     echo "== dataset $name =="
     dir="$OUT/dataset-$name"
