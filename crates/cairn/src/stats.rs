@@ -81,19 +81,6 @@ impl LevelCounters {
         }
     }
 
-    /// Mean sampled lookup time on the fence path and on the model path, nanoseconds
-    /// (`None` before the first sample).
-    pub(crate) fn path_means(&self) -> (Option<f64>, Option<f64>) {
-        let mean = |ns: &AtomicU64, n: &AtomicU64| {
-            let n = n.load(Relaxed);
-            (n > 0).then(|| ns.load(Relaxed) as f64 / n as f64)
-        };
-        (
-            mean(&self.fence_path_ns, &self.fence_path_samples),
-            mean(&self.model_path_ns, &self.model_path_samples),
-        )
-    }
-
     /// Block reads of an iterator over a table (no probe: iterators read blocks in order).
     pub(crate) fn record_scan(&self, t: &ReadTrace) {
         let add = |c: &AtomicU64, n: u32| {

@@ -9,27 +9,32 @@
 //! reads to deletion, the last [`LIFETIMES_KEPT`] per level).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use super::table_cache::model_path;
-use crate::learned::cba::{self, CbaInput, LearnCost};
+use crate::learned::cba::{self, CbaInput, LearnCost, PathSamples};
 use crate::options::LearnMode;
-use crate::stats::StatsInner;
+use crate::stats::{LevelCounters, StatsInner};
 use crate::storage::{FileKind, StorageEnv, MAX_TRACKED_LEVELS};
 use crate::table::{model_file, Table};
 
 /// Lifetimes remembered per level.
 pub(crate) const LIFETIMES_KEPT: usize = 32;
-/// Learning cost per entry assumed before the first measurement (Bourbon: ~40 ms for a
-/// table of a few hundred thousand entries).
-const PRIOR_LEARN_NS_PER_ENTRY: f64 = 100.0;
+/// Learning cost per entry assumed before the first measurement. Bourbon reports ~40 ms
+/// for a table of a few hundred thousand entries (~100 ns); cairn's learner measured
+/// 34-45 ns an entry on 60k-entry tables. The priors only set how long the first table
+/// waits: the analyzer learns a table once its lookups would have repaid the learning, so
+/// a prior of 100 ns (and 0.6 below) kept every table of a 10M-record read-only run on
+/// the fence path for its first 3.5 s.
+const PRIOR_LEARN_NS_PER_ENTRY: f64 = 50.0;
 /// Model-path time as a fraction of fence-path time assumed before any model-path lookup
-/// was timed (Bourbon: 2-3 us against ~4 us).
-const PRIOR_MODEL_RATIO: f64 = 0.6;
+/// was timed (Bourbon: 2-3 us against ~4 us; cairn measured 0.33-0.47 on the synthetic
+/// datasets at 1M-10M records).
+const PRIOR_MODEL_RATIO: f64 = 0.5;
 
 struct Tracked {
     table: Weak<Table>,
@@ -174,28 +179,23 @@ impl Learner {
         (!l.is_empty()).then(|| l.iter().sum::<Duration>() / l.len() as u32)
     }
 
-    /// Mean fence-path and model-path times at `level`, from that level's samples, else
-    /// all levels', else priors.
+    /// Fence-path and model-path times at `level` ([`cba::path_times`]).
     fn path_times(&self, level: usize) -> Option<(f64, f64)> {
-        let all = || {
-            let (mut f, mut fnn, mut m, mut mn) = (0u64, 0u64, 0u64, 0u64);
-            for c in &self.stats.levels {
-                f += c.fence_path_ns.load(Relaxed);
-                fnn += c.fence_path_samples.load(Relaxed);
-                m += c.model_path_ns.load(Relaxed);
-                mn += c.model_path_samples.load(Relaxed);
-            }
-            let mean = |ns, n| (n > 0).then(|| ns as f64 / n as f64);
-            (mean(f, fnn), mean(m, mn))
+        let samples = |c: &LevelCounters| {
+            let load = |ns: &AtomicU64, n: &AtomicU64| PathSamples {
+                ns: ns.load(Relaxed),
+                n: n.load(Relaxed),
+            };
+            (
+                load(&c.fence_path_ns, &c.fence_path_samples),
+                load(&c.model_path_ns, &c.model_path_samples),
+            )
         };
-        let (lf, lm) = self.stats.level(level).path_means();
-        let (af, am) = if lf.is_none() || lm.is_none() {
-            all()
-        } else {
-            (None, None)
-        };
-        let fence = lf.or(af)?;
-        Some((fence, lm.or(am).unwrap_or(fence * PRIOR_MODEL_RATIO)))
+        let all = self.stats.levels.iter().map(samples).fold(
+            (PathSamples::default(), PathSamples::default()),
+            |(f, m), (lf, lm)| (f.plus(lf), m.plus(lm)),
+        );
+        cba::path_times(samples(self.stats.level(level)), all, PRIOR_MODEL_RATIO)
     }
 
     /// Learns the tables that are due. Returns how many were learned.

@@ -26,7 +26,7 @@ pub mod leaper_model;
 pub mod plr;
 pub mod rng;
 
-pub use cba::{CbaEstimate, CbaInput, LearnCost};
+pub use cba::{CbaEstimate, CbaInput, LearnCost, PathSamples};
 pub use cold_set::ColdSet;
 #[cfg(feature = "ruskey")]
 pub use ddpg::DdpgAgent;
