@@ -58,6 +58,7 @@ YCSB=${YCSB:-"a b c d e f"}
 # The fence-pointer baseline: Bourbon's presets run on key-value separation (WiscKey), so
 # cairn:wisckey is the like-for-like baseline; BASE=cairn:baseline compares with values inline.
 BASE=${BASE:-cairn:wisckey}
+# WARMUP=N: N ops of each run's stream unmeasured first (the analyzer has learned by then).
 
 # The virtual clock: cairn only, one request thread, a device model; its own output tree.
 # Note: it reads through pread, never memory maps (--mmap-reads has no effect there), so a
@@ -95,7 +96,7 @@ run() {
   mkdir -p "$dir"
   # shellcheck disable=SC2086
   "$BIN" compare --engines "$engines" --records "$RECORDS" $BUDGET --repeat "$REPEAT" \
-    ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} --out "$dir" "$@" >"$dir/stdout.txt"
+    ${WARMUP:+--warmup-ops "$WARMUP"} ${CLOCK_FLAGS[@]+"${CLOCK_FLAGS[@]}"} --out "$dir" "$@" >"$dir/stdout.txt"
 }
 
 # j DIR JQ ENGINE: a field of ENGINE's result in DIR.
@@ -104,7 +105,7 @@ j() { jq -r "$2" "$1"/"$(echo "$3" | tr ':' '-')".json; }
 {
   echo "# Bourbon on cairn"
   echo
-  echo "Command: \`$(for v in CLOCK DEVICE RECORDS OPS REPEAT SECTIONS DATASETS REAL; do [ -n "${!v:-}" ] && printf '%s="%s" ' "$v" "${!v}"; done)scripts/bourbon-bench.sh\`; commit \`$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\`; machine: $(nproc) cores, $(LC_ALL=C lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1); $(date -u +%F)."
+  echo "Command: \`$(for v in CLOCK DEVICE RECORDS OPS WARMUP REPEAT SECTIONS DATASETS REAL; do [ -n "${!v:-}" ] && printf '%s="%s" ' "$v" "${!v}"; done)scripts/bourbon-bench.sh\`; commit \`$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\`; machine: $(nproc) cores, $(LC_ALL=C lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1); $(date -u +%F)."
   echo
   echo "records=$RECORDS, read ops=$OPS, write-mix ops=$WOPS, repeats=$REPEAT (median run), budget: $BUDGET"
   if [ "$CLOCK" = virtual ]; then
