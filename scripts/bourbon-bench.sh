@@ -116,6 +116,9 @@ j() { jq -r "$2" "$1"/"$(echo "$3" | tr ':' '-')".json; }
 } >"$summary"
 has() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
+# dataset_name DATASET: a dataset's name in tables and directories (a key file's basename).
+dataset_name() { if [[ $1 == file:* ]]; then basename "${1#file:}" .keys; else echo "$1"; fi; }
+
 # dataset_rows TITLE DATASET...: the read-only datasets table and its lookup breakdown.
 # A dataset is a name or file:PATH (a key file, e.g. from scripts/real-keys.sh): a file
 # loads all its keys (at most RECORDS), with the key size its longest key needs.
@@ -130,9 +133,8 @@ dataset_rows() {
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   } >>"$summary"
   for d in "$@"; do
-    name=$d records=$RECORDS keyflags=()
+    name=$(dataset_name "$d") records=$RECORDS keyflags=()
     if [[ $d == file:* ]]; then
-      name=$(basename "${d#file:}" .keys)
       records=$(grep -c . "${d#file:}")
       [ "$records" -gt "$RECORDS" ] && records=$RECORDS
       # Byte keys (a line that is not a decimal integer) need their longest key plus the
@@ -163,8 +165,7 @@ dataset_rows() {
     echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   } >>"$summary"
   for d in "$@"; do
-    name=$d
-    [[ $d == file:* ]] && name=$(basename "${d#file:}" .keys)
+    name=$(dataset_name "$d")
     for e in "$BASE" cairn:bourbon cairn:bourbon-always cairn:bourbon-always-blocks; do
       row=$(j "$OUT/dataset-$name" '.engine_stats | [.step_memtables_ns, .step_filters_ns, .step_index_ns, .step_data_ns, .step_value_ns, .step_other_ns, .step_total_ns] | map(round | tostring) | join(" | ")' "$e")
       lv=$(j "$OUT/dataset-$name" '[.engine_stats | to_entries[] | select(.key | startswith("files_L")) | select(.value > 0)] | length' "$e")

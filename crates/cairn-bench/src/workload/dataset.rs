@@ -207,8 +207,9 @@ impl KeySpace {
     pub fn encode_into(&self, idx: u64, buf: &mut [u8]) {
         if let Table::Bytes(t) = &self.table {
             let (k, tail) = match idx.checked_sub(self.records) {
-                None => (&t[idx as usize], None),
-                Some(i) => (t.last().expect("a key file holds keys"), Some(i + 1)),
+                None => (t[idx as usize].as_slice(), None),
+                // `--records 0` loads none: inserts then number from the empty key.
+                Some(i) => (t.last().map_or(&[][..], Vec::as_slice), Some(i + 1)),
             };
             buf[..k.len()].copy_from_slice(k);
             buf[k.len()..].fill(0);
