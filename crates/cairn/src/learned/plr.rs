@@ -60,10 +60,18 @@ pub struct Plr {
     /// starts share the top bits of `x - segments[0].start` (`x >> shift`, bucket `b`) are
     /// `radix[b]..radix[b + 1]`, so a lookup searches a few segments, not all of them
     /// (with many tables, the models do not all fit in the CPU caches).
-    radix: Vec<u32>,
-    /// `segments[i].start`, packed: the search inside a radix bucket reads eight starts a
-    /// cache line instead of under three segments. Skewed keys put dozens of segments in
-    /// one bucket (English words: the top bits are the first two letters).
+    ///
+    /// Each entry packs the bucket's first segment (low 32 bits) and, for a crowded bucket,
+    /// where its second-level table starts in `sub` (high 32 bits). Skewed keys crowd a
+    /// few buckets (English words: the top bits are the first letters, and a lookup's
+    /// bucket held 36-243 segments); a crowded bucket gets a radix table of its own over
+    /// its slice of the domain (a two-level radix tree, as the Hist-Tree refines
+    /// RadixSpline), so a lookup still searches a few segments.
+    radix: Vec<u64>,
+    /// The second-level tables, one after another: `1 << bits + 1` segment indexes each.
+    sub: Vec<u32>,
+    /// `segments[i].start`, packed: the search inside a bucket reads eight starts a cache
+    /// line instead of under three segments.
     starts: Vec<u64>,
     shift: u32,
     delta: u32,
@@ -75,6 +83,26 @@ pub struct Plr {
 
 /// Largest radix table: 2^16 + 1 entries.
 const MAX_RADIX_BITS: u32 = 16;
+
+/// A bucket holding more segments than this gets a second-level table: up to 16 packed
+/// starts are two cache lines, a binary search over more touches one line per step.
+const CROWDED: usize = 16;
+
+/// A bucket of at most this many segments (two cache lines of them) is searched in the
+/// segments rather than the packed starts.
+const DIRECT: usize = 2;
+
+/// Radix bits for `n` segments: about one bucket per segment.
+fn radix_bits(n: usize) -> u32 {
+    (usize::BITS - n.leading_zeros()).min(MAX_RADIX_BITS)
+}
+
+/// The second-level split of a crowded bucket of `n` segments whose slice of the domain
+/// is `1 << shift` key numbers wide: (bits, shift within the slice).
+fn sub_split(n: usize, shift: u32) -> (u32, u32) {
+    let bits = radix_bits(n).min(shift);
+    (bits, shift - bits)
+}
 
 impl Plr {
     /// A model from given parts (segments sorted by start, domain ending at `last_x`);
@@ -90,10 +118,11 @@ impl Plr {
     fn new(segments: Vec<Segment>, delta: u32, last_x: u64) -> Plr {
         let base = segments.first().map_or(0, |s| s.start);
         // About one bucket per segment, each bucket an equal slice of the domain.
-        let bits = (usize::BITS - segments.len().leading_zeros()).min(MAX_RADIX_BITS);
+        let bits = radix_bits(segments.len());
         let span_bits = u64::BITS - last_x.saturating_sub(base).leading_zeros();
         let shift = span_bits.saturating_sub(bits);
         let buckets = 1usize << bits;
+        let starts: Vec<u64> = segments.iter().map(|s| s.start).collect();
         // Starts past the domain lie beyond every bucket.
         let bucket = |s: u64| {
             if s > last_x {
@@ -102,12 +131,26 @@ impl Plr {
                 ((s - base) >> shift) as usize
             }
         };
+        let first: Vec<usize> = (0..=buckets)
+            .map(|b| starts.partition_point(|&s| bucket(s) < b))
+            .collect();
+        let mut sub = Vec::new();
         let radix = (0..=buckets)
-            .map(|b| segments.partition_point(|s| bucket(s.start) < b) as u32)
+            .map(|b| {
+                let lo = first[b];
+                let hi = first.get(b + 1).copied().unwrap_or(lo);
+                let mut entry = lo as u64;
+                if hi - lo > CROWDED {
+                    entry |= (sub.len() as u64) << 32;
+                    sub.extend(sub_table(&starts, lo, hi, base, shift));
+                }
+                entry
+            })
             .collect();
         Plr {
             radix,
-            starts: segments.iter().map(|s| s.start).collect(),
+            sub,
+            starts,
             shift,
             segments,
             delta,
@@ -138,9 +181,25 @@ impl Plr {
             return None;
         }
         // Starts before bucket `b` are <= x, starts after it > x: search the bucket.
-        let b = ((x - base) >> self.shift) as usize;
-        let (lo, hi) = (self.radix[b] as usize, self.radix[b + 1] as usize);
-        (lo + self.starts[lo..hi].partition_point(|&s| s <= x)).checked_sub(1)
+        let off = x - base;
+        let b = (off >> self.shift) as usize;
+        let entry = self.radix[b];
+        let (mut lo, mut hi) = (entry as u32 as usize, self.radix[b + 1] as u32 as usize);
+        if hi - lo > CROWDED {
+            // Likewise within the bucket's own table.
+            let (_, sub_shift) = sub_split(hi - lo, self.shift);
+            let within = off & ((1u64 << self.shift) - 1);
+            let at = (entry >> 32) as usize + (within >> sub_shift) as usize;
+            (lo, hi) = (self.sub[at] as usize, self.sub[at + 1] as usize);
+        }
+        // A bucket of a few segments is searched in the segments themselves: the one
+        // found is then already in the CPU cache for the prediction.
+        let within = if hi - lo <= DIRECT {
+            self.segments[lo..hi].partition_point(|s| s.start <= x)
+        } else {
+            self.starts[lo..hi].partition_point(|&s| s <= x)
+        };
+        (lo + within).checked_sub(1)
     }
 
     /// The predicted position of `x` (rounded to the nearest integer, at least 0), or
@@ -154,10 +213,26 @@ impl Plr {
     /// Bytes held in memory.
     pub fn memory(&self) -> usize {
         self.segments.capacity() * std::mem::size_of::<Segment>()
-            + self.radix.capacity() * std::mem::size_of::<u32>()
+            + self.radix.capacity() * std::mem::size_of::<u64>()
+            + self.sub.capacity() * std::mem::size_of::<u32>()
             + self.starts.capacity() * std::mem::size_of::<u64>()
             + std::mem::size_of::<Self>()
     }
+}
+
+/// The second-level table of the bucket holding `starts[lo..hi]`, whose slice of the
+/// domain begins at `base + (bucket << shift)`: for each sub-bucket, the index of its
+/// first segment (absolute), and one past the last.
+fn sub_table(starts: &[u64], lo: usize, hi: usize, base: u64, shift: u32) -> Vec<u32> {
+    let (bits, sub_shift) = sub_split(hi - lo, shift);
+    let mask = (1u64 << shift) - 1;
+    let within = &starts[lo..hi];
+    (0..=1usize << bits)
+        .map(|sb| {
+            (lo + within.partition_point(|&s| (((s - base) & mask) >> sub_shift) < sb as u64))
+                as u32
+        })
+        .collect()
 }
 
 /// The open segment.
@@ -296,15 +371,21 @@ mod tests {
     #[test]
     fn radix_table_finds_the_segment_a_search_finds() {
         let mut rng = SmallRng::seed_from_u64(11);
-        for round in 0..300 {
+        let mut two_level = 0;
+        for round in 0..400 {
             let n = [1, 2, 3, 17, 1000, 20_000][round % 6];
-            // Starts dense, spread, clustered or near the top of the domain.
+            // Starts dense, spread, clustered, skewed (a few crowded buckets of every
+            // size, as words' first letters make) or near the top of the domain.
             let scale = [1u64, 1000, 1 << 40, u64::MAX / 4][round % 4];
             let mut starts: Vec<u64> = (0..n)
-                .map(|i| match round % 3 {
+                .map(|i| match round % 4 {
                     0 => rng.random_range(0..scale.saturating_mul(n as u64).max(1)),
                     1 => (i as u64).saturating_mul(scale),
-                    _ => rng.random_range(0..8) + if i % 2 == 0 { 0 } else { scale },
+                    2 => rng.random_range(0..8) + if i % 2 == 0 { 0 } else { scale },
+                    _ => {
+                        let top = rng.random_range(1..64);
+                        rng.random_range(0..1u64 << top)
+                    }
                 })
                 .collect();
             starts.sort();
@@ -324,6 +405,7 @@ mod tests {
                 _ => top.saturating_add(rng.random_range(0..1000)),
             };
             let plr = Plr::from_parts(segments, 8, last_x);
+            two_level += usize::from(!plr.sub.is_empty());
             let probes = (0..2000)
                 .map(|_| rng.random_range(0..=last_x.max(top).saturating_add(10)))
                 .chain(plr.segments().iter().flat_map(|s| {
@@ -342,6 +424,10 @@ mod tests {
                 );
             }
         }
+        assert!(
+            two_level >= 50,
+            "crowded buckets were tried ({two_level} models)"
+        );
     }
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
