@@ -40,6 +40,7 @@ pub fn put(a: &KvArgs, key: &str, value: &str, sync: bool, create: bool) -> Resu
         &WriteOptions {
             sync,
             query_column: None,
+            disable_wal: false,
         },
         &key,
         &value,
@@ -57,6 +58,7 @@ pub fn delete(a: &KvArgs, key: &str, sync: bool) -> Result<ExitCode> {
         &WriteOptions {
             sync,
             query_column: None,
+            disable_wal: false,
         },
         &key,
     )?;

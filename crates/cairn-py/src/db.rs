@@ -35,6 +35,7 @@ fn write_options(sync: bool) -> WriteOptions {
     WriteOptions {
         sync,
         query_column: None,
+        disable_wal: false,
     }
 }
 

@@ -716,6 +716,11 @@ impl Options {
 pub struct WriteOptions {
     /// fsync the write-ahead log before acknowledging.
     pub sync: bool,
+    /// Write to the memtables only, not the write-ahead log (RocksDB's `disableWAL`): for
+    /// bulk loads that can be redone. Such a write is durable once its memtable is flushed
+    /// ([`Db::flush`](crate::Db::flush)); a crash before that loses it, even where later
+    /// logged writes survive. Cannot be combined with `sync`.
+    pub disable_wal: bool,
     /// The column (of the application's row) the write updates, for SA-LSM's query store:
     /// per-column update counts are among the survival model's features (§2.2.3). None:
     /// not said. Columns past the store's last count in the last.
@@ -723,7 +728,7 @@ pub struct WriteOptions {
 }
 
 /// Options of a read.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ReadOptions {
     /// Read at this snapshot instead of the latest state.
     pub snapshot: Option<crate::db::Snapshot>,
@@ -731,6 +736,22 @@ pub struct ReadOptions {
     pub lower_bound: Option<Vec<u8>>,
     /// Exclusive upper bound of iterators.
     pub upper_bound: Option<Vec<u8>>,
+    /// Put what the read loads into the caches (default `true`). A one-off scan that
+    /// should not push out the working set sets it `false` (RocksDB's `fill_cache`): the
+    /// blocks it reads from storage stay out of the block cache, and its gets are not
+    /// admitted to AC-Key's point caches. Blocks already cached are still used.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+            fill_cache: true,
+        }
+    }
 }
 
 /// How a change of a level's run limit K takes effect (RusKey 4.1-4.2).

@@ -447,6 +447,7 @@ fn write_until_error(db: &Arc<Db>, from: u32, limit: Duration) -> (Vec<u32>, Err
                 &WriteOptions {
                     sync: true,
                     query_column: None,
+                    disable_wal: false,
                 },
                 &key(i),
                 &val(i),
@@ -507,6 +508,7 @@ fn full_disk_fails_writes_and_recovers_when_space_returns() {
             &WriteOptions {
                 sync: true,
                 query_column: None,
+                disable_wal: false,
             },
             b"x",
             b"y",
@@ -521,6 +523,7 @@ fn full_disk_fails_writes_and_recovers_when_space_returns() {
             &WriteOptions {
                 sync: true,
                 query_column: None,
+                disable_wal: false,
             },
             &key(last + 1),
             &val(last + 1),

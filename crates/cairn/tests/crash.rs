@@ -358,6 +358,7 @@ fn child_main(dir: &Path) {
                 let wo = WriteOptions {
                     sync,
                     query_column: None,
+                    disable_wal: false,
                 };
                 let mut ctr = base;
                 while !stop.load(Ordering::Relaxed) {
@@ -825,6 +826,7 @@ fn reopen_after_an_unlogged_wal_rotation_keeps_every_write() {
                 &WriteOptions {
                     sync: true,
                     query_column: None,
+                    disable_wal: false,
                 },
                 &key(0, n),
                 &value(0, n, n as u64),
@@ -837,6 +839,7 @@ fn reopen_after_an_unlogged_wal_rotation_keeps_every_write() {
                 &WriteOptions {
                     sync: true,
                     query_column: None,
+                    disable_wal: false,
                 },
                 &key(0, n),
                 &value(0, n, n as u64),

@@ -462,6 +462,7 @@ mod regenerate {
         let sync = WriteOptions {
             sync: true,
             query_column: None,
+            disable_wal: false,
         };
         let mut b = WriteBatch::new();
         b.put(b"batch-a", b"1").unwrap();

@@ -3,7 +3,8 @@
 //! is dropped, the directory is made to look as a power loss would leave it (unsynced
 //! bytes gone, files whose directory entry was never synced gone, unsynced renames
 //! undone), and the database is reopened and checked against the acknowledged history:
-//! - every write acknowledged with `sync: true` is there (and so every write before it);
+//! - every write acknowledged with `sync: true` is there (and so every write before it),
+//!   as is every write acknowledged before a `sync_wal` or a flush returned;
 //! - the state is exactly the one after some prefix of the history (no later write
 //!   without the earlier ones, no half batch, nothing never written);
 //! - the reopened database passes the next cycle's checks too.
@@ -145,6 +146,7 @@ fn run(db: &Db, op: &Op, sync: bool) -> cairn::Result<()> {
     let wo = WriteOptions {
         sync,
         query_column: None,
+        disable_wal: false,
     };
     let mut b = WriteBatch::new();
     match op {
@@ -188,7 +190,11 @@ fn cycle(dir: &Path, variant: usize, seed: u64, base: &State) -> (State, bool) {
         let op = random_op(&mut rng, n, &cfs);
         let sync = rng.random_bool(0.3);
         let is_flush = rng.random_ratio(1, 200);
-        let r = if is_flush {
+        // `sync_wal` makes every write before it durable, as a flush does.
+        let is_sync_wal = !is_flush && rng.random_ratio(1, 100);
+        let r = if is_sync_wal {
+            db.sync_wal()
+        } else if is_flush {
             // Bourbon: the learner's pass (models written beside their tables) as well.
             // Tables are learned once read, so read some keys first.
             db.flush().and_then(|()| {
@@ -204,7 +210,7 @@ fn cycle(dir: &Path, variant: usize, seed: u64, base: &State) -> (State, bool) {
         } else {
             run(&db, &op, sync)
         };
-        match (r, is_flush) {
+        match (r, is_flush || is_sync_wal) {
             (Ok(()), true) => must = acked.len(),
             (Ok(()), false) => {
                 acked.push((op, sync));

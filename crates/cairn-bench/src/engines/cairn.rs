@@ -213,6 +213,7 @@ impl CairnEngine {
             write_opts: WriteOptions {
                 sync: cfg.sync,
                 query_column: None,
+                disable_wal: false,
             },
             jobs,
             block_trace,

@@ -11,6 +11,7 @@ use super::SuperVersion;
 use crate::access::{Access, RangeCollector, RecordStore};
 use crate::iter::InternalIterator;
 use crate::merging::MergingIterator;
+use crate::options::ReadOptions;
 use crate::policy::prefetch::Prefetcher;
 use crate::stats::{OpKind, StatsInner};
 use crate::table::TableIterator;
@@ -33,6 +34,8 @@ pub(crate) struct RunIterator {
     prefetch: Arc<Prefetcher>,
     /// (data misses, warmed hits) of `cur`'s trace already told to `prefetch`.
     seen: (u32, u32),
+    /// Put the blocks read from storage in the block cache.
+    fill_cache: bool,
     /// The last move went backward (a table left invalid was left at its start).
     backward: bool,
     index: usize,
@@ -67,6 +70,7 @@ impl RunIterator {
             stats,
             prefetch,
             seen: (0, 0),
+            fill_cache: true,
             backward: false,
             index: 0,
             cur: None,
@@ -148,7 +152,12 @@ impl RunIterator {
         };
         match t {
             Ok(t) => {
-                self.cur = Some(t.iter());
+                let it = t.iter();
+                self.cur = Some(if self.fill_cache {
+                    it
+                } else {
+                    it.without_filling()
+                });
                 true
             }
             Err(e) => {
@@ -309,6 +318,7 @@ pub(crate) fn merged_iter(
     tables: &Arc<TableCache>,
     stats: &Arc<StatsInner>,
     prefetch: &Arc<Prefetcher>,
+    fill_cache: bool,
 ) -> MergingIterator {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     children.push(Box::new(sv.mem.iter()));
@@ -317,13 +327,10 @@ pub(crate) fn merged_iter(
     }
     for (level, l) in sv.version.levels.iter().enumerate() {
         for run in &l.runs {
-            children.push(Box::new(RunIterator::new(
-                run,
-                level,
-                tables.clone(),
-                stats.clone(),
-                prefetch.clone(),
-            )));
+            let mut it =
+                RunIterator::new(run, level, tables.clone(), stats.clone(), prefetch.clone());
+            it.fill_cache = fill_cache;
+            children.push(Box::new(it));
         }
     }
     MergingIterator::new(children)
@@ -368,22 +375,21 @@ pub struct DbIterator {
 }
 
 impl DbIterator {
-    #[allow(clippy::too_many_arguments)]
+    /// A cursor over `sv` at `seq`, within `ro`'s bounds (`ro`'s snapshot, if any, is
+    /// held as long as the cursor).
     pub(crate) fn new(
         sv: Arc<SuperVersion>,
         tables: &Arc<TableCache>,
         seq: SeqNo,
-        lower: Option<Vec<u8>>,
-        upper: Option<Vec<u8>>,
+        ro: &ReadOptions,
         stats: Arc<StatsInner>,
-        snapshot: Option<super::Snapshot>,
         prefetch: Arc<Prefetcher>,
     ) -> Self {
         DbIterator {
-            inner: merged_iter(&sv, tables, &stats, &prefetch),
+            inner: merged_iter(&sv, tables, &stats, &prefetch, ro.fill_cache),
             seq,
-            lower,
-            upper,
+            lower: ro.lower_bound.clone(),
+            upper: ro.upper_bound.clone(),
             direction: Direction::Forward,
             valid: false,
             key: Vec::new(),
@@ -398,7 +404,7 @@ impl DbIterator {
             charge_reads: false,
             steps: 0,
             sv,
-            _snapshot: snapshot,
+            _snapshot: ro.snapshot.clone(),
         }
     }
 

@@ -65,6 +65,14 @@ pub(crate) struct SuperVersion {
     pub(crate) version: Arc<CfVersion>,
 }
 
+/// See [`DbInner::read_view`].
+struct ReadView {
+    generation: Option<u64>,
+    state: Arc<CfState>,
+    sv: Arc<SuperVersion>,
+    seq: SeqNo,
+}
+
 pub(crate) struct CfState {
     pub(crate) id: u32,
     pub(crate) name: String,
@@ -97,6 +105,8 @@ impl ColumnFamily {
 pub(crate) struct Slot {
     pub(crate) batch: WriteBatch,
     pub(crate) sync: bool,
+    /// Not logged ([`WriteOptions::disable_wal`]): groups never mix logged and unlogged.
+    pub(crate) disable_wal: bool,
     /// A request to switch memtables (from `flush`), carrying no data.
     pub(crate) switch: bool,
     pub(crate) result: Mutex<Option<Result<()>>>,
@@ -530,6 +540,37 @@ impl Db {
         r
     }
 
+    /// Reads several keys of the default column family at one moment (RocksDB's
+    /// `MultiGet`): no write between the reads shows in some answers and not others.
+    /// One result per key, in the order of `keys`.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
+        self.multi_get_opt(&ReadOptions::default(), &self.default_cf(), keys)
+    }
+
+    /// [`Db::multi_get`] in a column family.
+    pub fn multi_get_cf<K: AsRef<[u8]>>(
+        &self,
+        cf: &ColumnFamily,
+        keys: &[K],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        self.multi_get_opt(&ReadOptions::default(), cf, keys)
+    }
+
+    /// [`Db::multi_get`] with read options (a snapshot: the reads see it instead).
+    pub fn multi_get_opt<K: AsRef<[u8]>>(
+        &self,
+        ro: &ReadOptions,
+        cf: &ColumnFamily,
+        keys: &[K],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        if let Some(tuner) = &self.inner.tuner {
+            tuner.tick(keys.len() as u64);
+        }
+        let stats = &self.inner.stats;
+        self.inner
+            .multi_get(ro, cf.id, keys, |ns| stats.record_latency(OpKind::Get, ns))
+    }
+
     /// Writes the access trace of a column family (the ended slots of Leaper's per-range
     /// counters, and Algorithm 2's transfers) to `path`, for `python -m
     /// cairn.learn.leaper train`. Returns the number of rows. Fails with
@@ -614,6 +655,27 @@ impl Db {
             });
         }
         Ok(Scan::new(self.user_iter(&ro, cf.id)?, reverse))
+    }
+
+    /// Makes every write acknowledged so far durable: fsyncs the write-ahead log, as a
+    /// write with [`WriteOptions::sync`] would, after the writes queued before it. Writes
+    /// with [`WriteOptions::disable_wal`] are not in the log: only a flush keeps them.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.flush_wal(true)
+    }
+
+    /// Hands the write-ahead log's buffered bytes to the operating system, and fsyncs
+    /// them if `sync` (RocksDB's `FlushWAL`). cairn hands each group's record to the
+    /// system before it acknowledges the group's writes, so without `sync` nothing is
+    /// left to do.
+    pub fn flush_wal(&self, sync: bool) -> Result<()> {
+        self.inner.write(
+            &WriteOptions {
+                sync,
+                ..WriteOptions::default()
+            },
+            WriteBatch::new(),
+        )
     }
 
     /// Flushes every memtable holding data to level 0 and waits for it.
@@ -892,8 +954,9 @@ impl DbInner {
         }
     }
 
-    fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        check_key(key)?;
+    /// What point reads of a column family read from: one super version and one
+    /// sequence number, so that every read through the view sees the same state.
+    fn read_view(&self, ro: &ReadOptions, cf: u32) -> Result<ReadView> {
         // Before the super version: a flush after this point stops the read from caching
         // what it finds (it may be older than what the flush wrote).
         let generation = self.read_cache.as_ref().map(|rc| rc.generation());
@@ -903,14 +966,64 @@ impl DbInner {
         // gone, so the read fell back to an older table. This way every table entry of the
         // super version is at or below the sequence number.
         let state = self.cf_state(cf)?;
+        let sv = state.sv.load_full();
+        let seq = self.read_seq(ro);
+        Ok(ReadView {
+            generation,
+            state,
+            sv,
+            seq,
+        })
+    }
+
+    fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_key(key)?;
+        let view = self.read_view(ro, cf)?;
+        self.get_in(ro, &view, key)
+    }
+
+    /// Point reads of `keys` through one view (RocksDB's `MultiGet`): the answers are
+    /// those of a single moment, whatever writes and flushes run beside them. Keys are
+    /// looked up in key order, so neighbouring keys find their blocks cached; the answers
+    /// come back in the order of `keys`.
+    pub(crate) fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        ro: &ReadOptions,
+        cf: u32,
+        keys: &[K],
+        mut timed: impl FnMut(u64),
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let view = match self.read_view(ro, cf) {
+            Ok(v) => v,
+            Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
+        };
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by(|&a, &b| keys[a].as_ref().cmp(keys[b].as_ref()));
+        let mut out: Vec<Option<Result<Option<Vec<u8>>>>> = keys.iter().map(|_| None).collect();
+        for i in order {
+            let t = self.clock.stopwatch();
+            let key = keys[i].as_ref();
+            out[i] = Some(check_key(key).and_then(|()| self.get_in(ro, &view, key)));
+            timed(t.elapsed_ns());
+        }
+        out.into_iter().flatten().collect()
+    }
+
+    /// One point read through `view`.
+    fn get_in(&self, ro: &ReadOptions, view: &ReadView, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let ReadView {
+            generation,
+            state,
+            sv,
+            seq,
+        } = view;
+        let (generation, seq, cf) = (*generation, *seq, state.id);
         if let Some(a) = &state.access {
             a.record(key, Access::Read);
         }
         if let Some(r) = &state.records {
             r.record_read(key);
         }
-        let sv = state.sv.load_full();
-        let seq = self.read_seq(ro);
         // One read in READ_TIME_SAMPLE has its time per level measured (RusKey's t_i).
         let get_no = self.stats.gets.fetch_add(1, Ordering::Relaxed);
         let timed = get_no.is_multiple_of(READ_TIME_SAMPLE);
@@ -929,7 +1042,7 @@ impl DbInner {
         // Memtables, then the point cache (KV, KP), then the levels.
         let mut admit = None;
         if let (Some(rc), Some(g)) = (&self.read_cache, generation) {
-            let cached = self.get_cached(rc, g, &sv, cf, key, seq)?;
+            let cached = self.get_cached(rc, g, sv, cf, key, seq)?;
             if let Some(c) = &mut clock {
                 c.lap(Step::PointCache);
             }
@@ -937,7 +1050,7 @@ impl DbInner {
                 point_cache::Cached::Answer(v) => return Ok(v),
                 point_cache::Cached::Miss { ghost_hit } => {
                     // Only a read at the latest state finds the newest version.
-                    admit = ro.snapshot.is_none().then_some((rc, g, ghost_hit));
+                    admit = (ro.snapshot.is_none() && ro.fill_cache).then_some((rc, g, ghost_hit));
                 }
             }
         }
@@ -962,6 +1075,7 @@ impl DbInner {
                 let table = self.tables.get(f, level)?;
                 let mut trace = ReadTrace {
                     time_steps: clock.is_some(),
+                    no_fill: !ro.fill_cache,
                     ..ReadTrace::default()
                 };
                 if let Some(c) = &mut clock {
@@ -1061,10 +1175,8 @@ impl DbInner {
             sv,
             &self.tables,
             seq,
-            ro.lower_bound.clone(),
-            ro.upper_bound.clone(),
+            ro,
             self.stats.clone(),
-            ro.snapshot.clone(),
             self.prefetch.clone(),
         )
         .with_read_charges(self.opts.read_triggered_compaction)

@@ -33,6 +33,11 @@ type Queue<'a> = MutexGuard<'a, std::collections::VecDeque<Arc<Slot>>>;
 impl DbInner {
     pub(crate) fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         crate::events::refuse_in_callback(self.id(), "a write")?;
+        if wo.sync && wo.disable_wal {
+            return Err(Error::InvalidArgument(
+                "a synced write needs the write-ahead log (sync with disable_wal)".into(),
+            ));
+        }
         if batch.is_empty() && !wo.sync {
             return Ok(());
         }
@@ -54,6 +59,7 @@ impl DbInner {
         self.submit(Slot {
             batch,
             sync: wo.sync,
+            disable_wal: wo.disable_wal,
             switch: false,
             result: parking_lot::Mutex::new(None),
         })
@@ -137,8 +143,9 @@ impl DbInner {
         let mut group = vec![leader.clone()];
         let mut bytes = leader.batch.approximate_size();
         for s in q.iter().skip(1) {
-            // A sync write does not ride on a non-sync leader; switches lead alone.
-            if s.switch || (s.sync && !leader.sync) {
+            // A sync write does not ride on a non-sync leader; switches lead alone; a
+            // group is logged whole or not at all.
+            if s.switch || (s.sync && !leader.sync) || s.disable_wal != leader.disable_wal {
                 break;
             }
             bytes += s.batch.approximate_size();
@@ -172,8 +179,11 @@ impl DbInner {
             return if sync { self.log(None, true) } else { Ok(()) };
         }
         let first = self.last_seq.load(Ordering::Acquire) + 1;
-        let record = batch.encode(first);
-        let logged = self.log(Some(&record), sync);
+        let logged = if group[0].disable_wal {
+            Ok(())
+        } else {
+            self.log(Some(&batch.encode(first)), sync)
+        };
         if let Err(e) = logged {
             // Burn the sequence numbers: the record may survive in the abandoned log, and
             // no later write may reuse them.
@@ -429,6 +439,7 @@ impl DbInner {
         self.submit(Slot {
             batch: WriteBatch::new(),
             sync: false,
+            disable_wal: false,
             switch: true,
             result: parking_lot::Mutex::new(None),
         })?;

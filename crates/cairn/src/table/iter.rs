@@ -43,6 +43,12 @@ impl TableIterator {
         }
     }
 
+    /// Leaves the blocks it reads from storage out of the block cache.
+    pub(crate) fn without_filling(mut self) -> Self {
+        self.trace.no_fill = true;
+        self
+    }
+
     /// Block reads this iterator has done so far.
     pub fn trace(&self) -> &ReadTrace {
         &self.trace

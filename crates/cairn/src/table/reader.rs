@@ -67,6 +67,9 @@ pub struct ReadTrace {
     /// Set by the caller: time this lookup's steps into `step_*_ns` (the database's
     /// lookup breakdown).
     pub time_steps: bool,
+    /// Set by the caller: blocks read from storage are not put in the block cache
+    /// ([`ReadOptions::fill_cache`](crate::ReadOptions::fill_cache) off).
+    pub no_fill: bool,
     /// With `time_steps`: nanoseconds in the bloom filter.
     pub step_filter_ns: u64,
     /// With `time_steps`: nanoseconds finding the block and position (fences or model),
@@ -605,7 +608,9 @@ impl Table {
         trace.index_misses += 1;
         let raw = self.read_checked(h, BlockType::Index, trace)?;
         let index = Arc::new(decode_index(raw, &self.name, self.data_end, &self.props)?);
-        cache.insert(key, CacheValue::Index(index.clone()), index.memory());
+        if !trace.no_fill {
+            cache.insert(key, CacheValue::Index(index.clone()), index.memory());
+        }
         Ok(MetaRef::Cached(index))
     }
 
@@ -627,7 +632,9 @@ impl Table {
         trace.filter_misses += 1;
         let raw = self.read_checked(h, BlockType::Filter, trace)?;
         let filter = Arc::new(BloomFilter::decode(raw, &self.name)?);
-        cache.insert(key, CacheValue::Filter(filter.clone()), filter.size());
+        if !trace.no_fill {
+            cache.insert(key, CacheValue::Filter(filter.clone()), filter.size());
+        }
         Ok(Some(MetaRef::Cached(filter)))
     }
 
@@ -656,7 +663,7 @@ impl Table {
         let raw = self.read_checked(handle, BlockType::Data, trace)?;
         trace.data_misses += 1;
         let block = Arc::new(Block::decode(raw, &self.name)?);
-        if let Some(cache) = &self.cache {
+        if let Some(cache) = self.cache.as_ref().filter(|_| !trace.no_fill) {
             cache.insert(key, CacheValue::Data(block.clone()), block.charge());
         }
         Ok(block)
@@ -683,7 +690,7 @@ impl Table {
             return Ok(b);
         }
         let block = Arc::new(self.load_block(index, i, trace, readahead)?);
-        if let Some(cache) = &self.cache {
+        if let Some(cache) = self.cache.as_ref().filter(|_| !trace.no_fill) {
             cache.insert(key, CacheValue::Data(block.clone()), block.charge());
         }
         Ok(block)

@@ -68,6 +68,7 @@ fn snapshots_batches_and_range_deletes() {
     let wo = WriteOptions {
         sync: true,
         query_column: None,
+        disable_wal: false,
     };
     let mut b = WriteBatch::new();
     for i in 0..100u32 {

@@ -97,6 +97,7 @@ fn disjoint_writer(db: &Db, w: usize, stop: &AtomicBool, seed: u64) -> Acked {
         let wo = WriteOptions {
             sync: rng.random_ratio(1, 30),
             query_column: None,
+            disable_wal: false,
         };
         match rng.random_range(0..10) {
             0..=5 => {
@@ -150,6 +151,7 @@ fn shared_writer(db: &Db, w: usize, stop: &AtomicBool, seed: u64, clock: &Atomic
         let wo = WriteOptions {
             sync: rng.random_ratio(1, 40),
             query_column: None,
+            disable_wal: false,
         };
         match rng.random_range(0..10) {
             0..=6 => {

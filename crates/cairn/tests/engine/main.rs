@@ -15,5 +15,6 @@ mod read_cache;
 mod read_compaction;
 mod shared_cache;
 mod subcompaction;
+mod user_api;
 mod virtual_clock;
 mod vlog;

@@ -302,6 +302,7 @@ fn build_wal_base(dir: &Path) -> (PathBuf, Vec<(usize, usize)>) {
             &WriteOptions {
                 sync: true,
                 query_column: None,
+                disable_wal: false,
             },
             &key(i),
             &val(i, 0),
@@ -568,6 +569,7 @@ fn damaged_last_record_of_an_older_wal_is_mid_log_corruption() {
             &WriteOptions {
                 sync: true,
                 query_column: None,
+                disable_wal: false,
             },
             &key(i),
             &val(i, 0),
@@ -580,6 +582,7 @@ fn damaged_last_record_of_an_older_wal_is_mid_log_corruption() {
             &WriteOptions {
                 sync: true,
                 query_column: None,
+                disable_wal: false,
             },
             &key(i),
             &val(i, 0),

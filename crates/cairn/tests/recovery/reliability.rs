@@ -13,6 +13,7 @@ use cairn::{Db, Options, WriteOptions};
 const SYNC: WriteOptions = WriteOptions {
     sync: true,
     query_column: None,
+    disable_wal: false,
 };
 
 fn key(i: usize) -> Vec<u8> {

@@ -356,6 +356,7 @@ fn a_missing_wal_is_refused_and_repair_keeps_the_rest() {
     let wo = WriteOptions {
         sync: true,
         query_column: None,
+        disable_wal: false,
     };
     for i in 0..200u32 {
         db.put(&wo, format!("flushed{i:04}").as_bytes(), b"in a table")

@@ -229,6 +229,7 @@ impl Writer {
         let wo = WriteOptions {
             sync,
             query_column: None,
+            disable_wal: false,
         };
         let db = sh.db;
         match op {

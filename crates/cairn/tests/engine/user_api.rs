@@ -1,0 +1,236 @@
+//! What an embedding user reaches for beside put and get: `multi_get` at one moment,
+//! reads that leave the caches alone, writes without the log, and syncing the log on demand.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use cairn::storage::FaultInjector;
+use cairn::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+
+use crate::support::key8;
+
+fn small() -> Options {
+    Options {
+        write_buffer_size: 16 << 10,
+        target_file_size: 16 << 10,
+        level1_bytes: 64 << 10,
+        ..Options::small()
+    }
+}
+
+/// A writer keeps two keys equal (one batch sets both); readers never see them differ
+/// through `multi_get`, while flushes and compactions run beside them.
+#[test]
+fn multi_get_answers_from_one_moment() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(dir.path(), small()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let mut b = WriteBatch::new();
+                let v = n.to_be_bytes();
+                b.put(b"a", &v).unwrap();
+                // Filler between them, so that flushes put them in different blocks.
+                b.put(format!("f{:06}", n % 5000).as_bytes(), &[7u8; 64])
+                    .unwrap();
+                b.put(b"z", &v).unwrap();
+                db.write(&WriteOptions::default(), b).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut checked = 0;
+    while checked < 20_000 {
+        let got = db.multi_get(&[&b"z"[..], b"missing", b"a"]);
+        let got: Vec<Option<Vec<u8>>> = got.into_iter().map(|r| r.unwrap()).collect();
+        assert_eq!(got[1], None);
+        assert_eq!(got[0], got[2], "multi_get saw two moments");
+        checked += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let writes = writer.join().unwrap();
+    assert!(writes > 100, "the writer ran ({writes} batches)");
+    assert!(db.stats().flushes > 0, "flushes ran beside the reads");
+}
+
+#[test]
+fn multi_get_keeps_the_order_of_its_keys_and_refuses_bad_keys_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..500 {
+        db.put(&wo, &key8(i), format!("v{i}").as_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    db.put(&wo, &key8(7), b"newer").unwrap();
+    let snap = db.snapshot();
+    db.delete(&wo, &key8(3)).unwrap();
+    let keys = [
+        key8(400),
+        key8(3),
+        key8(7),
+        key8(9999),
+        key8(400),
+        vec![b'k'; 70_000],
+    ];
+    let got = db.multi_get(&keys);
+    assert_eq!(got.len(), keys.len());
+    let ok: Vec<Option<Vec<u8>>> = got[..5]
+        .iter()
+        .map(|r| r.as_ref().unwrap().clone())
+        .collect();
+    assert_eq!(
+        ok,
+        vec![
+            Some(b"v400".to_vec()),
+            None,
+            Some(b"newer".to_vec()),
+            None,
+            Some(b"v400".to_vec())
+        ]
+    );
+    assert!(
+        matches!(got[5], Err(Error::TooLarge { .. })),
+        "an oversized key is refused alone: {:?}",
+        got[5]
+    );
+    // At a snapshot: the delete after it does not show.
+    let ro = ReadOptions {
+        snapshot: Some(snap),
+        ..ReadOptions::default()
+    };
+    let got = db.multi_get_opt(&ro, &db.default_cf(), &[key8(3)]);
+    assert_eq!(got[0].as_ref().unwrap().as_deref(), Some(&b"v3"[..]));
+}
+
+/// A scan or get with `fill_cache` off reads through the block cache without adding to
+/// it; the same reads with it on fill it.
+#[test]
+fn reads_without_fill_cache_leave_the_block_cache_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        block_cache_bytes: 8 << 20,
+        ..small()
+    };
+    {
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        for i in 0..3000 {
+            db.put(&WriteOptions::default(), &key8(i), &[1u8; 100])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), opts).unwrap();
+    let cache = db.block_cache().clone();
+    let before = cache.usage();
+    let no_fill = ReadOptions {
+        fill_cache: false,
+        ..ReadOptions::default()
+    };
+    let n = db
+        .scan_opt::<&[u8], _>(&no_fill, &db.default_cf(), .., false)
+        .unwrap()
+        .count();
+    assert_eq!(n, 3000);
+    for i in (0..3000).step_by(7) {
+        assert!(db
+            .get_opt(&no_fill, &db.default_cf(), &key8(i))
+            .unwrap()
+            .is_some());
+    }
+    assert_eq!(
+        cache.usage(),
+        before,
+        "reads without fill_cache added blocks"
+    );
+    let n = db.scan::<&[u8], _>(..).unwrap().count();
+    assert_eq!(n, 3000);
+    assert!(cache.usage() > before, "a scan with fill_cache fills it");
+}
+
+/// Power-loss helpers: a database on a fault injector, and the directory as a power loss
+/// leaves it.
+fn open_with(dir: &std::path::Path, faults: &Arc<FaultInjector>) -> Db {
+    Db::open(
+        dir,
+        Options {
+            faults: Some(faults.clone()),
+            background_work: false,
+            ..small()
+        },
+    )
+    .unwrap()
+}
+
+fn lose_power(db: Db, faults: &FaultInjector, dir: &std::path::Path) -> Db {
+    faults.cut_power_after(0);
+    drop(db);
+    faults.apply_power_loss().unwrap();
+    Db::open(dir, small()).unwrap()
+}
+
+#[test]
+fn sync_wal_makes_earlier_unsynced_writes_durable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let faults = Arc::new(FaultInjector::new());
+    let db = open_with(&dir, &faults);
+    let wo = WriteOptions::default();
+    db.put(&wo, b"before", b"1").unwrap();
+    db.sync_wal().unwrap();
+    db.flush_wal(false).unwrap();
+    db.put(&wo, b"after", b"2").unwrap();
+    let db = lose_power(db, &faults, &dir);
+    assert_eq!(db.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(
+        db.get(b"after").unwrap(),
+        None,
+        "an unsynced write survived the power loss: the simulation did not bite"
+    );
+}
+
+#[test]
+fn writes_without_the_log_last_once_flushed_and_never_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let faults = Arc::new(FaultInjector::new());
+    let db = open_with(&dir, &faults);
+    let unlogged = WriteOptions {
+        disable_wal: true,
+        ..WriteOptions::default()
+    };
+    let synced = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    assert!(matches!(
+        db.put(
+            &WriteOptions {
+                sync: true,
+                disable_wal: true,
+                ..WriteOptions::default()
+            },
+            b"k",
+            b"v"
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
+    db.put(&unlogged, b"flushed", b"1").unwrap();
+    db.flush().unwrap();
+    db.put(&unlogged, b"unlogged", b"2").unwrap();
+    db.put(&synced, b"logged", b"3").unwrap();
+    assert_eq!(db.get(b"unlogged").unwrap().as_deref(), Some(&b"2"[..]));
+    let db = lose_power(db, &faults, &dir);
+    assert_eq!(db.get(b"flushed").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"logged").unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(
+        db.get(b"unlogged").unwrap(),
+        None,
+        "a write kept out of the log came back from it"
+    );
+}
