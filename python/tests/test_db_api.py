@@ -157,6 +157,40 @@ def test_snapshot_context_manager(db):
     snap.close()  # twice is fine
 
 
+def test_multi_get_in_key_order_and_at_a_snapshot(db):
+    db[b"a"] = b"1"
+    db[b"c"] = b"3"
+    snap = db.snapshot()
+    del db[b"a"]
+    assert db.multi_get([b"c", b"a", "c", bytearray(b"b")]) == [b"3", None, b"3", None]
+    assert db.multi_get(k for k in [b"c"]) == [b"3"]
+    assert db.multi_get([]) == []
+    assert snap.multi_get([b"a", b"c"]) == [b"1", b"3"]
+    with pytest.raises(TypeError):
+        db.multi_get([1])
+    snap.close()
+
+
+def test_sync_wal_and_checkpoint(db, tmp_path):
+    for i in range(2000):
+        db[f"k{i:05}"] = b"v" * 50
+    db.flush()
+    db[b"late"] = b"in the log"
+    db.sync_wal()
+    copy = tmp_path / "copy"
+    db.checkpoint(copy)
+    db[b"after"] = b"not in the copy"
+    with pytest.raises(cairn.Error):
+        db.checkpoint(copy)  # it exists
+    c = cairn.Db(copy)
+    try:
+        assert c[b"late"] == b"in the log"
+        assert b"after" not in c
+        assert sum(1 for _ in c) == 2001
+    finally:
+        c.close()
+
+
 def test_snapshot_across_column_families(db):
     cf = db.create_column_family("cf")
     cf[b"x"] = b"old"

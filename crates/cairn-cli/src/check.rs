@@ -1,4 +1,5 @@
-//! `cairn check` (the engine's `Db::check`, with a progress bar) and `cairn repair`.
+//! `cairn check` (the engine's `Db::check`, with a progress bar), `cairn repair` and
+//! `cairn checkpoint`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -147,5 +148,22 @@ pub fn repair(path: &Path, args: &OpenArgs) -> Result<ExitCode> {
             println!("  {}: {why}", p.display());
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn checkpoint DB DIR`: opens the database, copies it to `dir`, closes it.
+pub fn checkpoint(db: &Path, dir: &Path, open: &OpenArgs) -> Result<ExitCode> {
+    let d = crate::open::open(db, open, false)?;
+    let t = std::time::Instant::now();
+    d.checkpoint(dir)
+        .with_context(|| format!("cannot make a checkpoint in {}", dir.display()))?;
+    let took = t.elapsed();
+    d.close()?;
+    println!(
+        "checkpoint of {} in {} ({:.3} s)",
+        db.display(),
+        dir.display(),
+        took.as_secs_f64()
+    );
     Ok(ExitCode::SUCCESS)
 }

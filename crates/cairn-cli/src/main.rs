@@ -196,6 +196,18 @@ enum Command {
         #[command(flatten)]
         open: OpenArgs,
     },
+    /// Make an openable copy of a database at one moment in DIR (which must not exist):
+    /// tables and value logs hard-linked, the logs still needed copied, with a manifest
+    /// of the current state (the engine's `Db::checkpoint`). Takes the database's lock:
+    /// close other users first.
+    Checkpoint {
+        /// Database directory.
+        db: PathBuf,
+        /// Directory of the copy.
+        dir: PathBuf,
+        #[command(flatten)]
+        open: OpenArgs,
+    },
     /// Run the benchmark harness: forwards every argument to `cairn-bench` (found next
     /// to this executable, else on PATH). `cairn bench --help` shows its help.
     #[command(disable_help_flag = true)]
@@ -277,6 +289,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => table_dump::run(&file, entries, limit, json, &enc),
         Command::Check { db, json, open } => check::run(&db, &open, json),
         Command::Repair { db, open } => check::repair(&db, &open),
+        Command::Checkpoint { db, dir, open } => check::checkpoint(&db, &dir, &open),
         Command::Bench { args } => bench::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut std::io::stdout());

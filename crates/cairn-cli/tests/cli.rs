@@ -359,6 +359,26 @@ fn check_of_a_clean_database_passes() {
     assert!(v["value_logs"].as_u64().unwrap() >= 1);
 }
 
+#[test]
+fn checkpoint_makes_a_copy_that_checks_clean_and_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    build(&db);
+    let copy = dir.path().join("copy");
+    let o = cairn(&["checkpoint", p(&db), p(&copy)]);
+    expect(&o, 0);
+    assert!(stdout(&o).contains("checkpoint of"), "{}", stdout(&o));
+    expect(&cairn(&["check", p(&copy)]), 0);
+    let scan = |d: &Path| stdout(&cairn(&["scan", p(d)]));
+    assert_eq!(scan(&copy), scan(&db));
+    let o = cairn(&["get", p(&copy), "unflushed"]);
+    expect(&o, 0);
+    // A second checkpoint into the same place is refused.
+    let o = cairn(&["checkpoint", p(&db), p(&copy)]);
+    expect(&o, 1);
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+}
+
 /// Damage `what` in a fresh database; `check` must exit 2 naming `expect_in_output`.
 fn check_finds(damage: impl FnOnce(&Path) -> String) {
     let dir = tempfile::tempdir().unwrap();

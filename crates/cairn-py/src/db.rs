@@ -91,6 +91,16 @@ impl PyDb {
         self.reader().item(py, &key)
     }
 
+    /// The values of ``keys`` read at one moment (no write lands between them), a list of
+    /// ``bytes`` or ``None`` in the order of ``keys``.
+    fn multi_get<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.reader().multi_get(py, keys)
+    }
+
     fn __contains__(&self, py: Python<'_>, key: Bytes<'_>) -> PyResult<bool> {
         Ok(self.reader().get(py, &key)?.is_some())
     }
@@ -256,6 +266,17 @@ impl PyDb {
     /// Flushes every memtable with data to level 0 and waits for it.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         self.shared.with(py, |db| db.flush())
+    }
+
+    /// Syncs the write-ahead log: every write acknowledged so far survives a power loss.
+    fn sync_wal(&self, py: Python<'_>) -> PyResult<()> {
+        self.shared.with(py, |db| db.sync_wal())
+    }
+
+    /// Makes an openable copy of the database at one moment in ``path`` (which must not
+    /// exist): tables and value logs hard-linked, the logs still needed copied.
+    fn checkpoint(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        self.shared.with(py, |db| db.checkpoint(&path))
     }
 
     /// Compacts the keys in ``[start, end]`` of this column family down the tree (the

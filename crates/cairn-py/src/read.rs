@@ -33,6 +33,31 @@ impl Reader<'_> {
         self.shared.with(py, |db| db.get_opt(&ro, cf, key))
     }
 
+    /// The values of every key of the iterable `keys` (bytes or str) at one moment, as a
+    /// list of `bytes` or `None` in the order of `keys`.
+    pub fn multi_get<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        let keys = keys
+            .try_iter()?
+            .map(|k| Ok(k?.extract::<Bytes<'_>>()?.0.into_owned()))
+            .collect::<PyResult<Vec<Vec<u8>>>>()?;
+        let ro = self.options();
+        let cf = self.cf;
+        let values = self.shared.with(py, |db| {
+            db.multi_get_opt(&ro, cf, &keys)
+                .into_iter()
+                .collect::<cairn::Result<Vec<_>>>()
+        })?;
+        let items = values.iter().map(|v| match v {
+            Some(v) => PyBytes::new(py, v).into_any(),
+            None => py.None().into_bound(py),
+        });
+        pyo3::types::PyList::new(py, items)
+    }
+
     /// The value as Python `bytes`, or `default`.
     pub fn get_or(
         &self,

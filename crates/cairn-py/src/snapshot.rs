@@ -60,6 +60,15 @@ impl PySnapshot {
         self.reader()?.get_or(py, &key, default)
     }
 
+    /// The values of ``keys`` at the snapshot, a list of ``bytes`` or ``None``.
+    fn multi_get<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        self.reader()?.multi_get(py, keys)
+    }
+
     fn __getitem__<'py>(&self, py: Python<'py>, key: Bytes<'_>) -> PyResult<Bound<'py, PyBytes>> {
         self.reader()?.item(py, &key)
     }

@@ -3,6 +3,7 @@
 
 mod background;
 mod check;
+mod checkpoint;
 mod inspect;
 mod iter;
 mod jobs;
@@ -676,6 +677,19 @@ impl Db {
             },
             WriteBatch::new(),
         )
+    }
+
+    /// Makes an openable copy of the database in `dir` (which must not exist) at one
+    /// moment, as RocksDB's checkpoints: the memtables are flushed, then tables, saved
+    /// models and value logs are hard-linked (copied where `dir` is on another file
+    /// system), and the write-ahead logs still needed are copied with a manifest of the
+    /// current state. Writes acknowledged before the call are in the copy. Open it with
+    /// the same options; tier directories must lie inside the database directory (they
+    /// keep their relative place in the copy). Built under `<dir>.tmp` and renamed, so a
+    /// failed checkpoint leaves no `dir`.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        crate::events::refuse_in_callback(self.inner.id(), "checkpoint")?;
+        self.inner.checkpoint(dir.as_ref())
     }
 
     /// Flushes every memtable holding data to level 0 and waits for it.

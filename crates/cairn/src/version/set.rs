@@ -445,6 +445,17 @@ impl VersionSet {
         Ok(w)
     }
 
+    /// An edit that rebuilds the whole current state from nothing (a checkpoint's
+    /// manifest).
+    pub(crate) fn state_edit(&self) -> VersionEdit {
+        let mut e = self.snapshot_edit(&self.cfs);
+        e.next_file_no = Some(self.next_file_no);
+        e.next_run_id = Some(self.next_run_id);
+        e.last_seq = Some(self.last_seq);
+        e.log_number = Some(self.log_number);
+        e
+    }
+
     /// An edit that rebuilds `cfs` from nothing.
     fn snapshot_edit(&self, cfs: &BTreeMap<u32, CfEntry>) -> VersionEdit {
         let mut e = VersionEdit {

@@ -7,6 +7,7 @@
 mod support;
 
 mod basic;
+mod checkpoint;
 mod concurrency;
 mod flsm;
 mod model;
