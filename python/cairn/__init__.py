@@ -37,6 +37,7 @@ _NATIVE = (
     "InvalidArgument",
     "Busy",
     "ClosedError",
+    "ReadOnlyError",
     "presets",
     "option_names",
     "default_options",

@@ -1,6 +1,7 @@
 from cairn._native import Busy as Busy
 from cairn._native import check as check
 from cairn._native import ClosedError as ClosedError
+from cairn._native import ReadOnlyError as ReadOnlyError
 from cairn._native import CorruptionError as CorruptionError
 from cairn._native import Db as Db
 from cairn._native import Error as Error

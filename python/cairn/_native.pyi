@@ -34,6 +34,9 @@ class Busy(Error):
 class ClosedError(Error):
     """The database or snapshot was closed, or a background error stopped it."""
 
+class ReadOnlyError(Error):
+    """The database was opened read-only and the call would write."""
+
 class Iterator(_Iterator[Any]):
     """Keys, values or (key, value) pairs of a key range, in key order or reversed."""
 
@@ -86,7 +89,11 @@ class Db:
     """An open cairn database, or a view of one of its column families."""
 
     def __init__(
-        self, path: _Path, options: dict[str, Any] | None = None, preset: str | None = None
+        self,
+        path: _Path,
+        options: dict[str, Any] | None = None,
+        preset: str | None = None,
+        read_only: bool = False,
     ) -> None: ...
     @overload
     def get(self, key: _Bytes) -> bytes | None: ...

@@ -191,6 +191,19 @@ def test_sync_wal_and_checkpoint(db, tmp_path):
         c.close()
 
 
+def test_read_only_beside_the_writer(db, db_path):
+    db[b"a"] = b"1"
+    with cairn.Db(db_path, read_only=True) as ro:
+        assert ro[b"a"] == b"1"
+        assert ro.multi_get([b"a", b"b"]) == [b"1", None]
+        with pytest.raises(cairn.ReadOnlyError):
+            ro[b"b"] = b"2"
+        with pytest.raises(cairn.ReadOnlyError):
+            ro.flush()
+    with pytest.raises(cairn.InvalidArgument):
+        cairn.Db(db_path.parent / "missing", read_only=True)
+
+
 def test_snapshot_across_column_families(db):
     cf = db.create_column_family("cf")
     cf[b"x"] = b"old"

@@ -8,12 +8,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use cairn::{ReadOptions, WriteOptions};
 
-use crate::open::{cf, open};
+use crate::open::{cf, open, open_read_only};
 use crate::KvArgs;
 
 pub fn get(a: &KvArgs, key: &str) -> Result<ExitCode> {
     let key = a.enc.key().decode(key).context("bad key")?;
-    let db = open(&a.db, &a.open, false)?;
+    let db = open_read_only(&a.db, &a.open)?;
     let cf = cf(&db, &a.cf)?;
     let value = db.get_cf(&cf, &key)?;
     db.close()?;
@@ -89,7 +89,7 @@ pub fn scan(a: &KvArgs, s: &ScanArgs) -> Result<ExitCode> {
         })
     };
     let range = (bound(&s.from, false)?, bound(&s.to, true)?);
-    let db = open(&a.db, &a.open, false)?;
+    let db = open_read_only(&a.db, &a.open)?;
     let cf = cf(&db, &a.cf)?;
     let (mut out, bar): (Box<dyn Write>, _) = match &s.out {
         Some(p) => {

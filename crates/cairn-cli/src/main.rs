@@ -101,8 +101,8 @@ enum Command {
     },
     /// Print the value of a key (exit 1, "NotFound" on stderr, if it has none).
     ///
-    /// Opens the database normally (cairn has no read-only open): the write-ahead log is
-    /// replayed and STATS.json rewritten at close, as by any session.
+    /// Opens the database read-only: no lock is taken and nothing is written, so it works
+    /// beside a process that has the database open (it sees the writes made before it).
     Get {
         #[command(flatten)]
         kv: KvArgs,
@@ -134,7 +134,8 @@ enum Command {
         #[arg(long)]
         sync: bool,
     },
-    /// Print key-value pairs in key order, one `KEY ==> VALUE` a line.
+    /// Print key-value pairs in key order, one `KEY ==> VALUE` a line (a read-only open,
+    /// as `get`).
     Scan {
         #[command(flatten)]
         kv: KvArgs,

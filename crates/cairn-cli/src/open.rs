@@ -34,6 +34,13 @@ pub fn open(path: &Path, args: &OpenArgs, create: bool) -> Result<Db> {
     Db::open(path, o).with_context(|| format!("cannot open database {}", path.display()))
 }
 
+/// Opens the database at `path` for reads only: no lock, nothing written, so it works
+/// beside a process that has the database open.
+pub fn open_read_only(path: &Path, args: &OpenArgs) -> Result<Db> {
+    Db::open_read_only(path, options(args)?)
+        .with_context(|| format!("cannot open database {}", path.display()))
+}
+
 /// A column family by name.
 pub fn cf(db: &Db, name: &str) -> Result<ColumnFamily> {
     match db.cf(name) {

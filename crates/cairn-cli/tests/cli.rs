@@ -360,6 +360,26 @@ fn check_of_a_clean_database_passes() {
 }
 
 #[test]
+fn get_and_scan_read_beside_an_open_database() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let db = Db::open(dir.path(), opts()).unwrap();
+    db.put(&WriteOptions::default(), b"live", b"written by the holder")
+        .unwrap();
+    let o = cairn(&["get", p(dir.path()), "live"]);
+    expect(&o, 0);
+    assert_eq!(stdout(&o).trim(), "written by the holder");
+    let o = cairn(&["scan", p(dir.path()), "--limit", "3"]);
+    expect(&o, 0);
+    assert_eq!(stdout(&o).lines().count(), 3);
+    // Writing commands still take the lock.
+    let o = cairn(&["put", p(dir.path()), "k", "v"]);
+    expect(&o, 1);
+    assert!(stderr(&o).contains("locked"), "{}", stderr(&o));
+    db.close().unwrap();
+}
+
+#[test]
 fn checkpoint_makes_a_copy_that_checks_clean_and_reads_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");

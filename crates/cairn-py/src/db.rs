@@ -25,6 +25,8 @@ use crate::snapshot::PySnapshot;
 /// dict of ``cairn.option_names()`` applied on top of it. Keys and values are ``bytes``
 /// (``str`` is accepted and encoded as UTF-8; ``bytearray`` too). Use it as a context
 /// manager, or call ``close()``: a closed database raises ``cairn.ClosedError``.
+/// ``read_only=True`` opens an existing database for reads only, beside a process that
+/// has it open (no lock taken, nothing written); writes raise ``cairn.ReadOnlyError``.
 #[pyclass(frozen, module = "cairn", name = "Db")]
 pub struct PyDb {
     pub(crate) shared: Arc<Shared>,
@@ -59,16 +61,25 @@ impl PyDb {
 #[pymethods]
 impl PyDb {
     #[new]
-    #[pyo3(signature = (path, options = None, preset = None))]
+    #[pyo3(signature = (path, options = None, preset = None, read_only = false))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
         options: Option<&Bound<'_, PyDict>>,
         preset: Option<&str>,
+        read_only: bool,
     ) -> PyResult<Self> {
         let opts = crate::options::build(preset, options)?;
         let p = path.clone();
-        let db = py.detach(|| Db::open(&p, opts)).py_err()?;
+        let db = py
+            .detach(|| {
+                if read_only {
+                    Db::open_read_only(&p, opts)
+                } else {
+                    Db::open(&p, opts)
+                }
+            })
+            .py_err()?;
         let cf = db.default_cf();
         Ok(PyDb {
             shared: Arc::new(Shared::new(db, path)),

@@ -40,6 +40,12 @@ create_exception!(
     Error,
     "The database (or snapshot) was closed, or a background error stopped it."
 );
+create_exception!(
+    cairn,
+    ReadOnlyError,
+    Error,
+    "The database was opened with read_only=True: writes, flushes, compactions and column family changes are refused."
+);
 
 /// The Python exception for an engine error.
 pub fn to_py(e: cairn::Error) -> PyErr {
@@ -56,6 +62,7 @@ pub fn to_py(e: cairn::Error) -> PyErr {
         E::Corruption { .. } | E::UnsupportedVersion { .. } => CorruptionError::new_err(msg),
         E::Locked(_) => Busy::new_err(msg),
         E::Closed(_) => ClosedError::new_err(msg),
+        E::ReadOnly(_) => ReadOnlyError::new_err(msg),
         E::InvalidArgument(_)
         | E::TooLarge { .. }
         | E::NotADatabase(_)
@@ -87,6 +94,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("IOError", py.get_type::<IOError>())?;
     m.add("InvalidArgument", py.get_type::<InvalidArgument>())?;
     m.add("Busy", py.get_type::<Busy>())?;
+    m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     Ok(())
 }

@@ -67,6 +67,10 @@ pub enum Error {
     /// The column family already exists.
     #[error("column family {0:?} already exists")]
     ColumnFamilyExists(String),
+    /// The database was opened with [`Db::open_read_only`](crate::Db::open_read_only):
+    /// the named operation would write.
+    #[error("database is open read-only: {0} refused")]
+    ReadOnly(String),
     /// The database has been closed, or a background error put it in read-only mode.
     #[error("database is closed or stopped after a background error: {0}")]
     Closed(String),

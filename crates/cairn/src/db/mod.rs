@@ -196,7 +196,8 @@ pub(crate) struct DbInner {
     pub(crate) tuner: Option<tuner::TunerRuntime>,
     /// SA-LSM: loaded cold-key sets, the age rule's clock samples.
     pub(crate) placement: placement::PlacementState,
-    _lock: File,
+    /// The directory lock (`None` when open read-only, which takes none).
+    _lock: Option<File>,
 }
 
 /// A cairn database. `Send + Sync`: share it between threads with an `Arc` or by reference.
@@ -301,6 +302,26 @@ impl Db {
         }
         db.inner.request_compaction();
         Ok(db)
+    }
+
+    /// Opens the database at `path` for reads only (RocksDB's `OpenForReadOnly`): no
+    /// lock is taken, so it can run beside a process that has the database open, and
+    /// nothing in its directories is created, renamed or removed. The write-ahead logs
+    /// are replayed into memory, so it sees every write synced (or handed to the system)
+    /// before the open; it does not follow later writes (open again for those). Every
+    /// table and value log is opened at once and kept open (`max_open_files` is ignored):
+    /// a writer beside it may delete them, and the session keeps reading them. Writes,
+    /// flushes, compactions, checkpoints and column family changes fail with
+    /// [`Error::ReadOnly`]; no background work runs, and tables are not learned.
+    /// Statistics and learned state are not saved at close. `opts` must describe the
+    /// database as for [`Db::open`] (levels, tiers).
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = recovery::open_read_only(path.as_ref(), opts)?;
+        Ok(Db {
+            inner: Arc::new(inner),
+            threads: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+        })
     }
 
     /// Starts a background thread. A panic there (a bug, or a listener's) stops writes
@@ -836,6 +857,9 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
+        if self.inner.env.is_read_only() {
+            return Ok(()); // nothing to save, nothing written
+        }
         self.inner.save_tuner_checkpoint();
         self.inner.save_query_stores();
         let mut wal = self.inner.wal.lock();
@@ -891,6 +915,11 @@ impl DbInner {
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
+        if self.env.is_read_only() {
+            return Err(Error::ReadOnly(
+                "writes, flushes, compactions and column family changes".into(),
+            ));
+        }
         if self.shutdown.load(Ordering::Acquire) {
             return Err(Error::Closed("database is closed".into()));
         }

@@ -190,13 +190,37 @@ fn prepare_dir(path: &Path, opts: &Options) -> Result<bool> {
 /// the lock and storage, the manifest, the files it names, the caches and column
 /// families, then the WALs' replay.
 pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
+    open_with(path, opts, false)
+}
+
+/// Opens the database at `path` for reads only: no lock, no file created, renamed or
+/// removed; the write-ahead logs are replayed into memtables that stay in memory.
+pub(crate) fn open_read_only(path: &Path, mut opts: Options) -> Result<DbInner> {
+    opts.create_if_missing = false;
+    opts.error_if_exists = false;
+    opts.background_work = false;
+    // Every file is opened now and kept open (value logs are at the files' check): a
+    // writer beside this session may delete them, and an open file stays readable.
+    opts.max_open_files = None;
+    let inner = open_with(path, opts, true)?;
+    inner.open_every_table()?;
+    Ok(inner)
+}
+
+fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     opts.validate()?;
     let exists = prepare_dir(path, &opts)?;
-    let lock = lock_dir(path)?;
+    let lock = if read_only {
+        None
+    } else {
+        Some(lock_dir(path)?)
+    };
     let (env, vclock) = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
         .with_faults(opts.faults.clone())
         .with_clock(&opts.clock)?;
-    let env = env.with_mmap_reads(opts.mmap_reads);
+    let env = env
+        .with_mmap_reads(opts.mmap_reads)
+        .with_read_only(read_only);
     let clock = match vclock {
         Some(c) => EngineClock::Virtual(c),
         None => EngineClock::Wall,
@@ -312,7 +336,11 @@ pub(crate) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         placement,
         _lock: lock,
     };
-    inner.replay_wals(log_number, first_wal)?;
+    if read_only {
+        inner.replay_wals_in_memory(log_number)?;
+    } else {
+        inner.replay_wals(log_number, first_wal)?;
+    }
     if let crate::policy::PrefetchPolicy::Leaper(p) = &inner.opts.prefetch {
         if let Some(model) = p.model.clone() {
             // A model that cannot be used leaves Leaper without one: the open goes on.
@@ -431,9 +459,51 @@ impl DbInner {
     /// Replays WAL files numbered >= `log_number` into fresh memtables, writes them to
     /// level 0, and starts a new WAL (number `new_wal`).
     fn replay_wals(&self, log_number: u64, new_wal: u64) -> Result<()> {
+        let (mems, max_seq) = self.read_wals(log_number, Some(new_wal))?;
+        self.persist_replayed(&mems, max_seq, new_wal)
+    }
+
+    /// Opens every table of the current versions (kept by the table cache).
+    fn open_every_table(&self) -> Result<()> {
+        let vs = self.versions.lock();
+        for entry in vs.cfs.values() {
+            for (level, l) in entry.version.levels.iter().enumerate() {
+                for f in l.runs.iter().flat_map(|r| r.files.iter()) {
+                    self.tables.get(f, level)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A read-only open's replay: the logs' writes go to memtables that stay in memory
+    /// (each column family's active one; no write ever reaches it).
+    fn replay_wals_in_memory(&self, log_number: u64) -> Result<()> {
+        let (mut mems, max_seq) = self.read_wals(log_number, None)?;
+        self.last_seq.store(max_seq, Ordering::Release);
+        let vs = self.versions.lock();
+        for cf in self.cfs.read().values() {
+            let version = vs.version(cf.id).expect("recovered family");
+            cf.sv.store(Arc::new(SuperVersion {
+                mem: mems.remove(&cf.id).unwrap_or_else(|| self.new_memtable()),
+                mem_wal: log_number,
+                imms: Vec::new(),
+                version,
+            }));
+        }
+        Ok(())
+    }
+
+    /// The writes of the WAL files numbered >= `log_number` (but `skip`), in memtables by
+    /// column family, and the largest sequence number seen (the tables' when larger).
+    fn read_wals(
+        &self,
+        log_number: u64,
+        skip_no: Option<u64>,
+    ) -> Result<(BTreeMap<u32, Arc<Memtable>>, u64)> {
         let mut wals: Vec<u64> = wal_numbers(&self.path)?
             .into_iter()
-            .filter(|&n| n >= log_number && n != new_wal)
+            .filter(|&n| n >= log_number && Some(n) != skip_no)
             .collect();
         wals.sort_unstable();
         let mut mems: BTreeMap<u32, Arc<Memtable>> = BTreeMap::new();
@@ -508,6 +578,17 @@ impl DbInner {
                 .wal_skipped_records
                 .fetch_add(reader.skipped().regions, Ordering::Relaxed);
         }
+        Ok((mems, max_seq))
+    }
+
+    /// Writes replayed memtables to level 0 and starts the new WAL (number `new_wal`),
+    /// then removes what the replay made obsolete.
+    fn persist_replayed(
+        &self,
+        mems: &BTreeMap<u32, Arc<Memtable>>,
+        max_seq: u64,
+        new_wal: u64,
+    ) -> Result<()> {
         self.last_seq.store(max_seq, Ordering::Release);
         // Start the new log before recording that the old ones are obsolete.
         let f = self
@@ -526,7 +607,7 @@ impl DbInner {
             last_seq: Some(max_seq),
             ..Default::default()
         };
-        for (cf, mem) in &mems {
+        for (cf, mem) in mems {
             let deepest = self
                 .cfs
                 .read()

@@ -37,6 +37,9 @@ pub(crate) struct EnvInner {
     pub(crate) faults: Option<Arc<FaultInjector>>,
     /// Map tables and value logs opened for buffered reads into memory.
     mmap_reads: bool,
+    /// Refuse every file creation, rename, removal and directory sync
+    /// ([`Db::open_read_only`](crate::Db::open_read_only)).
+    read_only: bool,
     /// The virtual device clock I/O is charged to (`Clock::Virtual`), instead of the
     /// tiers' profiles sleeping.
     pub(crate) vclock: Option<Arc<VirtualClock>>,
@@ -141,6 +144,7 @@ impl StorageEnv {
                 space_left: AtomicI64::new(i64::MAX),
                 faults: None,
                 mmap_reads: false,
+                read_only: false,
                 vclock: None,
             }),
             root: root.to_path_buf(),
@@ -154,6 +158,29 @@ impl StorageEnv {
             None => debug_assert!(false, "with_faults on a shared environment"),
         }
         self
+    }
+
+    /// Refuses every change to the directories: creating, renaming and removing files
+    /// and syncing directories fail with [`Error::ReadOnly`]. Set before the environment
+    /// is shared.
+    pub fn with_read_only(mut self, on: bool) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.read_only = on,
+            None => debug_assert!(false, "with_read_only on a shared environment"),
+        }
+        self
+    }
+
+    /// Whether the environment refuses changes.
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
+    fn refuse_if_read_only(&self, what: &str, path: &Path) -> Result<()> {
+        if self.inner.read_only {
+            return Err(Error::ReadOnly(format!("{what} {}", path.display())));
+        }
+        Ok(())
     }
 
     /// Maps tables and value logs opened for buffered reads (not direct ones) into
@@ -258,6 +285,7 @@ impl StorageEnv {
         tier: usize,
         level: Option<usize>,
     ) -> Result<WritableFile> {
+        self.refuse_if_read_only("creating", path)?;
         if let Some(f) = &self.inner.faults {
             f.on_create(path)?;
         }
@@ -364,6 +392,7 @@ impl StorageEnv {
 
     /// fsync of a directory, so that created, renamed and removed entries are durable.
     pub fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.refuse_if_read_only("syncing", dir)?;
         if let Some(f) = &self.inner.faults {
             f.on_dir_sync(dir)?;
         }
@@ -377,6 +406,7 @@ impl StorageEnv {
 
     /// Renames a file.
     pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.refuse_if_read_only("renaming", from)?;
         if let Some(f) = &self.inner.faults {
             f.on_rename(from, to)?;
         }
@@ -386,6 +416,7 @@ impl StorageEnv {
 
     /// Removes a file; a missing file is not an error.
     pub fn remove(&self, path: &Path) -> Result<()> {
+        self.refuse_if_read_only("removing", path)?;
         if let Some(f) = &self.inner.faults {
             f.on_remove(path);
         }

@@ -234,3 +234,105 @@ fn writes_without_the_log_last_once_flushed_and_never_sync() {
         "a write kept out of the log came back from it"
     );
 }
+
+/// Names and sizes of every file under `dir`.
+fn listing(dir: &std::path::Path) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            (e.file_name().to_string_lossy().into_owned(), m.len())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_read_only_open_reads_everything_and_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let opts = Options {
+        value_threshold: Some(40),
+        ..small()
+    };
+    {
+        let db = Db::open(&dir, opts.clone()).unwrap();
+        let logs = db.create_cf("logs").unwrap();
+        for i in 0..3000 {
+            db.put(&WriteOptions::default(), &key8(i), &[b'v'; 60])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        db.put_cf(&logs, &WriteOptions::default(), b"only-in-the-log", b"1")
+            .unwrap();
+        db.delete(&WriteOptions::default(), &key8(7)).unwrap();
+        // Dropped without close: the last writes are in the log alone.
+        std::mem::forget(db);
+    }
+    let before = listing(&dir);
+    let ro = Db::open_read_only(&dir, opts.clone()).unwrap();
+    let logs = ro.cf("logs").unwrap();
+    assert_eq!(
+        ro.get_cf(&logs, b"only-in-the-log").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    assert_eq!(ro.get(&key8(7)).unwrap(), None);
+    assert_eq!(ro.scan::<&[u8], _>(..).unwrap().count(), 2999);
+    let refused = |r: cairn::Result<()>, what: &str| {
+        assert!(matches!(r, Err(Error::ReadOnly(_))), "{what}: {r:?}");
+    };
+    refused(ro.put(&WriteOptions::default(), b"k", b"v"), "put");
+    refused(ro.flush(), "flush");
+    refused(ro.compact_range(None, None), "compact_range");
+    refused(ro.create_cf("x").map(|_| ()), "create_cf");
+    refused(ro.drop_cf(&logs), "drop_cf");
+    refused(ro.run_background_work(), "background work");
+    refused(ro.checkpoint(tmp.path().join("copy")), "checkpoint");
+    assert!(!tmp.path().join("copy").exists());
+    ro.close().unwrap();
+    assert_eq!(
+        listing(&dir),
+        before,
+        "a read-only session changed the directory"
+    );
+    // A database that is not there is not created.
+    let missing = tmp.path().join("missing");
+    assert!(matches!(
+        Db::open_read_only(&missing, opts),
+        Err(Error::NotFound(_))
+    ));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_read_only_open_runs_beside_the_writer_and_sees_its_moment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::open(&dir, small()).unwrap();
+    for i in 0..2000 {
+        db.put(&WriteOptions::default(), &key8(i), b"first")
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.put(&WriteOptions::default(), b"unflushed", b"yes")
+        .unwrap();
+    assert!(matches!(Db::open(&dir, small()), Err(Error::Locked(_))));
+    let ro = Db::open_read_only(&dir, small()).unwrap();
+    assert_eq!(ro.get(b"unflushed").unwrap().as_deref(), Some(&b"yes"[..]));
+    // The writer goes on (flushes and compactions rewrite files); the reader keeps the
+    // state of its open.
+    for i in 0..2000 {
+        db.put(&WriteOptions::default(), &key8(i), b"second")
+            .unwrap();
+    }
+    db.put(&WriteOptions::default(), b"later", b"x").unwrap();
+    db.flush().unwrap();
+    assert_eq!(ro.get(b"later").unwrap(), None);
+    assert_eq!(ro.get(&key8(5)).unwrap().as_deref(), Some(&b"first"[..]));
+    ro.close().unwrap();
+    let ro = Db::open_read_only(&dir, small()).unwrap();
+    assert_eq!(ro.get(&key8(5)).unwrap().as_deref(), Some(&b"second"[..]));
+    assert_eq!(ro.get(b"later").unwrap().as_deref(), Some(&b"x"[..]));
+}
