@@ -1,4 +1,4 @@
-//! `get`, `put`, `delete` and `scan`.
+//! `get`, `put`, `delete`, `delete-range`, `compact` and `scan`.
 
 use std::io::{BufWriter, Write};
 use std::ops::Bound;
@@ -63,6 +63,37 @@ pub fn delete(a: &KvArgs, key: &str, sync: bool) -> Result<ExitCode> {
         &key,
     )?;
     db.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn delete_range(a: &KvArgs, from: &str, to: &str, sync: bool) -> Result<ExitCode> {
+    let from = a.enc.key().decode(from).context("bad FROM key")?;
+    let to = a.enc.key().decode(to).context("bad TO key")?;
+    let db = open(&a.db, &a.open, false)?;
+    let cf = cf(&db, &a.cf)?;
+    let mut b = cairn::WriteBatch::new();
+    b.delete_range_cf(cf.id(), &from, &to)?;
+    db.write(
+        &WriteOptions {
+            sync,
+            ..WriteOptions::default()
+        },
+        b,
+    )?;
+    db.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compact(a: &KvArgs, from: Option<&str>, to: Option<&str>) -> Result<ExitCode> {
+    let key = |k: Option<&str>| k.map(|k| a.enc.key().decode(k)).transpose();
+    let (from, to) = (key(from).context("bad key")?, key(to).context("bad key")?);
+    let db = open(&a.db, &a.open, false)?;
+    let cf = cf(&db, &a.cf)?;
+    let t = std::time::Instant::now();
+    db.compact_range_cf(&cf, from.as_deref(), to.as_deref())?;
+    let took = t.elapsed();
+    db.close()?;
+    println!("compacted in {:.3} s", took.as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -7,6 +7,7 @@
 mod bench;
 mod check;
 mod codec;
+mod dump_wal;
 mod fmt;
 mod info;
 mod kv;
@@ -133,6 +134,41 @@ enum Command {
         /// Sync the write-ahead log before returning.
         #[arg(long)]
         sync: bool,
+    },
+    /// Delete every key in [FROM, TO) with one range tombstone batch.
+    DeleteRange {
+        #[command(flatten)]
+        kv: KvArgs,
+        /// First key deleted.
+        from: String,
+        /// First key kept (exclusive end).
+        to: String,
+        /// Sync the write-ahead log before returning.
+        #[arg(long)]
+        sync: bool,
+    },
+    /// Compact a key range of a column family down through every level (after a flush),
+    /// and wait for it: the whole key space unless --from or --to is given.
+    Compact {
+        #[command(flatten)]
+        kv: KvArgs,
+        /// First key (inclusive).
+        #[arg(long, value_name = "KEY")]
+        from: Option<String>,
+        /// Last key (inclusive).
+        #[arg(long, value_name = "KEY")]
+        to: Option<String>,
+    },
+    /// Print the write batches of a write-ahead log file (NNNNNN.log): each batch's first
+    /// sequence number, then one operation a line (`SEQ cf=ID PUT KEY ==> VALUE`).
+    DumpWal {
+        /// The log file.
+        file: PathBuf,
+        /// At most this many batches.
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        #[command(flatten)]
+        enc: EncodingArgs,
     },
     /// Print key-value pairs in key order, one `KEY ==> VALUE` a line (a read-only open,
     /// as `get`).
@@ -264,6 +300,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             create_if_missing,
         } => kv::put(&kv, &key, &value, sync, create_if_missing),
         Command::Delete { kv, key, sync } => kv::delete(&kv, &key, sync),
+        Command::DeleteRange { kv, from, to, sync } => kv::delete_range(&kv, &from, &to, sync),
+        Command::Compact { kv, from, to } => kv::compact(&kv, from.as_deref(), to.as_deref()),
+        Command::DumpWal { file, limit, enc } => dump_wal::run(&file, limit, &enc),
         Command::Scan {
             kv,
             from,

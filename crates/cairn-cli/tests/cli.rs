@@ -380,6 +380,51 @@ fn get_and_scan_read_beside_an_open_database() {
 }
 
 #[test]
+fn delete_range_compact_and_dump_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let k = |i: u32| String::from_utf8(key(i)).unwrap();
+    let count = |d: &Path| stdout(&cairn(&["scan", p(d)])).lines().count();
+    let before = count(dir.path());
+    expect(
+        &cairn(&["delete-range", p(dir.path()), &k(100), &k(200)]),
+        0,
+    );
+    assert_eq!(count(dir.path()), before - 100);
+    expect(&cairn(&["get", p(dir.path()), &k(150)]), 1);
+    let o = cairn(&["compact", p(dir.path())]);
+    expect(&o, 0);
+    assert!(stdout(&o).contains("compacted in"), "{}", stdout(&o));
+    assert_eq!(count(dir.path()), before - 100);
+    // The log the puts below land in, decoded.
+    let db = Db::open(dir.path(), opts()).unwrap();
+    for i in 0..50 {
+        db.put(&WriteOptions::default(), format!("w{i}").as_bytes(), b"x")
+            .unwrap();
+    }
+    db.put(&WriteOptions::default(), b"walkey", b"walvalue")
+        .unwrap();
+    db.close().unwrap();
+    let logs = files(dir.path(), ".log");
+    let dumps: Vec<String> = logs
+        .iter()
+        .map(|l| stdout(&cairn(&["dump-wal", p(l)])))
+        .collect();
+    assert!(
+        dumps.iter().any(|d| d.contains("PUT walkey ==> walvalue")),
+        "{dumps:?}"
+    );
+    // Damage in the middle of a log is an error, not a silent stop.
+    let log = logs
+        .iter()
+        .find(|l| std::fs::metadata(l).unwrap().len() > 200)
+        .cloned();
+    let log = log.expect("a log holds the 51 puts");
+    flip(&log, 20);
+    expect(&cairn(&["dump-wal", p(&log)]), 1);
+}
+
+#[test]
 fn checkpoint_makes_a_copy_that_checks_clean_and_reads_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
