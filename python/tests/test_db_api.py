@@ -204,6 +204,20 @@ def test_read_only_beside_the_writer(db, db_path):
         cairn.Db(db_path.parent / "missing", read_only=True)
 
 
+def test_reopen_with_the_saved_options(tmp_path, native):
+    path = tmp_path / "tiered"
+    with cairn.Db(path, preset="age-tier", options={"write_buffer_size": 96 << 10}) as d:
+        for i in range(3000):
+            d[f"k{i:05}"] = b"v" * 40
+        d.compact_range()
+    # Neither options nor preset: the options file's (two tiers, the write buffer).
+    with cairn.Db(path) as d:
+        assert d[b"k00007"] == b"v" * 40
+        assert d.options()["write_buffer_size"] == 96 << 10
+    with cairn.Db(path, read_only=True) as d:
+        assert sum(1 for _ in d) == 3000
+
+
 def test_snapshot_across_column_families(db):
     cf = db.create_column_family("cf")
     cf[b"x"] = b"old"

@@ -44,7 +44,7 @@ fn issues(v: &[CheckIssue]) -> Vec<IssueOut<'_>> {
 }
 
 pub fn run(path: &Path, args: &OpenArgs, json: bool) -> Result<ExitCode> {
-    let opts = crate::open::options(args)?;
+    let opts = crate::open::options(path, args)?;
     let bar = indicatif::ProgressBar::new(0).with_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files  {msg}")
             .expect("static template"),
@@ -124,7 +124,7 @@ fn plural(n: usize, what: &str) -> String {
 }
 
 pub fn repair(path: &Path, args: &OpenArgs) -> Result<ExitCode> {
-    let opts = crate::open::options(args)?;
+    let opts = crate::open::options(path, args)?;
     let r = Db::repair(path, opts)
         .with_context(|| format!("cannot repair database {}", path.display()))?;
     match r.method {

@@ -18,6 +18,7 @@ const KINDS: &[(&str, &str)] = &[
     ("vlog", "value logs (*.vlog)"),
     ("wal", "write-ahead logs (*.log)"),
     ("manifest", "manifests (MANIFEST-*)"),
+    ("options", "options files (OPTIONS-*)"),
     ("current", "CURRENT"),
     ("lock", "LOCK"),
     ("model", "Bourbon learned models (*.plr)"),
@@ -41,6 +42,7 @@ fn kind_of(name: &str) -> &'static str {
         n if n.ends_with(".log") => "wal",
         n if n.ends_with(".plr") => "model",
         n if n.starts_with("MANIFEST-") => "manifest",
+        n if n.starts_with("OPTIONS-") => "options",
         n if n.starts_with("QUERYSTORE-") && n.ends_with(".rtr") => "query-store",
         _ => "other",
     }
@@ -131,7 +133,7 @@ struct StatsOut {
 }
 
 pub fn run(path: &Path, args: &OpenArgs, json: bool) -> Result<ExitCode> {
-    let opts = crate::open::options(args)?;
+    let opts = crate::open::options(path, args)?;
     let m = Db::inspect(path, &opts)
         .with_context(|| format!("cannot read database {}", path.display()))?;
     let info = collect(path, args, &opts, m)?;

@@ -41,7 +41,8 @@ struct Cli {
 #[derive(Args, Clone, Debug, Default)]
 pub struct OpenArgs {
     /// Options preset to open with (see `cairn::presets`; e.g. bourbon, ac-key, wisckey).
-    /// Level counts and storage tiers must match the database's.
+    /// Level counts and storage tiers must match the database's. Without it, the options
+    /// the database saved in its options file (the defaults where it has none).
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 }

@@ -8,9 +8,17 @@ use cairn::{ColumnFamily, Db, Options};
 
 use crate::OpenArgs;
 
-/// The options to open with: the preset's (or the defaults), never creating a database.
-pub fn options(args: &OpenArgs) -> Result<Options> {
+/// The options to open the database at `db` with: the preset's; without one, those its
+/// options file saved (the defaults where it has none). Never creating a database.
+pub fn options(db: &Path, args: &OpenArgs) -> Result<Options> {
     let mut o = match &args.preset {
+        None if cairn::options_file::has_options_file(db) => Options::load_latest(db)
+            .with_context(|| {
+                format!(
+                    "cannot read the options file of {} (--preset NAME opens without it)",
+                    db.display()
+                )
+            })?,
         None => Options::default(),
         Some(name) => cairn::presets::by_name(name).with_context(|| {
             format!(
@@ -29,7 +37,7 @@ pub fn options(args: &OpenArgs) -> Result<Options> {
 
 /// Opens an existing database (or creates one when `create` is set).
 pub fn open(path: &Path, args: &OpenArgs, create: bool) -> Result<Db> {
-    let mut o = options(args)?;
+    let mut o = options(path, args)?;
     o.create_if_missing = create;
     Db::open(path, o).with_context(|| format!("cannot open database {}", path.display()))
 }
@@ -37,7 +45,7 @@ pub fn open(path: &Path, args: &OpenArgs, create: bool) -> Result<Db> {
 /// Opens the database at `path` for reads only: no lock, nothing written, so it works
 /// beside a process that has the database open.
 pub fn open_read_only(path: &Path, args: &OpenArgs) -> Result<Db> {
-    Db::open_read_only(path, options(args)?)
+    Db::open_read_only(path, options(path, args)?)
         .with_context(|| format!("cannot open database {}", path.display()))
 }
 

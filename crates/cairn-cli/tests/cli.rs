@@ -425,6 +425,26 @@ fn delete_range_compact_and_dump_wal() {
 }
 
 #[test]
+fn commands_open_with_the_saved_options_unless_told_a_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two tiers (hot/, cold/): the defaults would not find the cold tables.
+    let opts = cairn::presets::by_name("age-tier").unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..2000 {
+        db.put(&WriteOptions::default(), &key(i), &val(i)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    let o = cairn(&["get", p(dir.path()), std::str::from_utf8(&key(5)).unwrap()]);
+    expect(&o, 0);
+    expect(&cairn(&["check", p(dir.path())]), 0);
+    // A preset that contradicts the saved tiers is refused, naming the options file.
+    let o = cairn(&["get", "--preset", "default", p(dir.path()), "k"]);
+    expect(&o, 1);
+    assert!(stderr(&o).contains("options file"), "{}", stderr(&o));
+}
+
+#[test]
 fn checkpoint_makes_a_copy_that_checks_clean_and_reads_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");

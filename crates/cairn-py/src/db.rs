@@ -25,7 +25,8 @@ use crate::snapshot::PySnapshot;
 /// dict of ``cairn.option_names()`` applied on top of it. Keys and values are ``bytes``
 /// (``str`` is accepted and encoded as UTF-8; ``bytearray`` too). Use it as a context
 /// manager, or call ``close()``: a closed database raises ``cairn.ClosedError``.
-/// ``read_only=True`` opens an existing database for reads only, beside a process that
+/// With neither ``options`` nor ``preset``, an existing database opens with the options
+/// it saved in its options file (``OPTIONS-NNNNNN``). ``read_only=True`` opens an existing database for reads only, beside a process that
 /// has it open (no lock taken, nothing written); writes raise ``cairn.ReadOnlyError``.
 #[pyclass(frozen, module = "cairn", name = "Db")]
 pub struct PyDb {
@@ -69,7 +70,16 @@ impl PyDb {
         preset: Option<&str>,
         read_only: bool,
     ) -> PyResult<Self> {
-        let opts = crate::options::build(preset, options)?;
+        // Neither given: the options the database saved, where it has an options file.
+        let saved = preset.is_none()
+            && options.is_none()
+            && cairn::options_file::has_options_file(&path);
+        let opts = if saved {
+            let p = path.clone();
+            py.detach(|| cairn::Options::load_latest(&p)).py_err()?
+        } else {
+            crate::options::build(preset, options)?
+        };
         let p = path.clone();
         let db = py
             .detach(|| {

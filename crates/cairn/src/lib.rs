@@ -37,6 +37,7 @@ pub mod lookup_steps;
 pub mod memtable;
 pub mod merging;
 pub mod options;
+pub mod options_file;
 pub mod policy;
 pub mod presets;
 pub mod stats;

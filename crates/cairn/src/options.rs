@@ -7,7 +7,7 @@ use crate::storage::TierConfig;
 use crate::{Error, Result};
 
 /// How bloom-filter bits per key are spread over levels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BloomAllocation {
     /// The same bits per key at every level.
     Uniform,
@@ -17,7 +17,7 @@ pub enum BloomAllocation {
 }
 
 /// What to do with a corrupt record in the middle of a write-ahead log at recovery.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WalRecovery {
     /// Fail to open with a corruption error (a torn tail is always truncated).
     Strict,
@@ -26,7 +26,7 @@ pub enum WalRecovery {
 }
 
 /// How a table finds the data block (and entry) of a key.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum IndexPolicy {
     /// Fence pointers: binary search of the index block (the baseline).
     #[default]
@@ -53,7 +53,7 @@ pub enum IndexPolicy {
 /// key-value (KV) cache, a key-pointer (KP) cache and the data-block cache (AC-Key, see
 /// `cache::read_cache`). Index and filter blocks are pinned by their tables in cairn, not
 /// cached, so "block" here means data blocks.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ReadCachePolicy {
     /// All of the budget to one sharded LRU block cache (RocksDB's default; cairn's
     /// behaviour before AC-Key).
@@ -81,7 +81,7 @@ pub enum ReadCachePolicy {
 }
 
 /// Parameters of [`ReadCachePolicy::AcKey`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AcKeyParams {
     /// Learning rate k: a ghost hit on an entry of caching efficiency E (saved I/Os per
     /// byte) moves a target boundary by `k * E` bytes. The paper's default is 100K; with E
@@ -187,7 +187,7 @@ impl IndexPolicy {
 
 /// Which tables the background learner learns (Bourbon's always-learn, no-learn and
 /// cost-benefit analyzer).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LearnMode {
     /// Every table read after the wait.
     Always,
@@ -202,11 +202,14 @@ pub enum LearnMode {
 pub const MAX_LEARNED_DELTA: u32 = 1 << 16;
 
 /// Options of a database.
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Options {
     /// Create the database if the directory holds none.
+    #[serde(skip)]
     pub create_if_missing: bool,
     /// Fail if a database already exists.
+    #[serde(skip)]
     pub error_if_exists: bool,
     /// Bytes a memtable takes before it is switched and flushed.
     pub write_buffer_size: usize,
@@ -226,6 +229,7 @@ pub struct Options {
     pub block_cache_hot_share: f64,
     /// A block cache to use instead of a new LRU cache (to share one between databases,
     /// or to plug in a policy). Each database keys its blocks apart from the others'.
+    #[serde(skip)]
     pub block_cache: Option<Arc<dyn crate::cache::BlockCache>>,
     /// Average bloom-filter bits per key (0 disables filters).
     pub bloom_bits_per_key: f64,
@@ -321,6 +325,7 @@ pub struct Options {
     /// Handling of mid-log WAL corruption at recovery.
     pub wal_recovery: WalRecovery,
     /// Listeners of flush and compaction events.
+    #[serde(skip)]
     pub listeners: Vec<Arc<dyn EventListener>>,
     /// Start background flush and compaction threads (off only in tests that drive
     /// flushes and compactions by hand).
@@ -379,6 +384,7 @@ pub struct Options {
     pub tuner: crate::policy::TunerOptions,
     /// Faults to inject into every storage operation, and simulated power loss: for
     /// tests of failing I/O (see [`FaultInjector`](crate::storage::FaultInjector)).
+    #[serde(skip)]
     pub faults: Option<std::sync::Arc<crate::storage::FaultInjector>>,
 }
 
@@ -755,7 +761,7 @@ impl Default for ReadOptions {
 }
 
 /// How a change of a level's run limit K takes effect (RusKey 4.1-4.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Transition {
     /// Merge the level into the next one now; the new K applies to the emptied level (on
     /// the last level, or the deepest one holding data, which has nothing below, at once).

@@ -15,6 +15,11 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
+/// The system clock, shared (what options read back from a file run on).
+pub(crate) fn system_clock() -> std::sync::Arc<dyn Clock> {
+    std::sync::Arc::new(SystemClock)
+}
+
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
         SystemTime::now()

@@ -26,7 +26,7 @@ pub use trace::{TraceHeader, TraceRow, TransferRow};
 use crate::{Error, Result};
 
 /// How access statistics are collected.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct AccessOptions {
     /// Key numbers per range at collection time (Leaper's initial size A; the learner's
     /// Algorithm 1 picks a multiple of it). Default 10.
@@ -46,6 +46,7 @@ pub struct AccessOptions {
     /// spares most requests the shared transfer map. Default 16.
     pub transfer_sample: u64,
     /// The clock slots are measured on.
+    #[serde(skip, default = "crate::access::clock::system_clock")]
     pub clock: Arc<dyn Clock>,
 }
 

@@ -23,7 +23,7 @@ use crate::{Error, Result};
 const SHARDS: usize = 64;
 
 /// How the query store collects.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RecordOptions {
     /// Share of records tracked, in (0, 1]. Default 1.0 (SA-LSM's service needs the
     /// records it is to place; a lower rate leaves the untracked ones on the hot tier).
@@ -37,6 +37,7 @@ pub struct RecordOptions {
     /// Length of a day in milliseconds (a simulation may shorten it). Default 86,400,000.
     pub day_ms: u64,
     /// The clock times are read from.
+    #[serde(skip, default = "crate::access::clock::system_clock")]
     pub clock: Arc<dyn Clock>,
 }
 

@@ -21,7 +21,7 @@ pub use device::{DeviceModel, IoOp};
 pub use timeline::{DeviceStats, IoTally, VirtualClock, VirtualStats};
 
 /// Which clock a database runs on (`Options::clock`).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Clock {
     /// Real time; tiers' device profiles add latency by sleeping.
     #[default]

@@ -47,6 +47,7 @@ fn is_cairn_file(name: &str) -> bool {
         || name == "CURRENT"
         || name == "CURRENT.tmp"
         || name.starts_with("MANIFEST-")
+        || crate::options_file::is_options_file(name)
         || name.ends_with(".log")
         || name.ends_with(".sst")
         || name.ends_with(".vlog")
@@ -215,6 +216,9 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     } else {
         Some(lock_dir(path)?)
     };
+    if exists {
+        check_saved_options(path, &opts)?;
+    }
     let (env, vclock) = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
         .with_faults(opts.faults.clone())
         .with_clock(&opts.clock)?;
@@ -340,6 +344,10 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
         inner.replay_wals_in_memory(log_number)?;
     } else {
         inner.replay_wals(log_number, first_wal)?;
+        // Advisory: a database opens without it (tools are then told the options).
+        if let Err(e) = crate::options_file::save(&inner.env, path, &inner.opts) {
+            log::warn!("cairn: the options file was not written: {e}");
+        }
     }
     if let crate::policy::PrefetchPolicy::Leaper(p) = &inner.opts.prefetch {
         if let Some(model) = p.model.clone() {
@@ -348,6 +356,19 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
         }
     }
     Ok(inner)
+}
+
+/// Refuses options that contradict the database's saved ones (its levels, its tiers). A
+/// damaged options file only warns: it is advisory, and this open writes a new one.
+fn check_saved_options(path: &Path, opts: &Options) -> Result<()> {
+    match crate::options_file::latest(path) {
+        Ok(Some(saved)) => crate::options_file::check_compatible(&saved, opts),
+        Ok(None) => Ok(()),
+        Err(e) => {
+            log::warn!("cairn: the options file is unreadable, not checked: {e}");
+            Ok(())
+        }
+    }
 }
 
 /// Every value-log file and every table the manifest names must be there, tables at

@@ -55,7 +55,7 @@ impl Placement for AgeTierPlacement {
 }
 
 /// Which placement a column family uses.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum PlacementPolicy {
     /// Passive compaction by level size only (no proactive compaction).
     #[default]
@@ -71,7 +71,7 @@ pub enum PlacementPolicy {
 }
 
 /// Hot/cold placement and proactive compaction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PlacementOptions {
     /// The placement rule.
     pub policy: PlacementPolicy,
@@ -93,6 +93,7 @@ pub struct PlacementOptions {
     /// used. `None`: sets never go stale.
     pub max_cold_set_age_ms: Option<u64>,
     /// The clock for the age rule and staleness (a bench drives simulated days).
+    #[serde(skip, default = "crate::access::clock::system_clock")]
     pub clock: Arc<dyn Clock>,
 }
 

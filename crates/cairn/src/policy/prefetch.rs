@@ -106,7 +106,7 @@ impl HotRangeSource for HotRangePredictor {
 }
 
 /// Leaper's settings.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LeaperParams {
     /// A model bundle to load at open for the default column family (others:
     /// [`Db::load_leaper_model`](crate::Db::load_leaper_model)). Needs `Options::access`.
@@ -139,7 +139,7 @@ impl Default for LeaperParams {
 }
 
 /// What happens to cached blocks around flushes and compactions.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub enum PrefetchPolicy {
     /// Nothing; dead blocks age out of the LRU.
     Lru,
@@ -154,7 +154,9 @@ pub enum PrefetchPolicy {
     WarmAll,
     /// Leaper's two-phase prefetcher.
     Leaper(LeaperParams),
-    /// Leaper's mechanism with hot ranges that a bench knows in advance.
+    /// Leaper's mechanism with hot ranges that a bench knows in advance (not kept in an
+    /// options file: the source is code).
+    #[serde(skip)]
     Oracle(Arc<dyn HotRangeSource>),
 }
 

@@ -11,7 +11,7 @@ use crate::options::Transition;
 use crate::Result;
 
 /// Which tuner runs after each mission.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum TunerPolicy {
     /// No tuner: K_i stays as configured (the static baselines).
     #[default]
@@ -29,7 +29,7 @@ pub enum TunerPolicy {
 }
 
 /// Options of the compaction-policy tuner ([`Options::tuner`](crate::Options)).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TunerOptions {
     /// The tuner.
     pub policy: TunerPolicy,

@@ -11,7 +11,7 @@ use crate::{Error, Result};
 
 /// One storage tier: a directory for the tables of levels `first_level..` (up to the next
 /// tier's first level), with a device profile.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TierConfig {
     /// Directory; relative paths are inside the database directory.
     pub dir: PathBuf,

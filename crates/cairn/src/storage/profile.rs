@@ -5,7 +5,7 @@ use std::time::Duration;
 /// Read latency per 4 KiB at queue depth 1 comes from SA-LSM Table 4 (ESSD 228 us,
 /// HDD 5050 us). Write latency and bandwidth are not in the paper: the values here are
 /// assumptions typical of such devices, documented so experiments can state them.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum DeviceProfile {
     /// No added latency (the machine's own storage).
     None,

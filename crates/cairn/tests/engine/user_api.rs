@@ -336,3 +336,67 @@ fn a_read_only_open_runs_beside_the_writer_and_sees_its_moment() {
     assert_eq!(ro.get(&key8(5)).unwrap().as_deref(), Some(&b"second"[..]));
     assert_eq!(ro.get(b"later").unwrap().as_deref(), Some(&b"x"[..]));
 }
+
+fn options_files(dir: &std::path::Path) -> Vec<String> {
+    listing(dir)
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| n.starts_with("OPTIONS-"))
+        .collect()
+}
+
+#[test]
+fn the_options_file_gives_back_the_options_and_refuses_contradictions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut opts = cairn::presets::by_name("sa-lsm").expect("preset");
+    opts.write_buffer_size = 123 << 10;
+    opts.value_threshold = Some(77);
+    for _ in 0..3 {
+        let db = Db::open(&dir, opts.clone()).unwrap();
+        db.put(&WriteOptions::default(), b"k", b"v").unwrap();
+        db.close().unwrap();
+    }
+    assert_eq!(options_files(&dir).len(), 2, "the two newest are kept");
+    let back = Options::load_latest(&dir).unwrap();
+    assert_eq!(back.write_buffer_size, 123 << 10);
+    assert_eq!(back.value_threshold, Some(77));
+    assert_eq!(back.tiers, opts.tiers);
+    assert_eq!(back.index, opts.index);
+    assert_eq!(back.num_levels, opts.num_levels);
+    let db = Db::open(&dir, back).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    db.close().unwrap();
+
+    // Fewer levels, or other tiers, contradict the database.
+    let fewer = Options {
+        num_levels: opts.num_levels - 1,
+        ..opts.clone()
+    };
+    assert!(
+        matches!(Db::open(&dir, fewer), Err(Error::InvalidArgument(m)) if m.contains("options file"))
+    );
+    let mut moved = opts.clone();
+    moved.tiers[1].dir = "elsewhere".into();
+    assert!(matches!(Db::open(&dir, moved), Err(Error::InvalidArgument(m)) if m.contains("tiers")));
+
+    // Damage: a clear error from load_latest; an open warns and writes a sound one.
+    let newest = dir.join(options_files(&dir).pop().unwrap());
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&newest, bytes).unwrap();
+    assert!(Options::load_latest(&dir).is_err_and(|e| e.is_corruption()));
+    Db::open(&dir, opts.clone()).unwrap().close().unwrap();
+    assert_eq!(
+        Options::load_latest(&dir).unwrap().write_buffer_size,
+        123 << 10
+    );
+    // A database without one says so.
+    let bare = tmp.path().join("bare");
+    std::fs::create_dir(&bare).unwrap();
+    assert!(matches!(
+        Options::load_latest(&bare),
+        Err(Error::InvalidArgument(_))
+    ));
+}

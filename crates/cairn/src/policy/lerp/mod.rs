@@ -29,7 +29,7 @@ pub const K_SLOTS: usize = 6;
 pub const STATE_DIM: usize = 8 + K_SLOTS;
 
 /// Lerp's parameters.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LerpParams {
     /// Which levels learn and how the rest follow (5.2).
     pub propagation: Propagation,
