@@ -71,9 +71,8 @@ impl PyDb {
         read_only: bool,
     ) -> PyResult<Self> {
         // Neither given: the options the database saved, where it has an options file.
-        let saved = preset.is_none()
-            && options.is_none()
-            && cairn::options_file::has_options_file(&path);
+        let saved =
+            preset.is_none() && options.is_none() && cairn::options_file::has_options_file(&path);
         let opts = if saved {
             let p = path.clone();
             py.detach(|| cairn::Options::load_latest(&p)).py_err()?

@@ -724,8 +724,9 @@ pub struct WriteOptions {
     pub sync: bool,
     /// Write to the memtables only, not the write-ahead log (RocksDB's `disableWAL`): for
     /// bulk loads that can be redone. Such a write is durable once its memtable is flushed
-    /// ([`Db::flush`](crate::Db::flush)); a crash before that loses it, even where later
-    /// logged writes survive. Cannot be combined with `sync`.
+    /// ([`Db::flush`](crate::Db::flush); `close` flushes when there were such writes); a
+    /// crash before that loses it, even where later logged writes survive. Cannot be
+    /// combined with `sync`.
     pub disable_wal: bool,
     /// The column (of the application's row) the write updates, for SA-LSM's query store:
     /// per-column update counts are among the survival model's features (§2.2.3). None:

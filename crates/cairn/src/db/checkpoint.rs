@@ -7,12 +7,15 @@
 //! set locked (no table is installed or deleted meanwhile, no log is started), the copy
 //! gets a manifest that describes the current versions, the write-ahead logs it still
 //! needs (copied: the newest is being appended to, and is copied with the log locked, so
-//! at a record boundary) and a `CURRENT`. It is built under `<dir>.tmp` and renamed into
-//! place, so a checkpoint that failed halfway leaves no directory that looks like one.
+//! at a record boundary), the options file and a `CURRENT`. It is built in a fresh
+//! `<dir>.tmp-<pid>-<n>` and renamed into place, so a checkpoint that failed halfway
+//! leaves no directory that looks like one (and no directory of the user's is removed).
+//! The version set stays locked while files are linked (or copied across file systems):
+//! flushes and compactions wait for it.
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
@@ -27,13 +30,15 @@ fn io(path: &Path, e: std::io::Error) -> Error {
     Error::io(path.display().to_string(), e)
 }
 
-/// `to` as a hard link to `from`, or a copy where links cannot be made (another file
-/// system); either way durable.
+/// `to` as a hard link to `from`, or a copy where `to` is on another file system; either
+/// way durable. Any other failure is an error (a copy over an existing file could empty
+/// the source, were it the same file).
 fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
-    if fs::hard_link(from, to).is_ok() {
-        return Ok(());
+    match fs::hard_link(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => copy_synced(from, to),
+        Err(e) => Err(io(to, e)),
     }
-    copy_synced(from, to)
 }
 
 /// A copy of `from`'s bytes at `to`, synced.
@@ -42,6 +47,22 @@ fn copy_synced(from: &Path, to: &Path) -> Result<()> {
     fs::File::open(to)
         .and_then(|f| f.sync_all())
         .map_err(|e| io(to, e))
+}
+
+/// A directory beside `dir` that did not exist, for building the copy in.
+fn fresh_tmp(dir: &Path) -> Result<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut name = dir.as_os_str().to_owned();
+        name.push(format!(".tmp-{}-{n}", std::process::id()));
+        let tmp = PathBuf::from(name);
+        match fs::create_dir(&tmp) {
+            Ok(()) => return Ok(tmp),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&tmp, e)),
+        }
+    }
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -58,15 +79,10 @@ impl DbInner {
                 dir.display()
             )));
         }
+        self.check_open()?;
         let tiers = self.checkpoint_tiers()?;
-        let mut tmp = dir.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        if tmp.exists() {
-            // What an earlier checkpoint that failed halfway left.
-            fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-        }
         self.flush_and_wait()?;
+        let tmp = fresh_tmp(dir)?;
         let made = self.fill_checkpoint(&tmp, &tiers).and_then(|()| {
             fs::rename(&tmp, dir).map_err(|e| io(dir, e))?;
             match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -81,20 +97,28 @@ impl DbInner {
     }
 
     /// Each tier's directory relative to the database's: where its files go in the copy.
-    /// A tier outside the database directory has no place there.
+    /// A tier outside the database directory (absolute elsewhere, or through `..`) has no
+    /// place there.
     fn checkpoint_tiers(&self) -> Result<Vec<PathBuf>> {
         (0..self.env.num_tiers())
             .map(|t| {
                 let d = self.env.tier_dir(t);
-                d.strip_prefix(&self.path)
-                    .map(Path::to_path_buf)
-                    .map_err(|_| {
-                        Error::InvalidArgument(format!(
-                            "tier directory {} lies outside the database directory: a \
-                             checkpoint cannot hold it",
-                            d.display()
-                        ))
-                    })
+                let outside = || {
+                    Error::InvalidArgument(format!(
+                        "tier directory {} lies outside the database directory: a \
+                         checkpoint cannot hold it",
+                        d.display()
+                    ))
+                };
+                let rel = d.strip_prefix(&self.path).map_err(|_| outside())?;
+                let plain = rel
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+                if plain {
+                    Ok(rel.to_path_buf())
+                } else {
+                    Err(outside())
+                }
             })
             .collect()
     }
@@ -153,6 +177,7 @@ impl DbInner {
             FileKind::Manifest,
             format!("MANIFEST-{manifest_no:06}\n").as_bytes(),
         )?;
+        crate::options_file::save(&out_env, out, &self.opts)?;
         self.copy_learned_state(out)?;
         for rel in tiers {
             sync_dir(&out.join(rel))?;

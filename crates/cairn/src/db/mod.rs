@@ -185,6 +185,9 @@ pub(crate) struct DbInner {
     pub(crate) jobs: jobs::Jobs,
     pub(crate) stats: Arc<StatsInner>,
     pub(crate) shutdown: AtomicBool,
+    /// A write kept out of the log ([`WriteOptions::disable_wal`]) may be in a memtable:
+    /// close flushes, or a clean reopen would lose it.
+    pub(crate) unlogged: AtomicBool,
     pub(crate) next_mem_id: AtomicU64,
     /// Separated values: reads, file sizes, counters.
     pub(crate) vlog: Arc<crate::vlog::VlogStore>,
@@ -706,8 +709,8 @@ impl Db {
     /// system), and the write-ahead logs still needed are copied with a manifest of the
     /// current state. Writes acknowledged before the call are in the copy. Open it with
     /// the same options; tier directories must lie inside the database directory (they
-    /// keep their relative place in the copy). Built under `<dir>.tmp` and renamed, so a
-    /// failed checkpoint leaves no `dir`.
+    /// keep their relative place in the copy). Built in a fresh `<dir>.tmp-*` beside it
+    /// and renamed, so a failed checkpoint leaves no `dir`.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
         crate::events::refuse_in_callback(self.inner.id(), "checkpoint")?;
         self.inner.checkpoint(dir.as_ref())
@@ -848,6 +851,13 @@ impl Db {
         if self.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
+        // Writes kept out of the log live only in the memtables: flush them (the log
+        // brings the rest back at reopen). Before the threads stop, which flush too.
+        let flushed = if self.inner.unlogged.load(Ordering::Acquire) {
+            self.inner.flush_and_wait()
+        } else {
+            Ok(())
+        };
         self.inner.shutdown.store(true, Ordering::SeqCst);
         self.inner.bg_cv.notify_all();
         self.inner.queue_cv.notify_all();
@@ -873,7 +883,7 @@ impl Db {
         if let Err(e) = stats_file::save(&self.inner.env, &self.inner.path, &self.stats()) {
             log::warn!("cairn: {} not written: {e}", stats_file::STATS_FILE);
         }
-        Ok(())
+        flushed
     }
 }
 
@@ -1085,7 +1095,7 @@ impl DbInner {
         // Memtables, then the point cache (KV, KP), then the levels.
         let mut admit = None;
         if let (Some(rc), Some(g)) = (&self.read_cache, generation) {
-            let cached = self.get_cached(rc, g, sv, cf, key, seq)?;
+            let cached = self.get_cached(rc, g, sv, cf, key, seq, ro.fill_cache)?;
             if let Some(c) = &mut clock {
                 c.lap(Step::PointCache);
             }

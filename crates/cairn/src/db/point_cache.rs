@@ -19,6 +19,9 @@ pub(crate) enum Cached {
 }
 
 impl DbInner {
+    /// `fill`: a KP hit may put its block in the block cache and move to the KV cache
+    /// ([`ReadOptions::fill_cache`](crate::ReadOptions::fill_cache)).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_cached(
         &self,
         rc: &ReadCache,
@@ -27,25 +30,29 @@ impl DbInner {
         cf: u32,
         key: &[u8],
         seq: u64,
+        fill: bool,
     ) -> Result<Cached> {
         match rc.lookup_point(cf, key, seq) {
             PointLookup::Value(v) => Ok(Cached::Answer(Some(v))),
             PointLookup::Miss { ghost_hit } => Ok(Cached::Miss { ghost_hit }),
-            PointLookup::Pointer(ptr) => match self.follow_pointer(rc, sv, cf, key, seq, ptr)? {
-                Some(v) => {
-                    rc.pointer_followed();
-                    if let Some(v) = &v {
-                        rc.promote(generation, cf, key, v, ptr);
+            PointLookup::Pointer(ptr) => {
+                match self.follow_pointer(rc, sv, cf, key, seq, ptr, fill)? {
+                    Some(v) => {
+                        rc.pointer_followed();
+                        if let (Some(v), true) = (&v, fill) {
+                            rc.promote(generation, cf, key, v, ptr);
+                        }
+                        Ok(Cached::Answer(v))
                     }
-                    Ok(Cached::Answer(v))
+                    None => Ok(Cached::Miss { ghost_hit: false }),
                 }
-                None => Ok(Cached::Miss { ghost_hit: false }),
-            },
+            }
         }
     }
 
     /// The entry a KP pointer names, if its table is in `sv` and the entry is the cached
     /// version of `key`; `None` sends the read to the levels.
+    #[allow(clippy::too_many_arguments)]
     fn follow_pointer(
         &self,
         rc: &ReadCache,
@@ -54,6 +61,7 @@ impl DbInner {
         key: &[u8],
         seq: u64,
         ptr: KpPointer,
+        fill: bool,
     ) -> Result<Option<Option<Vec<u8>>>> {
         let found = sv.version.levels.iter().enumerate().find_map(|(level, l)| {
             l.runs
@@ -75,7 +83,10 @@ impl DbInner {
             return Ok(Some(Some(self.vlog.get_decoded(key, &vp)?)));
         }
         let table = self.tables.get(&f, level)?;
-        let mut trace = ReadTrace::default();
+        let mut trace = ReadTrace {
+            no_fill: !fill,
+            ..ReadTrace::default()
+        };
         let block = table.read_block_at(ptr.block, &mut trace);
         counters.record(&trace);
         let block = block?;

@@ -203,9 +203,47 @@ pub(crate) fn open_read_only(path: &Path, mut opts: Options) -> Result<DbInner> 
     // Every file is opened now and kept open (value logs are at the files' check): a
     // writer beside this session may delete them, and an open file stays readable.
     opts.max_open_files = None;
-    let inner = open_with(path, opts, true)?;
-    inner.open_every_table()?;
-    Ok(inner)
+    // A writer beside it may install a flush or compaction while this reads the manifest,
+    // the logs and the tables (then delete logs and tables): what it read would mix two
+    // states. Every such change appends to the manifest or starts a new one first, so an
+    // open during which the manifest stayed as it was read one state.
+    let mut changed = None;
+    for attempt in 0..READ_ONLY_TRIES {
+        let before = manifest_mark(path);
+        let opened = open_with(path, opts.clone(), true);
+        // Unchanged: one state was read. No mark before but one after: the manifest named
+        // was gone by the time it was looked at (a roll), so changed. None both times:
+        // no database there, whatever the open said.
+        if manifest_mark(path) == before {
+            return opened;
+        }
+        changed = Some(opened.err());
+        // Back off: a busy writer changes the manifest every few milliseconds.
+        std::thread::sleep(std::time::Duration::from_millis(1 << attempt.min(6)));
+    }
+    let last = changed
+        .flatten()
+        .map_or(String::new(), |e| format!("; the last try: {e}"));
+    Err(Error::Io {
+        context: format!(
+            "{}: a writer beside it changed the database during each of {READ_ONLY_TRIES} \
+             read-only opens (try again){last}",
+            path.display()
+        ),
+        source: Arc::new(std::io::Error::from(std::io::ErrorKind::Interrupted)),
+    })
+}
+
+/// Read-only opens tried while a writer beside them keeps changing the tree.
+const READ_ONLY_TRIES: usize = 16;
+
+/// What changes whenever a writer installs an edit: `CURRENT`, and the length of the
+/// manifest it names (edits are appended).
+fn manifest_mark(path: &Path) -> Option<(Vec<u8>, u64)> {
+    let current = std::fs::read(current_path(path)).ok()?;
+    let name = std::str::from_utf8(&current).ok()?.trim_end();
+    let len = std::fs::metadata(path.join(name)).ok()?.len();
+    Some((current, len))
 }
 
 fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
@@ -219,7 +257,12 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     if exists {
         check_saved_options(path, &opts)?;
     }
-    let (env, vclock) = StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
+    let env = if read_only {
+        StorageEnv::existing(path, &opts.tiers, opts.latency_scale)?
+    } else {
+        StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
+    };
+    let (env, vclock) = env
         .with_faults(opts.faults.clone())
         .with_clock(&opts.clock)?;
     let env = env
@@ -325,6 +368,7 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
         jobs: Default::default(),
         stats,
         shutdown: AtomicBool::new(false),
+        unlogged: AtomicBool::new(false),
         next_mem_id: AtomicU64::new(1),
         vlog,
         gc_targets: Mutex::new(Default::default()),
@@ -341,6 +385,8 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
         _lock: lock,
     };
     if read_only {
+        // The tables first: once open they stay readable, and the logs are read whole.
+        inner.open_every_table()?;
         inner.replay_wals_in_memory(log_number)?;
     } else {
         inner.replay_wals(log_number, first_wal)?;

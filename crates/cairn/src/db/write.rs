@@ -180,6 +180,7 @@ impl DbInner {
         }
         let first = self.last_seq.load(Ordering::Acquire) + 1;
         let logged = if group[0].disable_wal {
+            self.unlogged.store(true, Ordering::Release);
             Ok(())
         } else {
             self.log(Some(&batch.encode(first)), sync)

@@ -102,6 +102,16 @@ impl StorageEnv {
     /// Sets up the environment for a database at `root`, creating tier directories.
     /// With no tiers, everything lives in `root` with no added latency.
     pub fn new(root: &Path, tiers: &[TierConfig], latency_scale: f64) -> Result<Self> {
+        Self::build(root, tiers, latency_scale, true)
+    }
+
+    /// As [`new`](Self::new), creating no directory (a read-only open): a tier
+    /// directory that is not there holds no file.
+    pub fn existing(root: &Path, tiers: &[TierConfig], latency_scale: f64) -> Result<Self> {
+        Self::build(root, tiers, latency_scale, false)
+    }
+
+    fn build(root: &Path, tiers: &[TierConfig], latency_scale: f64, create: bool) -> Result<Self> {
         let mut ts: Vec<Tier> = if tiers.is_empty() {
             vec![Tier {
                 dir: root.to_path_buf(),
@@ -133,7 +143,7 @@ impl StorageEnv {
                 "latency scale {latency_scale} must be a finite number >= 0"
             )));
         }
-        for t in &ts {
+        for t in ts.iter().filter(|_| create) {
             fs::create_dir_all(&t.dir).map_err(|e| Error::io(t.dir.display().to_string(), e))?;
         }
         Ok(StorageEnv {

@@ -102,6 +102,11 @@ fn a_checkpoint_opens_with_the_state_of_its_moment() {
     db.close().unwrap();
 
     assert!(cold_tables(&copy) > 0, "the tier's tables are in the copy");
+    assert_eq!(
+        Options::load_latest(&copy).unwrap().tiers,
+        options().tiers,
+        "the options file is in the copy"
+    );
     let report = Db::check(&copy, &options()).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     let c = Db::open(&copy, options()).unwrap();
@@ -173,19 +178,35 @@ fn checkpoints_beside_writers_hold_every_acknowledged_write() {
     writer.join().unwrap();
 }
 
+/// A tier outside the database directory, absolute or through `..` (which, beside the
+/// copy, would be the source's own directory): refused, the source untouched.
 #[test]
 fn a_tier_outside_the_database_cannot_be_checkpointed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let outside = tmp.path().join("elsewhere");
-    let mut opts = options();
-    opts.tiers[1].dir = outside;
-    let db = Db::open(tmp.path().join("db"), opts).unwrap();
-    db.put(&WriteOptions::default(), b"k", b"v").unwrap();
-    let dir = tmp.path().join("copy");
-    assert!(matches!(
-        db.checkpoint(&dir),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(!dir.exists());
-    assert!(!tmp.path().join("copy.tmp").exists());
+    for outside in ["ABSOLUTE", "../cold"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut opts = options();
+        opts.tiers[1].dir = match outside {
+            "ABSOLUTE" => tmp.path().join("elsewhere"),
+            rel => rel.into(),
+        };
+        let db = Db::open(tmp.path().join("db"), opts).unwrap();
+        for i in 0..3000u32 {
+            db.put(&WriteOptions::default(), &key8(i), &[3u8; 50])
+                .unwrap();
+        }
+        db.compact_range(None, None).unwrap();
+        let dir = tmp.path().join("copy");
+        assert!(matches!(
+            db.checkpoint(&dir),
+            Err(Error::InvalidArgument(_))
+        ));
+        let left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("copy"))
+            .collect();
+        assert!(left.is_empty(), "{outside}: left {left:?}");
+        assert_eq!(db.scan::<&[u8], _>(..).unwrap().count(), 3000);
+    }
 }

@@ -195,6 +195,29 @@ fn sync_wal_makes_earlier_unsynced_writes_durable() {
 }
 
 #[test]
+fn writes_without_the_log_survive_a_clean_close() {
+    let tmp = tempfile::tempdir().unwrap();
+    let unlogged = WriteOptions {
+        disable_wal: true,
+        ..WriteOptions::default()
+    };
+    for background in [false, true] {
+        let dir = tmp.path().join(format!("db-{background}"));
+        let opts = Options {
+            background_work: background,
+            ..small()
+        };
+        let db = Db::open(&dir, opts.clone()).unwrap();
+        db.put(&unlogged, b"bulk", b"1").unwrap();
+        db.put(&WriteOptions::default(), b"logged", b"2").unwrap();
+        db.close().unwrap();
+        let db = Db::open(&dir, opts).unwrap();
+        assert_eq!(db.get(b"bulk").unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(db.get(b"logged").unwrap().as_deref(), Some(&b"2"[..]));
+    }
+}
+
+#[test]
 fn writes_without_the_log_last_once_flushed_and_never_sync() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
@@ -399,4 +422,61 @@ fn the_options_file_gives_back_the_options_and_refuses_contradictions() {
         Options::load_latest(&bare),
         Err(Error::InvalidArgument(_))
     ));
+}
+
+/// Read-only opens while a writer flushes and compacts beside them: each shows a prefix
+/// of the writes (never later writes without earlier ones, never an error about a file
+/// the manifest it read named and the writer deleted).
+#[test]
+fn read_only_opens_beside_a_busy_writer_see_a_prefix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let opts = Options {
+        write_buffer_size: 128 << 10,
+        target_file_size: 128 << 10,
+        level1_bytes: 512 << 10,
+        ..Options::small()
+    };
+    let db = Arc::new(Db::open(&dir, opts.clone()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u32;
+            // Bursts of writes (each a few flushes and compactions), then a pause.
+            while !stop.load(Ordering::Relaxed) && n < 400_000 {
+                db.put(&WriteOptions::default(), &key8(n), &[9u8; 40])
+                    .unwrap();
+                n += 1;
+                if n.is_multiple_of(5000) {
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                }
+            }
+            n
+        })
+    };
+    let mut seen = 0;
+    for round in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let ro = Db::open_read_only(&dir, opts.clone())
+            .unwrap_or_else(|e| panic!("round {round}: read-only open failed: {e}"));
+        let keys: Vec<Vec<u8>> = ro
+            .scan::<&[u8], _>(..)
+            .unwrap()
+            .map(|r| r.unwrap().0)
+            .collect();
+        assert!(
+            keys.iter().enumerate().all(|(i, k)| *k == key8(i as u32)),
+            "round {round}: {} keys, not a prefix of the writes",
+            keys.len()
+        );
+        assert!(keys.len() >= seen, "round {round}: went back");
+        seen = keys.len();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let n = writer.join().unwrap();
+    assert!(
+        db.stats().flushes > 2 && n > 1000,
+        "the writer was busy ({n} writes)"
+    );
 }
