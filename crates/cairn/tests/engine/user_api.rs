@@ -493,3 +493,55 @@ fn read_only_opens_beside_a_busy_writer_see_a_prefix() {
     );
     assert!(opened >= 5, "{opened} of 20 read-only opens got through");
 }
+
+/// AC-Key's point cache: a read without filling is answered by a key-pointer entry but
+/// does not promote it to the key-value cache; the same read with filling does.
+#[test]
+fn reads_without_fill_cache_leave_ac_keys_point_cache_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let opts = Options {
+        read_cache: cairn::ReadCachePolicy::Fixed {
+            kv: 5,
+            kp: 5,
+            block: 0,
+        },
+        block_cache_bytes: 1 << 20,
+        ..small()
+    };
+    let db = Db::open(&dir, opts).unwrap();
+    for i in 0..2000 {
+        db.put(&WriteOptions::default(), &key8(i), &[5u8; 30])
+            .unwrap();
+    }
+    db.flush().unwrap();
+    let no_fill = ReadOptions {
+        fill_cache: false,
+        ..ReadOptions::default()
+    };
+    let cf = db.default_cf();
+    let k = key8(1234);
+    // Not admitted without filling.
+    db.get_opt(&no_fill, &cf, &k).unwrap();
+    let rc = db.stats().read_cache;
+    assert_eq!(rc.kv_entries + rc.kp_entries, 0, "{rc:?}");
+    db.get(&k).unwrap();
+    let after_admit = db.stats().read_cache;
+    assert_eq!(
+        after_admit.kp_entries, 1,
+        "admitted as a key pointer: {after_admit:?}"
+    );
+    assert_eq!(
+        db.get_opt(&no_fill, &cf, &k).unwrap().as_deref(),
+        Some(&[5u8; 30][..])
+    );
+    let rc = db.stats().read_cache;
+    assert_eq!(
+        rc.kp_hits,
+        after_admit.kp_hits + 1,
+        "answered by the pointer"
+    );
+    assert_eq!(rc.kv_entries, 0, "not promoted without filling: {rc:?}");
+    db.get(&k).unwrap();
+    assert_eq!(db.stats().read_cache.kv_entries, 1, "promoted with filling");
+}
