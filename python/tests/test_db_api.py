@@ -349,3 +349,33 @@ def test_repr_path_and_latest_seq(db, db_path):
     s0 = db.latest_seq
     db[b"a"] = b"b"
     assert db.latest_seq == s0 + 1
+
+
+def test_compression_options(tmp_path, native):
+    d = cairn.default_options()
+    assert (d["compression"], d["compression_per_level"], d["bottommost_compression"]) == (
+        "lz4",
+        ["none", "none"],
+        "zstd",
+    )
+    written = {}
+    # Every setting reads back what the others wrote, across reopens.
+    for c in ("zstd:9", "none", "lz4"):
+        opts = {
+            "compression": c,
+            "compression_per_level": [],
+            "bottommost_compression": None,
+            "write_buffer_size": 1 << 16,
+        }
+        with cairn.Db(tmp_path / "packed", options=opts) as db:
+            assert db.options()["compression"] == c
+            for i in range(2000):
+                k = b"%s-%06d" % (c.encode(), i)
+                written[k] = k * 4
+                db[k] = k * 4
+            db.flush()
+            db.compact_range()
+            assert all(db[k] == v for k, v in written.items())
+    for bad in ({"compression": "snappy"}, {"compression": "zstd:99"}):
+        with pytest.raises(cairn.InvalidArgument):
+            cairn.Db(tmp_path / "bad", options=bad)

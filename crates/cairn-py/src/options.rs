@@ -2,7 +2,7 @@
 //! Only plain values are reachable this way (sizes, counts, flags, enums by name); the
 //! learned parts are chosen with presets, which set their many parameters consistently.
 
-use cairn::{BloomAllocation, Options, WalRecovery};
+use cairn::{BloomAllocation, Compression, Options, WalRecovery};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -25,6 +25,18 @@ pub const OPTION_NAMES: &[(&str, &str)] = &[
         "int: memtables (active + immutable) before writes wait",
     ),
     ("block_size", "int: target size of a data block"),
+    (
+        "compression",
+        "str: block compression of levels compression_per_level does not name: 'none', 'lz4', 'zstd' or 'zstd:LEVEL'",
+    ),
+    (
+        "compression_per_level",
+        "list[str]: compression of levels 0, 1, ... (default ['none', 'none'])",
+    ),
+    (
+        "bottommost_compression",
+        "str | None: compression of the deepest level holding data (None: as its level)",
+    ),
     ("block_cache_bytes", "int: byte budget of the read cache"),
     (
         "block_cache_shards",
@@ -152,6 +164,20 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         "write_buffer_size" => o.write_buffer_size = v.extract()?,
         "max_write_buffers" => o.max_write_buffers = v.extract()?,
         "block_size" => o.block_size = v.extract()?,
+        "compression" => o.compression = compression(name, &v.extract::<String>()?)?,
+        "compression_per_level" => {
+            o.compression_per_level = v
+                .extract::<Vec<String>>()?
+                .iter()
+                .map(|s| compression(name, s))
+                .collect::<PyResult<_>>()?
+        }
+        "bottommost_compression" => {
+            o.bottommost_compression = match v.extract::<Option<String>>()? {
+                None => None,
+                Some(s) => Some(compression(name, &s)?),
+            }
+        }
         "block_cache_bytes" => o.block_cache_bytes = v.extract()?,
         "block_cache_shards" => o.block_cache_shards = v.extract()?,
         "bloom_bits_per_key" => o.bloom_bits_per_key = v.extract()?,
@@ -212,6 +238,11 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+fn compression(name: &str, s: &str) -> PyResult<Compression> {
+    Compression::parse(s)
+        .ok_or_else(|| bad_choice(name, s, "'none', 'lz4', 'zstd' or 'zstd:LEVEL'"))
+}
+
 fn bad_choice(name: &str, got: &str, want: &str) -> PyErr {
     InvalidArgument::new_err(format!("option {name:?} is {got:?}, expected {want}"))
 }
@@ -224,6 +255,13 @@ pub fn to_dict<'py>(py: Python<'py>, o: &Options) -> PyResult<Bound<'py, PyDict>
     d.set_item("write_buffer_size", o.write_buffer_size)?;
     d.set_item("max_write_buffers", o.max_write_buffers)?;
     d.set_item("block_size", o.block_size)?;
+    d.set_item("compression", o.compression.name())?;
+    let per_level: Vec<String> = o.compression_per_level.iter().map(|c| c.name()).collect();
+    d.set_item("compression_per_level", PyList::new(py, per_level)?)?;
+    d.set_item(
+        "bottommost_compression",
+        o.bottommost_compression.map(|c| c.name()),
+    )?;
     d.set_item("block_cache_bytes", o.block_cache_bytes)?;
     d.set_item("block_cache_shards", o.block_cache_shards)?;
     d.set_item("bloom_bits_per_key", o.bloom_bits_per_key)?;

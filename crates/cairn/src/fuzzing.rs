@@ -31,6 +31,7 @@ use std::sync::{Arc, OnceLock};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, LruBlockCache};
 use crate::coding::{get_varint, put_varint};
+use crate::compression::{compress, decompress, Compression};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::learned::gbdt::GbdtModel;
@@ -63,6 +64,7 @@ pub type Target = fn(&[u8]);
 /// directory).
 pub const TARGETS: &[(&str, Target)] = &[
     ("block", block),
+    ("compressed_block", compressed_block),
     ("index_block", index_block),
     ("bloom", bloom),
     ("table", table),
@@ -168,6 +170,24 @@ pub fn block(data: &[u8]) {
         let _ = (b.charge(), b.take_warmed());
         b.mark_warmed();
         assert!(b.take_warmed());
+    }
+}
+
+/// `[codec][payload]`: a compressed block's stored bytes (the codec as a trailer's high
+/// half names it). Whatever decodes is read as a data block; and the input's own bytes
+/// compressed by each codec must decode back to themselves.
+pub fn compressed_block(data: &[u8]) {
+    let Some((&codec, payload)) = data.split_first() else {
+        return;
+    };
+    if let Some(contents) = typed("decompress", decompress(codec & 0x0f, payload, NAME, 0)) {
+        block(&contents);
+    }
+    for c in [Compression::Lz4, Compression::ZSTD] {
+        if let Some(packed) = compress(c, payload) {
+            let back = decompress(c.code(), &packed, NAME, 0).expect("own output decodes");
+            assert_eq!(back, payload, "{c:?} round trip");
+        }
     }
 }
 
@@ -686,6 +706,7 @@ fn plr_fixture() -> &'static PlrFixture {
                 bloom_bits_per_key: 10.0,
                 fixed_width_entries: false,
                 cache_local_filter: true,
+                compression: Compression::None,
             },
         );
         let file = scratch_files(&bytes, 1).pop().expect("one file");
@@ -1089,7 +1110,22 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             build_table(&small, seed_table_opts(128, 10.0)),
             build_table(&small[..5], seed_table_opts(4096, 0.0)),
             build_table(&[], seed_table_opts(4096, 10.0)),
+            build_table(
+                &small,
+                TableBuildOptions {
+                    compression: Compression::Lz4,
+                    ..seed_table_opts(512, 10.0)
+                },
+            ),
+            build_table(
+                &small,
+                TableBuildOptions {
+                    compression: Compression::ZSTD,
+                    ..seed_table_opts(512, 10.0)
+                },
+            ),
         ],
+        "compressed_block" => compressed_block_seeds(&small),
         "log_reader" => {
             let records = vec![
                 sample_batch().encode(42),
@@ -1185,6 +1221,7 @@ fn seed_table_opts(block_size: usize, bloom_bits_per_key: f64) -> TableBuildOpti
         bloom_bits_per_key,
         fixed_width_entries: false,
         cache_local_filter: true,
+        compression: Compression::None,
     }
 }
 
@@ -1210,6 +1247,19 @@ fn block_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
     v1.extend_from_slice(&offsets);
     v1.extend_from_slice(&8u32.to_le_bytes());
     vec![b.finish(), one.finish(), v1]
+}
+
+/// The block seeds compressed by each codec, behind their codec byte.
+fn compressed_block_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for raw in block_seeds(small) {
+        for c in [Compression::Lz4, Compression::ZSTD] {
+            if let Some(p) = compress(c, &raw) {
+                out.push([&[c.code()][..], &p].concat());
+            }
+        }
+    }
+    out
 }
 
 /// Index blocks of a small table, with the data end and entry count before them.

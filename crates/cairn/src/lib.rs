@@ -24,6 +24,7 @@ pub mod cache;
 pub mod clock;
 pub mod coding;
 pub mod compaction;
+pub mod compression;
 pub mod db;
 pub mod error;
 pub mod events;
@@ -49,6 +50,7 @@ pub mod vlog;
 
 pub use batch::WriteBatch;
 pub use clock::{Clock, DeviceModel, VirtualClock};
+pub use compression::Compression;
 pub use db::{
     CfInfo, CheckIssue, CheckProgress, CheckReport, ColumnFamily, Db, DbIterator, LevelInfo,
     ManifestInfo, ProactiveReport, RepairMethod, RepairReport, RunInfo, Scan, Snapshot,

@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::compression::Compression;
 use crate::events::EventListener;
 use crate::storage::TierConfig;
+use crate::table::TableBuildOptions;
 use crate::{Error, Result};
 
 /// How bloom-filter bits per key are spread over levels.
@@ -215,8 +217,20 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Memtables (active + immutable) allowed before writes stop and wait for flushes.
     pub max_write_buffers: usize,
-    /// Target size of a data block.
+    /// Target size of a data block (before compression).
     pub block_size: usize,
+    /// How data and index blocks are compressed at levels that
+    /// [`compression_per_level`](Self::compression_per_level) does not name. Default: LZ4.
+    pub compression: Compression,
+    /// Compression of level `i` for each `i` it covers (levels past its end use
+    /// [`compression`](Self::compression)). Default: none at levels 0 and 1, where flushes
+    /// and the busiest compactions write and data is soon rewritten (RocksDB's tuning
+    /// advice).
+    pub compression_per_level: Vec<Compression>,
+    /// Compression of tables written to the bottommost level (the deepest level holding
+    /// data, where most of it lives), whatever its level's setting; `None`: as its level.
+    /// Default: Zstandard level 3, as RocksDB recommends.
+    pub bottommost_compression: Option<Compression>,
     /// Byte budget of the block cache (ignored when `block_cache` is set).
     pub block_cache_bytes: usize,
     /// Number of shards of the block cache; 0 (the default): one per 512 KiB of
@@ -406,6 +420,9 @@ impl Default for Options {
             write_buffer_size: 64 << 20,
             max_write_buffers: 3,
             block_size: 4096,
+            compression: Compression::Lz4,
+            compression_per_level: vec![Compression::None, Compression::None],
+            bottommost_compression: Some(Compression::ZSTD),
             block_cache_bytes: 32 << 20,
             block_cache_shards: 0,
             block_cache_hot_share: crate::cache::DEFAULT_HOT_SHARE,
@@ -456,6 +473,9 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("write_buffer_size", &self.write_buffer_size)
             .field("block_size", &self.block_size)
+            .field("compression", &self.compression)
+            .field("compression_per_level", &self.compression_per_level)
+            .field("bottommost_compression", &self.bottommost_compression)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("bloom_allocation", &self.bloom_allocation)
@@ -516,6 +536,16 @@ impl Options {
         }
     }
 
+    /// These options with every level's tables compressed as `c` (no per-level setting,
+    /// no bottommost override): one codec everywhere, as a benchmark sets both engines,
+    /// or `Compression::None` where sizes on disk must equal the bytes written.
+    pub fn with_compression(mut self, c: Compression) -> Self {
+        self.compression = c;
+        self.compression_per_level.clear();
+        self.bottommost_compression = None;
+        self
+    }
+
     /// Checks every option; returns the first problem found.
     pub fn validate(&self) -> Result<()> {
         if self.write_buffer_size < 4096 {
@@ -533,6 +563,7 @@ impl Options {
                 self.block_size
             ));
         }
+        self.validate_compression()?;
         if !(self.block_cache_hot_share.is_finite()
             && (0.0..=1.0).contains(&self.block_cache_hot_share))
         {
@@ -690,6 +721,47 @@ impl Options {
             c = c.saturating_mul(self.size_ratio as u64);
         }
         c
+    }
+
+    /// How tables written to `level` are compressed, `deepest` being the deepest level that
+    /// will hold data once they are in (the bottommost level gets `bottommost_compression`;
+    /// a flush to level 0 never does).
+    pub fn compression_for_level(&self, level: usize, deepest: usize) -> Compression {
+        match self.bottommost_compression {
+            Some(c) if level > 0 && level >= deepest => c,
+            _ => self
+                .compression_per_level
+                .get(level)
+                .copied()
+                .unwrap_or(self.compression),
+        }
+    }
+
+    /// How to build a table written to `level` (see
+    /// [`compression_for_level`](Self::compression_for_level) for `deepest`).
+    pub fn table_build_options(&self, level: usize, deepest: usize) -> TableBuildOptions {
+        TableBuildOptions {
+            block_size: self.block_size,
+            bloom_bits_per_key: self.bloom_bits_for_level(level, deepest),
+            fixed_width_entries: self.fixed_width_entries,
+            cache_local_filter: self.cache_local_filter,
+            compression: self.compression_for_level(level, deepest),
+        }
+    }
+
+    fn validate_compression(&self) -> Result<()> {
+        if self.compression_per_level.len() > self.num_levels {
+            return invalid(format!(
+                "compression_per_level names {} levels of {}",
+                self.compression_per_level.len(),
+                self.num_levels
+            ));
+        }
+        let every = self.compression_per_level.iter().chain([&self.compression]);
+        for c in every.chain(self.bottommost_compression.as_ref()) {
+            c.validate()?;
+        }
+        Ok(())
     }
 
     /// Bloom bits per key for a table written to `level` when the deepest level holding

@@ -323,6 +323,7 @@ macro_rules! target_tests {
 
 target_tests!(
     block,
+    compressed_block,
     index_block,
     bloom,
     table,

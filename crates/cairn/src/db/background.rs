@@ -131,12 +131,7 @@ impl DbInner {
     }
 
     pub(super) fn table_options(&self, level: usize, deepest: usize) -> TableBuildOptions {
-        TableBuildOptions {
-            block_size: self.opts.block_size,
-            bloom_bits_per_key: self.opts.bloom_bits_for_level(level, deepest),
-            fixed_width_entries: self.opts.fixed_width_entries,
-            cache_local_filter: self.opts.cache_local_filter,
-        }
+        self.opts.table_build_options(level, deepest)
     }
 
     pub(super) fn output_file(

@@ -52,7 +52,7 @@ use crate::memtable::Memtable;
 use crate::merging::MergingIterator;
 use crate::options::Options;
 use crate::storage::{FileKind, StorageEnv};
-use crate::table::{Table, TableBuildOptions};
+use crate::table::Table;
 use crate::types::ValueKind;
 use crate::version::set::{current_path, manifest_path};
 use crate::version::{VersionEdit, VersionSet};
@@ -364,12 +364,7 @@ fn write_family(
         tier,
         level,
         column_family,
-        build: TableBuildOptions {
-            block_size: opts.block_size,
-            bloom_bits_per_key: opts.bloom_bits_for_level(level, level),
-            fixed_width_entries: opts.fixed_width_entries,
-            cache_local_filter: opts.cache_local_filter,
-        },
+        build: opts.table_build_options(level, level),
         target_file_size: opts.target_file_size,
         snapshots: &[],
         // Tombstones are kept: an older version of their key may survive outside this

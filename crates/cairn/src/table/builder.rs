@@ -6,10 +6,11 @@ use super::block::BlockBuilder;
 use super::bloom::{filter_enabled, BloomBuilder};
 use super::format::{
     block_trailer, BlockHandle, BlockType, Footer, FIXED_FORMAT_VERSION, FORMAT_VERSION,
-    PREFIXED_FORMAT_VERSION,
+    LOCAL_FILTER_FORMAT_VERSION, PREFIXED_FORMAT_VERSION,
 };
 use super::index::{FenceIndex, IndexEntry};
 use super::properties::TableProperties;
+use crate::compression::{compress, Compression};
 use crate::storage::WritableFile;
 use crate::types::{
     check_key, check_value, cmp_internal, parse_internal_key, user_key, ValueKind, TRAILER_LEN,
@@ -42,6 +43,11 @@ pub struct TableBuildOptions {
     /// line: one cache miss per probe) rather than LevelDB's classic one. Such tables
     /// are format version 4.
     pub cache_local_filter: bool,
+    /// How data and index blocks are compressed (a block that does not shrink by 1/8 is
+    /// stored raw). Fixed-width blocks are always stored raw, so that a learned lookup can
+    /// still read just the chunks around its prediction. Tables with a compressed block
+    /// are format version 5.
+    pub compression: Compression,
 }
 
 impl Default for TableBuildOptions {
@@ -51,6 +57,7 @@ impl Default for TableBuildOptions {
             bloom_bits_per_key: 10.0,
             fixed_width_entries: false,
             cache_local_filter: true,
+            compression: Compression::None,
         }
     }
 }
@@ -107,6 +114,8 @@ pub struct TableBuilder {
     block_sink: Option<BlockSink>,
     /// A fixed-width block was written (the footer then says format version 3).
     any_fixed: bool,
+    /// A compressed block was written (the footer then says format version 5).
+    any_compressed: bool,
 }
 
 impl TableBuilder {
@@ -131,6 +140,7 @@ impl TableBuilder {
             block_first_ordinal: 0,
             block_sink: None,
             any_fixed: false,
+            any_compressed: false,
         }
     }
 
@@ -219,10 +229,25 @@ impl TableBuilder {
         self.props.num_entries
     }
 
-    fn write_block(&mut self, contents: &[u8], ty: BlockType) -> Result<BlockHandle> {
-        let handle = BlockHandle::new(self.file.len(), contents.len() as u64);
-        self.file.append(contents)?;
-        self.file.append(&block_trailer(contents, ty))?;
+    /// Appends a block and its trailer, compressed when `compressible` and the table's
+    /// codec shrinks it enough; the handle names the stored bytes.
+    fn write_block(
+        &mut self,
+        contents: &[u8],
+        ty: BlockType,
+        compressible: bool,
+    ) -> Result<BlockHandle> {
+        let packed = compressible
+            .then(|| compress(self.opts.compression, contents))
+            .flatten();
+        let (stored, codec) = match &packed {
+            Some(p) => (p.as_slice(), self.opts.compression.code()),
+            None => (contents, 0),
+        };
+        self.any_compressed |= packed.is_some();
+        let handle = BlockHandle::new(self.file.len(), stored.len() as u64);
+        self.file.append(stored)?;
+        self.file.append(&block_trailer(stored, ty, codec))?;
         Ok(handle)
     }
 
@@ -232,7 +257,7 @@ impl TableBuilder {
         }
         let (contents, fixed) = self.block.finish_with_layout();
         self.any_fixed |= fixed.is_some();
-        let handle = self.write_block(&contents, BlockType::Data)?;
+        let handle = self.write_block(&contents, BlockType::Data, fixed.is_none())?;
         if let Some(sink) = &mut self.block_sink {
             sink(
                 handle,
@@ -261,12 +286,12 @@ impl TableBuilder {
         self.flush_block()?;
         let local_filter = self.bloom.as_ref().is_some_and(|b| b.is_cache_local());
         let filter = match self.bloom.take() {
-            Some(b) => self.write_block(&b.finish(), BlockType::Filter)?,
+            Some(b) => self.write_block(&b.finish(), BlockType::Filter, false)?,
             None => BlockHandle::default(),
         };
-        let index = self.write_block(&FenceIndex::encode(&self.index), BlockType::Index)?;
+        let index = self.write_block(&FenceIndex::encode(&self.index), BlockType::Index, true)?;
         self.props.largest = self.last_key.clone();
-        let properties = self.write_block(&self.props.encode(), BlockType::Properties)?;
+        let properties = self.write_block(&self.props.encode(), BlockType::Properties, false)?;
         let footer = Footer {
             index,
             filter,
@@ -274,8 +299,10 @@ impl TableBuilder {
         };
         // The oldest version that names every layout the table holds, so older builds
         // read what they can and refuse the rest by its version.
-        let version = if local_filter {
+        let version = if self.any_compressed {
             FORMAT_VERSION
+        } else if local_filter {
+            LOCAL_FILTER_FORMAT_VERSION
         } else if self.any_fixed {
             FIXED_FORMAT_VERSION
         } else {

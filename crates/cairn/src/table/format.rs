@@ -1,6 +1,7 @@
 //! Low-level encodings shared by every part of a table: varints, block handles, the block
 //! trailer (type + checksum) and the footer.
 
+use crate::compression::{decompress, CODE_NONE};
 use crate::{Error, Result};
 
 /// Bytes after every block on disk: 1 type byte + 4-byte CRC32C of contents and type.
@@ -12,11 +13,15 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"cairnTBL");
 /// The newest table format version this build writes and reads. Version 2 may hold
 /// prefix-compressed blocks (see `block.rs`), which builds that read only version 1 would
 /// take for corruption; version 3 may hold fixed-width blocks and index entries that name
-/// them; version 4 may hold a cache-local bloom filter (see `bloom.rs`). This build reads
-/// all four (each block says its own layout) and writes the oldest version that covers
-/// the layouts a table holds, so tables without the newer ones stay readable by older
-/// builds.
-pub const FORMAT_VERSION: u32 = 4;
+/// them; version 4 may hold a cache-local bloom filter (see `bloom.rs`); version 5 may hold
+/// compressed blocks (the codec in the high half of the trailer's type byte). This build
+/// reads all five (each block says its own layout) and writes the oldest version that
+/// covers the layouts a table holds, so tables without the newer ones stay readable by
+/// older builds.
+pub const FORMAT_VERSION: u32 = 5;
+
+/// The version of tables with a cache-local filter and no compressed block.
+pub(crate) const LOCAL_FILTER_FORMAT_VERSION: u32 = 4;
 
 /// The version of tables with fixed-width blocks and a classic filter (or none).
 pub(crate) const FIXED_FORMAT_VERSION: u32 = 3;
@@ -106,18 +111,21 @@ impl BlockHandle {
     }
 }
 
-/// The trailer for a block's contents.
-pub(crate) fn block_trailer(contents: &[u8], ty: BlockType) -> [u8; BLOCK_TRAILER_LEN] {
-    let crc = crc32c::crc32c_append(crc32c::crc32c(contents), &[ty as u8]);
+/// The trailer for a block's stored bytes: its type in the low four bits of the first
+/// byte, the codec of a compressed block in the high four (0: stored raw), then the
+/// checksum of the stored bytes and that byte.
+pub(crate) fn block_trailer(contents: &[u8], ty: BlockType, codec: u8) -> [u8; BLOCK_TRAILER_LEN] {
+    let tag = ty as u8 | codec << 4;
+    let crc = crc32c::crc32c_append(crc32c::crc32c(contents), &[tag]);
     let mut t = [0u8; BLOCK_TRAILER_LEN];
-    t[0] = ty as u8;
+    t[0] = tag;
     t[1..].copy_from_slice(&crc.to_le_bytes());
     t
 }
 
-/// Verifies the trailer of `raw` (contents followed by trailer) and returns the contents
-/// length. Any mismatch is a corruption error naming `file`.
-pub(crate) fn verify_block(raw: &[u8], ty: BlockType, file: &str, at: u64) -> Result<usize> {
+/// Verifies the trailer of `raw` (stored bytes followed by trailer) and returns the stored
+/// length and the codec (0: raw). Any mismatch is a corruption error naming `file`.
+pub(crate) fn verify_block(raw: &[u8], ty: BlockType, file: &str, at: u64) -> Result<(usize, u8)> {
     let Some(n) = raw.len().checked_sub(BLOCK_TRAILER_LEN) else {
         return Err(Error::corruption(file, format!("block at {at} too short")));
     };
@@ -130,16 +138,42 @@ pub(crate) fn verify_block(raw: &[u8], ty: BlockType, file: &str, at: u64) -> Re
             format!("block checksum mismatch at offset {at} (stored {want:#010x}, computed {got:#010x})"),
         ));
     }
-    if trailer[0] != ty as u8 {
+    if trailer[0] & 0x0f != ty as u8 {
         return Err(Error::corruption(
             file,
             format!(
                 "block at offset {at} has type {} where {:?} was expected",
-                trailer[0], ty
+                trailer[0] & 0x0f,
+                ty
             ),
         ));
     }
-    Ok(n)
+    Ok((n, trailer[0] >> 4))
+}
+
+/// The contents of a block read with its trailer: verified, then decompressed when the
+/// trailer names a codec (a stored-raw block is truncated in place, without a copy).
+pub(crate) fn block_contents(
+    mut raw: Vec<u8>,
+    ty: BlockType,
+    file: &str,
+    at: u64,
+) -> Result<Vec<u8>> {
+    let (n, codec) = verify_block(&raw, ty, file, at)?;
+    if codec == CODE_NONE {
+        raw.truncate(n);
+        return Ok(raw);
+    }
+    decompress(codec, &raw[..n], file, at)
+}
+
+/// As [`block_contents`] for a block inside a larger buffer (copied out).
+pub(crate) fn block_contents_in(raw: &[u8], ty: BlockType, file: &str, at: u64) -> Result<Vec<u8>> {
+    let (n, codec) = verify_block(raw, ty, file, at)?;
+    if codec == CODE_NONE {
+        return Ok(raw[..n].to_vec());
+    }
+    decompress(codec, &raw[..n], file, at)
 }
 
 /// The fixed-size last bytes of a table file.
@@ -275,11 +309,11 @@ mod tests {
             Footer::decode(&bad, "t"),
             Err(Error::Corruption { .. })
         ));
-        let mut v5 = enc;
-        v5[52] = 5;
+        let mut v6 = enc;
+        v6[52] = 6;
         assert!(matches!(
-            Footer::decode(&v5, "t"),
-            Err(Error::UnsupportedVersion { found: 5, .. })
+            Footer::decode(&v6, "t"),
+            Err(Error::UnsupportedVersion { found: 6, .. })
         ));
         // Version 1 tables (blocks without prefixes) still open.
         let v1 = Footer::decode(&enc, "t").unwrap().encode_as(1);
@@ -291,10 +325,10 @@ mod tests {
     fn block_trailer_detects_flips() {
         let contents = b"hello block".to_vec();
         let mut raw = contents.clone();
-        raw.extend_from_slice(&block_trailer(&contents, BlockType::Data));
+        raw.extend_from_slice(&block_trailer(&contents, BlockType::Data, 0));
         assert_eq!(
             verify_block(&raw, BlockType::Data, "t", 0).unwrap(),
-            contents.len()
+            (contents.len(), 0)
         );
         assert!(verify_block(&raw, BlockType::Index, "t", 0).is_err());
         for i in 0..raw.len() {

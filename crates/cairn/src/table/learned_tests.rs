@@ -8,6 +8,7 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 use crate::cache::{BlockCache, LruBlockCache};
+use crate::compression::Compression;
 use crate::iter::InternalIterator;
 use crate::learned::key_to_u64;
 use crate::options::IndexPolicy;
@@ -166,6 +167,7 @@ fn build_pair_with(
                 bloom_bits_per_key: if cached { 10.0 } else { 0.0 },
                 fixed_width_entries,
                 cache_local_filter: !fixed_width_entries,
+                compression: Compression::None,
             },
         );
         for (k, v) in entries {

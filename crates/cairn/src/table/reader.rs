@@ -9,7 +9,10 @@ use std::time::Instant;
 
 use super::block::Block;
 use super::bloom::BloomFilter;
-use super::format::{verify_block, BlockHandle, BlockType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::format::{
+    block_contents, block_contents_in, BlockHandle, BlockType, Footer, BLOCK_TRAILER_LEN,
+    FOOTER_LEN,
+};
 use super::index::{FenceIndex, TableIndex};
 use super::iter::TableIterator;
 use super::learned_index::{LearnedIndex, LearnedLookup, Position};
@@ -170,8 +173,7 @@ fn meta_block(
         .ok_or_else(|| {
             Error::corruption(file, format!("{ty:?} block handle {h:?} out of range"))
         })?;
-    let n = verify_block(slice, ty, file, h.offset)?;
-    Ok(slice[..n].to_vec())
+    block_contents_in(slice, ty, file, h.offset)
 }
 
 /// Decodes an index block and checks it against the table's properties.
@@ -583,12 +585,10 @@ impl Table {
             .ok()
             .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
             .ok_or_else(|| Error::corruption(&self.name, format!("{ty:?} block size overflows")))?;
-        let mut raw = self.file.read_at(h.offset, len)?;
+        let raw = self.file.read_at(h.offset, len)?;
         trace.storage_reads += 1;
         trace.storage_bytes += len as u64;
-        let n = verify_block(&raw, ty, &self.name, h.offset)?;
-        raw.truncate(n);
-        Ok(raw)
+        block_contents(raw, ty, &self.name, h.offset)
     }
 
     pub(crate) fn index_ref(&self, trace: &mut ReadTrace) -> Result<MetaRef<'_, FenceIndex>> {
@@ -760,7 +760,7 @@ impl Table {
             .ok()
             .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
             .ok_or_else(|| Error::corruption(&self.name, "block size overflows"))?;
-        let mut raw = match readahead {
+        let raw = match readahead {
             Some(ra) => ra.read(&self.file, handle.offset, len, self.data_end(), trace)?,
             None => {
                 let raw = self.file.read_at(handle.offset, len)?;
@@ -770,9 +770,8 @@ impl Table {
             }
         };
         trace.data_misses += 1;
-        let n = verify_block(&raw, BlockType::Data, &self.name, handle.offset)?;
-        raw.truncate(n);
-        let block = Block::decode(raw, &self.name)?;
+        let contents = block_contents(raw, BlockType::Data, &self.name, handle.offset)?;
+        let block = Block::decode(contents, &self.name)?;
         if block.fixed_layout() != index.block(i).fixed {
             return Err(Error::corruption(
                 &self.name,

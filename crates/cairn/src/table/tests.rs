@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use super::format::{block_trailer, BlockType};
 use super::*;
 use crate::cache::{BlockCache, LruBlockCache};
+use crate::compression::Compression;
 use crate::iter::InternalIterator;
 use crate::options::IndexPolicy;
 use crate::storage::{FileKind, StorageEnv};
@@ -61,7 +62,8 @@ impl Fixture {
         assert_eq!(b.num_entries(), entries.len() as u64);
         let est = b.estimated_size();
         let s = b.finish().unwrap();
-        assert!(s.file_size >= est);
+        // The pending block is estimated before compression.
+        assert!(s.file_size >= est || opts.compression != Compression::None);
         (path, s)
     }
 
@@ -121,10 +123,22 @@ fn random_entries(rng: &mut SmallRng, n_keys: usize) -> Vec<Entry> {
                 2 => rng.random_range(1000..3000),
                 _ => rng.random_range(1..60),
             };
+            // Values of even sequence numbers repeat a short pattern, so that compressed
+            // tables hold compressed blocks (the random bytes are drawn all the same, to
+            // keep the draws of the tests that share this generator).
             let value = if kind == ValueKind::Deletion {
                 Vec::new()
             } else {
-                (0..vlen).map(|_| rng.random()).collect()
+                (0..vlen)
+                    .map(|i| {
+                        let r: u8 = rng.random();
+                        if seq % 2 == 0 {
+                            b"pattern"[i % 7]
+                        } else {
+                            r
+                        }
+                    })
+                    .collect()
             };
             out.push((make_internal_key(&ukey, seq, kind), value));
         }
@@ -339,6 +353,7 @@ fn round_trip_against_model() {
             bloom_bits_per_key: bits,
             fixed_width_entries: fixed,
             cache_local_filter: round % 2 == 0,
+            compression: [Compression::None, Compression::Lz4, Compression::ZSTD][round % 3],
         };
         check_round_trip(&fx, &mut rng, &model, opts, cache.clone());
         // Blocks of short entries are fixed-width when asked for; blocks with a long key
@@ -376,7 +391,7 @@ fn rewrite_as_layout_1(
     let put = |out: &mut Vec<u8>, c: &[u8], ty| {
         let h = BlockHandle::new(out.len() as u64, c.len() as u64);
         out.extend_from_slice(c);
-        out.extend_from_slice(&block_trailer(c, ty));
+        out.extend_from_slice(&block_trailer(c, ty, 0));
         h
     };
     let t = fx.open(path, None).unwrap();
@@ -455,6 +470,7 @@ fn layout_1_tables_read_back() {
             bloom_bits_per_key: 10.0,
             fixed_width_entries: false,
             cache_local_filter: round % 2 == 0,
+            compression: Compression::None,
         };
         let (path, s) = fx.build("new.sst", &model, opts);
         assert!(blocks_prefixed(&path, &s).iter().all(|&p| p));
@@ -620,7 +636,7 @@ fn unsupported_version_and_bad_magic() {
     };
     // Each table says the oldest version that names its layouts, so older builds read
     // what they can: 2 without fixed-width blocks or a cache-local filter, 3 with
-    // fixed-width blocks, 4 with a cache-local filter.
+    // fixed-width blocks, 4 with a cache-local filter, 5 with a compressed block.
     let classic = TableBuildOptions {
         cache_local_filter: false,
         ..Default::default()
@@ -637,17 +653,29 @@ fn unsupported_version_and_bad_magic() {
         ..Default::default()
     };
     assert_eq!(version(unfiltered), 2);
+    let lz4 = TableBuildOptions {
+        compression: Compression::Lz4,
+        ..classic
+    };
+    assert_eq!(version(lz4), 5);
+    // Fixed-width blocks stay raw (a learned get reads their chunks): no compressed data
+    // block, and the index block of a table this small does not shrink by 1/8.
+    let fixed_lz4 = TableBuildOptions {
+        compression: Compression::Lz4,
+        ..fixed
+    };
+    assert!(version(fixed_lz4) >= 3);
     let (path, _) = fx.build("v.sst", &model, TableBuildOptions::default());
     let good = std::fs::read(&path).unwrap();
     let n = good.len();
-    let mut v5 = good.clone();
-    v5[n - 12..n - 8].copy_from_slice(&5u32.to_le_bytes());
-    std::fs::write(&path, &v5).unwrap();
+    let mut v6 = good.clone();
+    v6[n - 12..n - 8].copy_from_slice(&6u32.to_le_bytes());
+    std::fs::write(&path, &v6).unwrap();
     assert!(matches!(
         fx.open(&path, None),
         Err(Error::UnsupportedVersion {
-            found: 5,
-            supported: 4,
+            found: 6,
+            supported: 5,
             ..
         })
     ));
@@ -728,6 +756,16 @@ fn small_table(fx: &Fixture) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
 /// A small table of several blocks, fixed-width ones if `fixed`. Its filter is
 /// cache-local, or classic with `fixed` (so the corruption tests cover both layouts).
 fn small_table_with(fx: &Fixture, fixed: bool) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
+    small_table_as(fx, fixed, Compression::None)
+}
+
+/// As [`small_table_with`], its blocks compressed as `compression` says (and every data
+/// block then is).
+fn small_table_as(
+    fx: &Fixture,
+    fixed: bool,
+    compression: Compression,
+) -> (PathBuf, Vec<Entry>, Vec<Vec<u8>>) {
     let model: Vec<Entry> = (0..40u32)
         .flat_map(|i| {
             let uk = format!("key{:03}", i * 2);
@@ -758,11 +796,25 @@ fn small_table_with(fx: &Fixture, fixed: bool) -> (PathBuf, Vec<Entry>, Vec<Vec<
             bloom_bits_per_key: 10.0,
             fixed_width_entries: fixed,
             cache_local_filter: !fixed,
+            compression,
         },
     );
     assert!(
         s.blocks.len() >= 4,
         "want several data blocks, got {}",
+        s.blocks.len()
+    );
+    // Most blocks shrink by the 1/8 that keeps them compressed (zstd's frame costs a
+    // few of these small blocks theirs).
+    let bytes = std::fs::read(&path).unwrap();
+    let packed = s
+        .blocks
+        .iter()
+        .filter(|b| bytes[(b.handle.offset + b.handle.size) as usize] >> 4 == compression.code())
+        .count();
+    assert!(
+        2 * packed >= s.blocks.len(),
+        "{packed} of {} blocks",
         s.blocks.len()
     );
     let t = fx.open(&path, None).unwrap();
@@ -773,10 +825,16 @@ fn small_table_with(fx: &Fixture, fixed: bool) -> (PathBuf, Vec<Entry>, Vec<Vec<
 
 #[test]
 fn every_byte_flip_is_caught_or_harmless() {
-    for fixed in [false, true] {
+    let layouts = [
+        (false, Compression::None),
+        (true, Compression::None),
+        (false, Compression::Lz4),
+        (false, Compression::ZSTD),
+    ];
+    for (fixed, compression) in layouts {
         // Fixed-width tables are read through a memory map, as Bourbon's presets read.
         let fx = fixture_with(fixed);
-        let (path, model, absent) = small_table_with(&fx, fixed);
+        let (path, model, absent) = small_table_as(&fx, fixed, compression);
         assert_eq!(
             fx.env
                 .open_read(&path, FileKind::Table, 0, Some(0), false)
@@ -873,7 +931,14 @@ fn forged_checksums_never_panic() {
     let (fixed, _, _) = small_table_with(&fx, true);
     let fixed_copy = fx.root.join("small-fixed.sst");
     std::fs::copy(&fixed, &fixed_copy).unwrap();
-    for path in [path, old, fixed_copy] {
+    let mut paths = vec![path, old, fixed_copy];
+    for c in [Compression::Lz4, Compression::ZSTD] {
+        let (packed, _, _) = small_table_as(&fx, false, c);
+        let copy = fx.root.join(format!("small-{}.sst", c.name()));
+        std::fs::copy(&packed, &copy).unwrap();
+        paths.push(copy);
+    }
+    for path in paths {
         forge_checksums(&mut rng, &fx, &path);
     }
 }
@@ -901,7 +966,7 @@ fn forge_checksums(rng: &mut SmallRng, fx: &Fixture, path: &Path) {
                 bad[i] ^ 0x80
             };
         }
-        let trailer = block_trailer(&bad[s..e], ty);
+        let trailer = block_trailer(&bad[s..e], ty, good[e] >> 4);
         bad[e..e + BLOCK_TRAILER_LEN].copy_from_slice(&trailer);
         std::fs::write(&bad_path, &bad).unwrap();
         // The learned index trains on every key at open: forged keys must give errors.
@@ -1152,4 +1217,46 @@ fn index_and_filter_in_the_cache() {
     let mut it = t.iter();
     it.seek_to_first();
     assert!(!it.valid() && it.status().unwrap_err().is_corruption());
+}
+
+/// Compressed tables store less, read back the same entries, and cache their blocks
+/// uncompressed (charged at their decoded size); a compressed block read twice is read
+/// from storage once.
+#[test]
+fn compressed_tables_are_smaller_and_cache_raw_blocks() {
+    let fx = fixture();
+    let (raw_path, model, absent) = small_table_as(&fx, false, Compression::None);
+    let raw_size = std::fs::metadata(&raw_path).unwrap().len();
+    let raw_copy = fx.root.join("raw.sst");
+    std::fs::copy(&raw_path, &raw_copy).unwrap();
+    for c in [Compression::Lz4, Compression::ZSTD] {
+        let (path, _, _) = small_table_as(&fx, false, c);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size < raw_size, "{c:?}: {size} bytes, raw {raw_size}");
+        let cache = Arc::new(LruBlockCache::new(1 << 20, 1));
+        let t = fx.open(&path, Some(cache.clone())).unwrap();
+        let mut tr = ReadTrace::default();
+        let block = t.read_block(0, &mut tr).unwrap();
+        let handle = t.index().unwrap().block(0).handle;
+        assert!(
+            block.size() > handle.size as usize,
+            "{c:?}: block not compressed"
+        );
+        assert!(cache.usage() >= block.charge());
+        assert_eq!(tr.storage_bytes, handle.size + BLOCK_TRAILER_LEN as u64);
+        t.read_block(0, &mut tr).unwrap();
+        assert_eq!((tr.data_misses, tr.data_hits), (1, 1));
+        for (k, v) in model.iter().filter(|(k, _)| k.len() > 8) {
+            let uk = crate::types::user_key(k);
+            let got = t.get(&make_lookup_key(uk, MAX_SEQ), &mut tr).unwrap();
+            let (gk, gv) = got.expect("present key found");
+            if gk == *k {
+                assert_eq!(gv, *v);
+            }
+        }
+        for k in &absent {
+            let got = t.get(&make_lookup_key(k, MAX_SEQ), &mut tr).unwrap();
+            assert!(got.is_none_or(|(gk, _)| crate::types::user_key(&gk) != &k[..]));
+        }
+    }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use cairn::compaction::{pick, pick_free, LevelShape, Task};
 use cairn::types::{make_internal_key, ValueKind};
 use cairn::version::{CfVersion, FileDesc, FileMeta, PolicyState, VersionEdit};
-use cairn::{Db, Options, ReadOptions, Transition, WriteOptions};
+use cairn::{Compression, Db, Options, ReadOptions, Transition, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -866,7 +866,8 @@ fn runtime_transitions_on_disk() {
         target_file_size: 8 << 10,
         background_work: false,
         ..Options::default()
-    };
+    }
+    .with_compression(Compression::None);
     let db = Db::open(dir.path(), opts).unwrap();
     let cf = db.default_cf();
     let wo = WriteOptions::default();
@@ -1030,7 +1031,8 @@ fn transitions_at_the_bottom_of_the_data_apply_at_once() {
         target_file_size: 8 << 10,
         background_work: false,
         ..Options::default()
-    };
+    }
+    .with_compression(Compression::None);
     let db = Db::open(dir.path(), opts).unwrap();
     let cf = db.default_cf();
     let wo = WriteOptions::default();
@@ -1268,7 +1270,8 @@ fn in_ruskeys_shape_k1_changes_the_merge_work() {
             level_runs: vec![k1, 1, 1],
             background_work: false,
             ..Options::default()
-        };
+        }
+        .with_compression(Compression::None);
         let db = Db::open(dir.path(), opts).unwrap();
         let mut rng = SmallRng::seed_from_u64(7);
         for i in 0..1500u32 {

@@ -8,6 +8,7 @@ mod support;
 
 mod basic;
 mod checkpoint;
+mod compression;
 mod concurrency;
 mod flsm;
 mod model;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use cairn::storage::{FaultError, FaultInjector, FaultOp};
-use cairn::{Db, Options, WriteOptions};
+use cairn::{Compression, Db, Options, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -108,7 +108,8 @@ fn a_failed_range_stops_the_others_and_leaves_no_tables_behind() {
         read_triggered_compaction: false,
         faults: Some(faults.clone()),
         ..Options::small()
-    };
+    }
+    .with_compression(Compression::None);
     let db = Db::open(dir.path(), opts).unwrap();
     let wo = WriteOptions::default();
     let mut rng = SmallRng::seed_from_u64(11);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cairn::access::{ManualClock, RecordOptions};
 use cairn::learned::ColdSet;
 use cairn::policy::{PlacementOptions, PlacementPolicy};
-use cairn::{Db, DeviceProfile, Options, ReadOptions, TierConfig, WriteOptions};
+use cairn::{Compression, Db, DeviceProfile, Options, ReadOptions, TierConfig, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -52,6 +52,8 @@ fn opts(policy: PlacementPolicy, clock: &ManualClock) -> Options {
         },
         ..Options::small()
     }
+    // Level sizes here are the bytes written.
+    .with_compression(Compression::None)
 }
 
 fn key(i: u32) -> Vec<u8> {
