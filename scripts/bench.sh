@@ -12,6 +12,7 @@
 #   REPEAT=5 RECORDS=1000000 OPS=1000000 scripts/bench.sh
 #   THREADS="1 2 4" WORKLOADS="fillrandom readrandom" scripts/bench.sh   # scaling table
 #   DIRECT=1 scripts/bench.sh             # O_DIRECT reads for both: reads reach storage
+#   COMPRESSION="lz4 none" scripts/bench.sh   # block compression of both (default lz4)
 #   WORKLOADS="readrandom ycsb-a" ENGINES=rocksdb,cairn,cairn:tiering scripts/bench.sh
 #   EXTRA="--value-size 1024" scripts/bench.sh
 set -euo pipefail
@@ -21,6 +22,9 @@ RECORDS=${RECORDS:-200000}
 OPS=${OPS:-200000}
 REPEAT=${REPEAT:-3}
 THREADS=${THREADS:-1}
+# Block compression of both engines, at every level: none, lz4, zstd, zstd:LEVEL; a list
+# runs each (values are db_bench's, compressible to about half).
+COMPRESSION=${COMPRESSION:-lz4}
 ENGINES=${ENGINES:-rocksdb,cairn}
 WORKLOADS=${WORKLOADS:-"fillrandom overwrite readrandom seekrandom ycsb-a ycsb-b ycsb-c ycsb-d ycsb-e ycsb-f"}
 OUT=${OUT:-bench-out}
@@ -38,24 +42,27 @@ BIN=target/release/cairn-bench
 
 mkdir -p "$OUT"
 dirs=()
-for t in $THREADS; do
-  for w in $WORKLOADS; do
-    dir="$OUT/$w"
-    if [ "$THREADS" != 1 ]; then dir="$OUT/t$t/$w"; fi
-    echo "== $w, $t thread(s) =="
-    mkdir -p "$dir"
-    # shellcheck disable=SC2086
-    "$BIN" compare --engines "$ENGINES" --workload "$w" --records "$RECORDS" --ops "$OPS" \
-      --threads "$t" --repeat "$REPEAT" $BUDGET $EXTRA --out "$dir" \
-      || { echo "workload $w failed" >&2; exit 1; }
-    dirs+=("$dir")
+for c in $COMPRESSION; do
+  for t in $THREADS; do
+    for w in $WORKLOADS; do
+      dir="$OUT/$w"
+      if [ "$THREADS" != 1 ]; then dir="$OUT/t$t/$w"; fi
+      if [ "$COMPRESSION" != "$c" ]; then dir="$OUT/$c/${dir#"$OUT"/}"; fi
+      echo "== $w, $t thread(s), compression $c =="
+      mkdir -p "$dir"
+      # shellcheck disable=SC2086
+      "$BIN" compare --engines "$ENGINES" --workload "$w" --records "$RECORDS" --ops "$OPS" \
+        --threads "$t" --repeat "$REPEAT" --compression "$c" $BUDGET $EXTRA --out "$dir" \
+        || { echo "workload $w failed" >&2; exit 1; }
+      dirs+=("$dir")
+    done
   done
 done
 summary="$OUT/summary.md"
 {
   echo "# cairn-bench summary"
   echo
-  echo "records=$RECORDS ops=$OPS runs=$REPEAT threads=$THREADS engines=$ENGINES"
+  echo "records=$RECORDS ops=$OPS runs=$REPEAT threads=$THREADS engines=$ENGINES compression=$COMPRESSION"
   echo "budget: $BUDGET $EXTRA; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo
   "$BIN" summary "${dirs[@]}"

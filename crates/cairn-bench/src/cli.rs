@@ -343,6 +343,14 @@ pub struct WorkloadArgs {
     pub awpi_scale: f64,
 }
 
+/// Accepts `none`, `lz4`, `zstd` and `zstd:LEVEL`.
+pub fn parse_compression(s: &str) -> Result<cairn::Compression, String> {
+    let c = cairn::Compression::parse(s)
+        .ok_or_else(|| format!("unknown compression `{s}` (none, lz4, zstd, zstd:LEVEL)"))?;
+    c.validate().map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
 /// Accepts `8388608`, `512K`, `64M`, `64MiB`, `1G`, `1GB` (binary multiples).
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim().to_ascii_lowercase();
@@ -395,6 +403,10 @@ pub struct BudgetArgs {
     /// instead of the cache-local one (one 64-byte line per key) [default: cache-local].
     #[arg(long)]
     pub classic_filter: bool,
+    /// Block compression for every engine, at every level: none, lz4, zstd or zstd:LEVEL
+    /// (cairn's compression and RocksDB's, bottommost included).
+    #[arg(long, default_value = "none", value_parser = parse_compression)]
+    pub compression: cairn::Compression,
     /// Sync the WAL on every write.
     #[arg(long)]
     pub sync: bool,
@@ -507,6 +519,7 @@ impl BudgetArgs {
                 _ => None,
             },
             classic_filter: self.classic_filter,
+            compression: self.compression,
             sync: self.sync,
             device: self.device,
             clock: self.clock,
@@ -736,6 +749,15 @@ mod tests {
             parse(&["--set-k-at", "60:10"]).is_err(),
             "needs --mission-ops"
         );
+        // Compression: off unless asked, one codec for every engine.
+        assert_eq!(d.compression, cairn::Compression::None);
+        let z = parse(&["--compression", "zstd:19"]).unwrap();
+        assert_eq!(z.compression, cairn::Compression::Zstd { level: 19 });
+        let l = parse(&["--compression", "lz4"]).unwrap();
+        assert_eq!(l.compression, cairn::Compression::Lz4);
+        for bad in ["snappy", "zstd:99", "zstd:x"] {
+            assert!(parse(&["--compression", bad]).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -38,6 +38,15 @@ fn per_op(bytes: u64, ops: u64) -> String {
     }
 }
 
+/// Where reads come from, and the compression when there is one.
+fn io_setting(c: &crate::engines::BenchConfig) -> String {
+    let io = if c.direct_io { "direct" } else { "page cache" };
+    match c.compression {
+        cairn::Compression::None => io.into(),
+        z => format!("{io}, {}", z.name()),
+    }
+}
+
 fn pair(a: String, b: String) -> String {
     format!("{a} / {b}")
 }
@@ -64,7 +73,7 @@ pub fn table(dirs: &[(PathBuf, Vec<(String, RunResult)>)]) -> Result<String> {
                 "| {} | {} | {} | {} | {:.0} ({}) | {} | {:.0} ({}) | **{:.2}x** | {} | {} | {} | {} | {} | {} |",
                 r.workload,
                 r.threads,
-                if r.config.direct_io { "direct" } else { "page cache" },
+                io_setting(&r.config),
                 base.engine,
                 base.ops_per_sec,
                 range(base),

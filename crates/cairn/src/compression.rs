@@ -1,5 +1,6 @@
-//! Block compression: the codecs a table's data and index blocks (and, when asked, value-log
-//! records) may be stored in, and the rule for when a compressed form is kept.
+//! Block compression: the codecs a table's data and index blocks may be stored in (the C
+//! libraries liblz4 and libzstd, built from source by their crates, as RocksDB links
+//! them), and the rule for when a compressed form is kept.
 //!
 //! A compressed payload is `varint(uncompressed length) ++ codec bytes`; the codec itself is
 //! named outside the payload (in a block's trailer, in a value-log record's flags), so a
@@ -37,7 +38,7 @@ const CODE_ZSTD: u8 = 2;
 /// Largest uncompressed length a payload may claim: one block of the largest entries the
 /// table builder writes, with room to spare (a claimed length is checked before anything
 /// is allocated for it).
-const MAX_UNCOMPRESSED: u64 = 1 << 31;
+const MAX_UNCOMPRESSED: u64 = i32::MAX as u64;
 
 impl Compression {
     /// Zstandard at its default level.
@@ -111,11 +112,8 @@ pub(crate) fn compress(c: Compression, raw: &[u8]) -> Option<Vec<u8>> {
     match c {
         Compression::None => return None,
         Compression::Lz4 => {
-            out.resize(
-                prefix + lz4_flex::block::get_maximum_output_size(raw.len()),
-                0,
-            );
-            let n = lz4_flex::block::compress_into(raw, &mut out[prefix..]).ok()?;
+            out.resize(prefix + lz4::block::compress_bound(raw.len()).ok()?, 0);
+            let n = lz4::block::compress_to_buffer(raw, None, false, &mut out[prefix..]).ok()?;
             out.truncate(prefix + n);
         }
         Compression::Zstd { level } => {
@@ -152,7 +150,8 @@ pub(crate) fn decompress(code: u8, payload: &[u8], file: &str, at: u64) -> Resul
                 return Err(bad("length beyond what LZ4 can encode"));
             }
             let mut out = vec![0u8; len];
-            let n = lz4_flex::block::decompress_into(body, &mut out)
+            // `len` <= MAX_UNCOMPRESSED fits an i32.
+            let n = lz4::block::decompress_to_buffer(body, Some(len as i32), &mut out)
                 .map_err(|e| bad(&format!("lz4: {e}")))?;
             (n == len).then_some(out)
         }

@@ -175,6 +175,10 @@ impl CairnEngine {
             opts.mmap_reads = m;
         }
         opts.cache_local_filter = !cfg.classic_filter;
+        // The same codec at every level, as the bench sets RocksDB's.
+        opts.compression = cfg.compression;
+        opts.compression_per_level.clear();
+        opts.bottommost_compression = None;
         opts.create_if_missing = true;
         let profile = match cfg.device {
             _ if cfg.clock == super::ClockKind::Virtual => None,

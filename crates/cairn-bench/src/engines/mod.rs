@@ -33,6 +33,11 @@ pub struct BenchConfig {
     /// (`Options::cache_local_filter`; RocksDB keeps its own).
     #[serde(default)]
     pub classic_filter: bool,
+    /// Block compression at every level, for every engine (cairn's `compression`,
+    /// RocksDB's compression type, bottommost included); old reports without it ran
+    /// uncompressed.
+    #[serde(default)]
+    pub compression: ::cairn::Compression,
     /// fsync the WAL on every write.
     pub sync: bool,
     /// Latency added to every storage I/O (cairn's device profile; other engines ignore it).
@@ -250,6 +255,7 @@ impl Default for BenchConfig {
             cache_index_and_filter_blocks: false,
             mmap_reads: None,
             classic_filter: false,
+            compression: ::cairn::Compression::None,
             sync: false,
             device: Device::None,
             leaper_slot_ms: default_leaper_slot_ms(),

@@ -58,8 +58,18 @@ impl Engine for RocksEngine {
         if let Some(n) = cfg.num_levels {
             opts.set_num_levels(n as i32);
         }
-        opts.set_compression_type(DBCompressionType::None);
-        opts.set_bottommost_compression_type(DBCompressionType::None);
+        let (codec, level) = match cfg.compression {
+            cairn::Compression::None => (DBCompressionType::None, None),
+            cairn::Compression::Lz4 => (DBCompressionType::Lz4, None),
+            cairn::Compression::Zstd { level } => (DBCompressionType::Zstd, Some(level)),
+        };
+        opts.set_compression_type(codec);
+        opts.set_bottommost_compression_type(codec);
+        if let Some(level) = level {
+            // RocksDB's defaults for the window and strategy; no dictionary.
+            opts.set_compression_options(-14, level, 0, 0);
+            opts.set_bottommost_compression_options(-14, level, 0, 0, true);
+        }
         opts.set_use_direct_reads(cfg.direct_io);
         opts.set_allow_mmap_reads(cfg.mmap_reads == Some(true) && !cfg.direct_io);
         opts.set_use_direct_io_for_flush_and_compaction(cfg.direct_io);

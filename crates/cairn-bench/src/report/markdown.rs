@@ -451,10 +451,11 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
         );
         let _ = writeln!(
             s,
-            "Budget: write buffer {}, block cache {}, bloom {} bits/key, direct I/O {}, sync {}, device profile {}.\n",
+            "Budget: write buffer {}, block cache {}, bloom {} bits/key, compression {}, direct I/O {}, sync {}, device profile {}.\n",
             size(c.write_buffer_size),
             size(c.cache_bytes),
             c.bloom_bits,
+            c.compression.name(),
             c.direct_io,
             c.sync,
             c.device.name()
