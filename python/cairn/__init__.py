@@ -30,6 +30,7 @@ _NATIVE = (
     "Db",
     "WriteBatch",
     "Snapshot",
+    "SstFileWriter",
     "Iterator",
     "Error",
     "CorruptionError",

@@ -379,3 +379,27 @@ def test_compression_options(tmp_path, native):
     for bad in ({"compression": "snappy"}, {"compression": "zstd:99"}):
         with pytest.raises(cairn.InvalidArgument):
             cairn.Db(tmp_path / "bad", options=bad)
+
+
+def test_sst_file_writer_and_ingest(tmp_path, native):
+    w = cairn.SstFileWriter(tmp_path / "load.sst")
+    for i in range(1000):
+        w.put(b"k%06d" % i, b"new%d" % i)
+    w.delete(b"k%06d" % 1000)
+    with pytest.raises(cairn.InvalidArgument):
+        w.put(b"a", b"out of order")
+    info = w.finish()
+    assert (info["num_entries"], info["smallest"], info["largest"]) == (1001, b"k000000", b"k001000")
+    with pytest.raises(cairn.InvalidArgument):
+        w.put(b"z", b"finished")
+    with cairn.Db(tmp_path / "db") as db:
+        db[b"k000005"] = b"old"
+        db[b"k001000"] = b"deleted by the file"
+        db[b"zz"] = b"untouched"
+        db.ingest_external_file([info["path"]])
+        assert db[b"k000005"] == b"new5"
+        assert db.get(b"k001000") is None
+        assert db[b"zz"] == b"untouched"
+        assert len(list(db.keys())) == 1001
+        with pytest.raises(cairn.Error):
+            db.ingest_external_file([tmp_path / "missing.sst"])

@@ -1,15 +1,15 @@
-//! `get`, `put`, `delete`, `delete-range`, `compact` and `scan`.
+//! `get`, `put`, `delete`, `delete-range`, `compact`, `scan` and `ingest`.
 
 use std::io::{BufWriter, Write};
 use std::ops::Bound;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use cairn::{ReadOptions, WriteOptions};
 
 use crate::open::{cf, open, open_read_only};
-use crate::KvArgs;
+use crate::{KvArgs, OpenArgs};
 
 pub fn get(a: &KvArgs, key: &str) -> Result<ExitCode> {
     let key = a.enc.key().decode(key).context("bad key")?;
@@ -81,6 +81,24 @@ pub fn delete_range(a: &KvArgs, from: &str, to: &str, sync: bool) -> Result<Exit
         b,
     )?;
     db.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn ingest DB FILE...`: loads SstFileWriter tables into a column family.
+pub fn ingest(db: &Path, files: &[PathBuf], cf_name: &str, o: &OpenArgs) -> Result<ExitCode> {
+    let d = open(db, o, false)?;
+    let family = cf(&d, cf_name)?;
+    let t = std::time::Instant::now();
+    d.ingest_external_file_cf(&family, files)
+        .context("cannot ingest")?;
+    let took = t.elapsed();
+    d.close()?;
+    println!(
+        "ingested {} file(s) into {} ({:.3} s)",
+        files.len(),
+        db.display(),
+        took.as_secs_f64()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -246,6 +246,22 @@ enum Command {
         #[command(flatten)]
         open: OpenArgs,
     },
+    /// Load table files written by the engine's SstFileWriter (Rust `cairn::SstFileWriter`,
+    /// Python `cairn.SstFileWriter`) as one write: their entries replace what the column
+    /// family held for their keys (the engine's `Db::ingest_external_file`). The files
+    /// must not overlap one another; they are copied in and left where they are.
+    Ingest {
+        /// Database directory.
+        db: PathBuf,
+        /// Table files to load.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Column family.
+        #[arg(long, value_name = "NAME", default_value = "default")]
+        cf: String,
+        #[command(flatten)]
+        open: OpenArgs,
+    },
     /// Run the benchmark harness: forwards every argument to `cairn-bench` (found next
     /// to this executable, else on PATH). `cairn bench --help` shows its help.
     #[command(disable_help_flag = true)]
@@ -331,6 +347,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check { db, json, open } => check::run(&db, &open, json),
         Command::Repair { db, open } => check::repair(&db, &open),
         Command::Checkpoint { db, dir, open } => check::checkpoint(&db, &dir, &open),
+        Command::Ingest {
+            db,
+            files,
+            cf,
+            open,
+        } => kv::ingest(&db, &files, &cf, &open),
         Command::Bench { args } => bench::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut std::io::stdout());

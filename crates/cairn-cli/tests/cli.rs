@@ -464,6 +464,29 @@ fn checkpoint_makes_a_copy_that_checks_clean_and_reads_the_same() {
     assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
 }
 
+#[test]
+fn ingest_loads_sst_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    build(&db);
+    let file = dir.path().join("load.sst");
+    let mut w = cairn::SstFileWriter::create(&file, &opts()).unwrap();
+    for i in 0..100u32 {
+        w.put(format!("loaded{i:03}").as_bytes(), b"bulk").unwrap();
+    }
+    w.finish().unwrap();
+    let o = cairn(&["ingest", p(&db), p(&file)]);
+    expect(&o, 0);
+    assert!(stdout(&o).contains("ingested 1 file"), "{}", stdout(&o));
+    let o = cairn(&["get", p(&db), "loaded042"]);
+    expect(&o, 0);
+    assert!(stdout(&o).contains("bulk"), "{}", stdout(&o));
+    expect(&cairn(&["check", p(&db)]), 0);
+    // A file that is no table is refused.
+    std::fs::write(dir.path().join("junk.sst"), b"not a table").unwrap();
+    expect(&cairn(&["ingest", p(&db), p(&dir.path().join("junk.sst"))]), 1);
+}
+
 /// Damage `what` in a fresh database; `check` must exit 2 naming `expect_in_output`.
 fn check_finds(damage: impl FnOnce(&Path) -> String) {
     let dir = tempfile::tempdir().unwrap();

@@ -299,6 +299,15 @@ impl PyDb {
         self.shared.with(py, |db| db.checkpoint(&path))
     }
 
+    /// Loads table files written by ``cairn.SstFileWriter`` into this column family as one
+    /// write: their entries replace what it held for their keys. The files must not
+    /// overlap one another; they are copied in and left where they are.
+    fn ingest_external_file(&self, py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<()> {
+        let cf = &self.cf;
+        self.shared
+            .with(py, |db| db.ingest_external_file_cf(cf, &paths))
+    }
+
     /// Compacts the keys in ``[start, end]`` of this column family down the tree (the
     /// whole key space when both are left out) and waits for it.
     #[pyo3(signature = (start = None, end = None))]

@@ -10,6 +10,7 @@ mod options;
 mod read;
 mod shared;
 mod snapshot;
+mod sst_writer;
 
 use std::path::PathBuf;
 
@@ -118,6 +119,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<db::PyDb>()?;
     m.add_class::<batch::PyWriteBatch>()?;
     m.add_class::<snapshot::PySnapshot>()?;
+    m.add_class::<sst_writer::PySstFileWriter>()?;
     m.add_class::<iter::PyIter>()?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;

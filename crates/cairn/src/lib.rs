@@ -41,6 +41,7 @@ pub mod options;
 pub mod options_file;
 pub mod policy;
 pub mod presets;
+pub mod sst_file_writer;
 pub mod stats;
 pub mod storage;
 pub mod table;
@@ -62,5 +63,6 @@ pub use options::{
     AcKeyParams, BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy, ReadOptions,
     Transition, WalRecovery, WriteOptions,
 };
+pub use sst_file_writer::{ExternalFileInfo, SstFileWriter};
 pub use stats::{CpuCounts, DbStats, LevelStats, ReadCacheStats};
 pub use storage::{DeviceProfile, TierConfig};

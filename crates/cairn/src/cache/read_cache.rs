@@ -757,6 +757,29 @@ impl ReadCache {
         }
     }
 
+    /// Drops every cached point entry of family `cf` whose key lies in `[lo, hi]`: an
+    /// ingested table placed newer versions of them below the memtables, which
+    /// [`on_flush`](Self::on_flush)'s syncing never sees. Call after the new version is
+    /// installed; bumps the generation so that no read that began before caches what it
+    /// found.
+    pub fn forget_range(&self, cf: u32, lo: &[u8], hi: &[u8]) {
+        let (lo, hi) = (point_key(cf, lo), point_key(cf, hi));
+        let mut st = self.state.lock();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let inside = |k: &Vec<u8>| *k >= lo && *k <= hi;
+        let keys: Vec<Vec<u8>> = st
+            .kv
+            .keys()
+            .into_iter()
+            .chain(st.kp.keys())
+            .filter(inside)
+            .collect();
+        for k in keys {
+            st.kv.remove(&k);
+            st.kp.remove(&k);
+        }
+    }
+
     /// Repoints KP entries into a compaction's output tables (section 4.1.2); entries
     /// whose key is not found there are dropped. Call after the new version is installed;
     /// bumps the generation so that no read that began before leaves a pointer into an

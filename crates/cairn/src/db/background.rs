@@ -159,54 +159,13 @@ impl DbInner {
         warmer: Option<Arc<Warmer>>,
     ) -> Result<(VersionEdit, Vec<OutputFile>)> {
         let sink = warmer.map(|w| move |file_no: u64| w.sink(file_no));
-        let tier = self.env.tier_for_level(0);
-        let cf_name = self
-            .cfs
-            .read()
-            .get(&cf)
-            .map(|c| c.name.clone())
-            .unwrap_or_default();
-        let snapshots = self.snapshots.all();
+        let target = self
+            .opts
+            .target_file_size
+            .max(self.opts.write_buffer_size as u64 * 2);
+        let sink = sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink);
         let mut it = mem.iter();
-        let mut new_file = || {
-            let no = self.versions.lock().new_file_no();
-            (no, table_path(&self.env, tier, no))
-        };
-        let no_gc = HashSet::new();
-        let mut new_vlog = || self.new_vlog_file();
-        let mut vlog = VlogMerge::new(
-            &self.env,
-            &self.vlog,
-            self.opts.value_threshold,
-            &no_gc,
-            &mut new_vlog,
-        );
-        let separate = !vlog.is_noop();
-        let mut params = MergeParams {
-            env: &self.env,
-            tier,
-            level: 0,
-            column_family: (cf, &cf_name),
-            build: self.table_options(0, deepest),
-            target_file_size: self
-                .opts
-                .target_file_size
-                .max(self.opts.write_buffer_size as u64 * 2),
-            snapshots: &snapshots,
-            bottommost: false,
-            new_file: &mut new_file,
-            should_stop: &|| false,
-            block_sink: sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink),
-            values: if separate { Some(&mut vlog) } else { None },
-        };
-        let (outputs, _) = match merge(&mut it, &mut params) {
-            Ok(r) => r,
-            Err(e) => {
-                vlog.abandon();
-                return Err(e);
-            }
-        };
-        let vlog_size = self.finish_vlog(&mut vlog, &outputs, tier)?;
+        let (outputs, vlog_size) = self.write_sorted(cf, &mut it, 0, deepest, target, sink)?;
         self.stats
             .flush_bytes_written
             .fetch_add(vlog_size, Ordering::Relaxed);
@@ -225,6 +184,65 @@ impl DbInner {
         }
         edit.last_seq = mem.max_seq();
         Ok((edit, files))
+    }
+
+    /// Writes the entries of `it` (sorted, one version of each key) as new tables of
+    /// `level`, values separated as the options say; the tables are not installed.
+    /// Returns them and the bytes of the value log written beside them.
+    pub(super) fn write_sorted(
+        &self,
+        cf: u32,
+        it: &mut dyn InternalIterator,
+        level: usize,
+        deepest: usize,
+        target_file_size: u64,
+        sink: Option<&dyn Fn(u64) -> BlockSink>,
+    ) -> Result<(Vec<MergeOutput>, u64)> {
+        let tier = self.env.tier_for_level(level);
+        let cf_name = self
+            .cfs
+            .read()
+            .get(&cf)
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        let snapshots = self.snapshots.all();
+        let mut new_file = || {
+            let no = self.versions.lock().new_file_no();
+            (no, table_path(&self.env, tier, no))
+        };
+        let no_gc = HashSet::new();
+        let mut new_vlog = || self.new_vlog_file();
+        let mut vlog = VlogMerge::new(
+            &self.env,
+            &self.vlog,
+            self.opts.value_threshold,
+            &no_gc,
+            &mut new_vlog,
+        );
+        let separate = !vlog.is_noop();
+        let mut params = MergeParams {
+            env: &self.env,
+            tier,
+            level,
+            column_family: (cf, &cf_name),
+            build: self.table_options(level, deepest),
+            target_file_size,
+            snapshots: &snapshots,
+            bottommost: false,
+            new_file: &mut new_file,
+            should_stop: &|| false,
+            block_sink: sink,
+            values: if separate { Some(&mut vlog) } else { None },
+        };
+        let (outputs, _) = match merge(it, &mut params) {
+            Ok(r) => r,
+            Err(e) => {
+                vlog.abandon();
+                return Err(e);
+            }
+        };
+        let vlog_size = self.finish_vlog(&mut vlog, &outputs, tier)?;
+        Ok((outputs, vlog_size))
     }
 
     /// Flushes the oldest immutable memtable of any column family. Returns false if there

@@ -4,6 +4,7 @@
 mod background;
 mod check;
 mod checkpoint;
+mod ingest;
 mod inspect;
 mod iter;
 mod jobs;
@@ -110,8 +111,14 @@ pub(crate) struct Slot {
     pub(crate) disable_wal: bool,
     /// A request to switch memtables (from `flush`), carrying no data.
     pub(crate) switch: bool,
+    /// Work that runs alone at the head of the queue, no write committing meanwhile
+    /// (an ingest); taken by the leader that runs it.
+    pub(crate) exclusive: Option<Mutex<Option<ExclusiveWork>>>,
     pub(crate) result: Mutex<Option<Result<()>>>,
 }
+
+/// See [`Slot::exclusive`].
+pub(crate) type ExclusiveWork = Box<dyn FnOnce(&DbInner) -> Result<()> + Send>;
 
 pub(crate) struct WalState {
     pub(crate) writer: Option<LogWriter>,

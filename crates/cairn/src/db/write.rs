@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
-use super::{DbInner, Slot, SuperVersion};
+use super::{DbInner, ExclusiveWork, Slot, SuperVersion};
 use crate::batch::{BatchOpKind, WriteBatch};
 use crate::log::LogWriter;
 use crate::options::{ReadOptions, WriteOptions};
@@ -61,6 +61,7 @@ impl DbInner {
             sync: wo.sync,
             disable_wal: wo.disable_wal,
             switch: false,
+            exclusive: None,
             result: parking_lot::Mutex::new(None),
         })
     }
@@ -124,7 +125,12 @@ impl DbInner {
         if let Err(e) = self.check_open() {
             return (1, Err(e));
         }
-        if slot.switch {
+        if let Some(work) = &slot.exclusive {
+            // Alone at the head: writers queue behind it, none commits until it is done.
+            let work = work.lock().take();
+            let r = MutexGuard::unlocked(q, || work.map_or(Ok(()), |w| w(self)));
+            (1, r)
+        } else if slot.switch {
             (1, self.switch_memtables())
         } else {
             match self.make_room(q) {
@@ -145,7 +151,11 @@ impl DbInner {
         for s in q.iter().skip(1) {
             // A sync write does not ride on a non-sync leader; switches lead alone; a
             // group is logged whole or not at all.
-            if s.switch || (s.sync && !leader.sync) || s.disable_wal != leader.disable_wal {
+            if s.switch
+                || s.exclusive.is_some()
+                || (s.sync && !leader.sync)
+                || s.disable_wal != leader.disable_wal
+            {
                 break;
             }
             bytes += s.batch.approximate_size();
@@ -434,6 +444,19 @@ impl DbInner {
         Ok(())
     }
 
+    /// Runs `work` at the head of the write queue: every write queued before it commits
+    /// first, none after it until it returns.
+    pub(crate) fn run_exclusive(&self, work: ExclusiveWork) -> Result<()> {
+        self.submit(Slot {
+            batch: WriteBatch::new(),
+            sync: false,
+            disable_wal: false,
+            switch: false,
+            exclusive: Some(parking_lot::Mutex::new(Some(work))),
+            result: parking_lot::Mutex::new(None),
+        })
+    }
+
     /// Switches memtables through the write queue and waits until the immutable ones are
     /// flushed.
     pub(crate) fn flush_and_wait(&self) -> Result<()> {
@@ -442,6 +465,7 @@ impl DbInner {
             sync: false,
             disable_wal: false,
             switch: true,
+            exclusive: None,
             result: parking_lot::Mutex::new(None),
         })?;
         if !self.opts.background_work {

@@ -11,6 +11,7 @@ mod checkpoint;
 mod compression;
 mod concurrency;
 mod flsm;
+mod ingest;
 mod model;
 mod parallel_compaction;
 mod read_cache;
