@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn::options::MIN_OPEN_FILES;
-use cairn::{Db, Error, IndexPolicy, Options, ReadOptions, WriteOptions};
+use cairn::{Compression, Db, Error, IndexPolicy, Options, ReadOptions, WriteOptions};
 
 use support::key_no;
 
@@ -70,6 +70,8 @@ fn small_tree(max_open_files: Option<usize>) -> Options {
         max_open_files,
         ..Options::default()
     }
+    // The file counts these tests need are of uncompressed tables.
+    .with_compression(Compression::None)
 }
 
 fn tree_files(db: &Db) -> (usize, u64) {
