@@ -484,7 +484,10 @@ fn ingest_loads_sst_files() {
     expect(&cairn(&["check", p(&db)]), 0);
     // A file that is no table is refused.
     std::fs::write(dir.path().join("junk.sst"), b"not a table").unwrap();
-    expect(&cairn(&["ingest", p(&db), p(&dir.path().join("junk.sst"))]), 1);
+    expect(
+        &cairn(&["ingest", p(&db), p(&dir.path().join("junk.sst"))]),
+        1,
+    );
 }
 
 /// Damage `what` in a fresh database; `check` must exit 2 naming `expect_in_output`.

@@ -35,10 +35,10 @@ pub(crate) const CODE_NONE: u8 = 0;
 const CODE_LZ4: u8 = 1;
 const CODE_ZSTD: u8 = 2;
 
-/// Largest uncompressed length a payload may claim: one block of the largest entries the
-/// table builder writes, with room to spare (a claimed length is checked before anything
-/// is allocated for it).
-const MAX_UNCOMPRESSED: u64 = i32::MAX as u64;
+/// Largest uncompressed length a payload may claim (a claimed length is checked before
+/// anything is allocated for it): a block of the largest block size and the largest
+/// entry is under 81 MiB. Larger blocks (an index of a huge table) are stored raw.
+const MAX_UNCOMPRESSED: u64 = 1 << 28;
 
 impl Compression {
     /// Zstandard at its default level.
@@ -103,7 +103,7 @@ thread_local! {
 /// when `raw` should be stored as it is (no compression asked, or it does not shrink
 /// enough).
 pub(crate) fn compress(c: Compression, raw: &[u8]) -> Option<Vec<u8>> {
-    if c == Compression::None || raw.is_empty() {
+    if c == Compression::None || raw.is_empty() || raw.len() as u64 > MAX_UNCOMPRESSED {
         return None;
     }
     let mut out = Vec::with_capacity(raw.len() / 2 + 16);

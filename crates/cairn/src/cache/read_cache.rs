@@ -757,16 +757,20 @@ impl ReadCache {
         }
     }
 
-    /// Drops every cached point entry of family `cf` whose key lies in `[lo, hi]`: an
-    /// ingested table placed newer versions of them below the memtables, which
-    /// [`on_flush`](Self::on_flush)'s syncing never sees. Call after the new version is
-    /// installed; bumps the generation so that no read that began before caches what it
-    /// found.
-    pub fn forget_range(&self, cf: u32, lo: &[u8], hi: &[u8]) {
-        let (lo, hi) = (point_key(cf, lo), point_key(cf, hi));
+    /// Drops every cached point entry of family `cf` whose key lies in one of `ranges`
+    /// (inclusive), around `publish`, which makes newer versions of them visible below the
+    /// memtables (an ingest, whose tables [`on_flush`](Self::on_flush)'s syncing never
+    /// sees). The cache stays locked throughout, so no lookup meets an old entry once the
+    /// new versions are visible, and the generation moves before and after `publish`, so
+    /// no read that began before caches what it found.
+    pub fn forget_ranges_around(&self, cf: u32, ranges: &[(&[u8], &[u8])], publish: impl FnOnce()) {
+        let bounds: Vec<(Vec<u8>, Vec<u8>)> = ranges
+            .iter()
+            .map(|(lo, hi)| (point_key(cf, lo), point_key(cf, hi)))
+            .collect();
         let mut st = self.state.lock();
         self.generation.fetch_add(1, Ordering::SeqCst);
-        let inside = |k: &Vec<u8>| *k >= lo && *k <= hi;
+        let inside = |k: &Vec<u8>| bounds.iter().any(|(lo, hi)| k >= lo && k <= hi);
         let keys: Vec<Vec<u8>> = st
             .kv
             .keys()
@@ -778,6 +782,8 @@ impl ReadCache {
             st.kv.remove(&k);
             st.kp.remove(&k);
         }
+        publish();
+        self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Repoints KP entries into a compaction's output tables (section 4.1.2); entries

@@ -3,14 +3,15 @@
 //!
 //! The files are checked first, with writes going on: every entry read (checksums, order,
 //! sequence number 0, puts and deletes only) and the files' key ranges disjoint. Then, alone
-//! at the head of the write queue and holding the compaction lock: memtables holding a key
-//! in the files' ranges are flushed, the entries are rewritten with the next sequence number
+//! at the head of the write queue and holding the compaction lock: every memtable is
+//! flushed (see `ingest`), the entries are rewritten with the next sequence number
 //! into tables of the deepest level that no level above it (and no table of it) overlaps,
 //! in the database's own layout for that level (compression, filter bits, value
 //! separation), and one manifest edit installs them. Only then is the sequence number
 //! published, so a read sees all of the ingest or none of it, and every later write is
 //! newer. Writes wait while the files are rewritten (RocksDB's ingest, assigning a global
-//! sequence number in place, blocks them for the flush only).
+//! sequence number in place, blocks them for the flush only, and flushes only memtables
+//! that overlap the files; it keeps a log number per column family, cairn one for all).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -18,10 +19,9 @@ use std::sync::Arc;
 
 use super::{ColumnFamily, Db, DbInner, SuperVersion};
 use crate::iter::InternalIterator;
-use crate::memtable::Memtable;
 use crate::storage::FileKind;
 use crate::table::{Table, TableIterator};
-use crate::types::{make_internal_key, make_lookup_key, parse_internal_key, ValueKind, MAX_SEQ};
+use crate::types::{make_internal_key, parse_internal_key, ValueKind};
 use crate::version::{CfVersion, VersionEdit};
 use crate::{Error, Result};
 
@@ -134,23 +134,15 @@ impl DbInner {
         let _c = self.compaction_lock.write();
         // drop_cf may have run while this waited.
         let state = self.cf_state(cf)?;
-        let sv = state.sv.load_full();
-        let memtables = std::iter::once(&sv.mem).chain(sv.imms.iter().map(|(m, _)| m));
-        if memtables.into_iter().any(|m| {
-            files
-                .iter()
-                .any(|f| holds_key_in(m, &f.smallest, &f.largest))
-        }) {
-            // Their versions are older than the ingest's: flushed, so that the files may
-            // lie above nothing newer.
-            self.switch_memtables()?;
-            while !state.sv.load().imms.is_empty() {
-                if !self.flush_one()? {
-                    self.check_open()?;
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                }
-            }
-        }
+        // Every memtable, of every family, flushed first. Their versions are older than
+        // the ingest's and must not lie above it; and the logs that hold them must be done
+        // with before the ingest is durable, or a reopen would replay an older version of
+        // an ingested key into a memtable above the ingested tables (one log serves every
+        // family, so a family's flushed writes stay in a log another family still needs).
+        // The switch also makes the old log durable, so no acknowledged write is lost
+        // where the ingest survives a power loss.
+        self.switch_memtables()?;
+        self.flush_every_immutable()?;
         let version = state.sv.load().version.clone();
         let level = target_level(&version, files);
         let deepest = version.deepest_nonempty().max(level);
@@ -158,24 +150,50 @@ impl DbInner {
         let edit = self.write_ingested(cf, files, level, deepest, seq, &version)?;
         let mut vs = self.versions.lock();
         vs.log_and_apply(edit)?;
-        if let Some(version) = vs.version(cf) {
-            self.install_sv(&state, |sv| SuperVersion {
-                mem: sv.mem.clone(),
-                mem_wal: sv.mem_wal,
-                imms: sv.imms.clone(),
-                version,
-            });
+        let publish = || {
+            if let Some(version) = vs.version(cf) {
+                self.install_sv(&state, |sv| SuperVersion {
+                    mem: sv.mem.clone(),
+                    mem_wal: sv.mem_wal,
+                    imms: sv.imms.clone(),
+                    version,
+                });
+            }
+            // After the tables are in place: a read at an older number skips them.
+            self.last_seq.store(seq, Ordering::Release);
+        };
+        match &self.read_cache {
+            // AC-Key's point cache may hold older versions of ingested keys: dropped as
+            // the ingest becomes visible, no read caching what it found before.
+            Some(rc) => {
+                let ranges: Vec<(&[u8], &[u8])> = files
+                    .iter()
+                    .map(|f| (&f.smallest[..], &f.largest[..]))
+                    .collect();
+                rc.forget_ranges_around(cf, &ranges, publish);
+            }
+            None => publish(),
         }
         drop(vs);
-        // Published after the tables are in place: a read at an older number skips them.
-        self.last_seq.store(seq, Ordering::Release);
         self.note_seq_time(seq);
-        if let Some(rc) = &self.read_cache {
-            for f in files {
-                rc.forget_range(cf, &f.smallest, &f.largest);
+        self.request_compaction();
+        Ok(())
+    }
+
+    /// Flushes the immutable memtables of every column family.
+    fn flush_every_immutable(&self) -> Result<()> {
+        let pending = || {
+            self.cfs
+                .read()
+                .values()
+                .any(|c| !c.sv.load().imms.is_empty())
+        };
+        while pending() {
+            if !self.flush_one()? {
+                self.check_open()?;
+                std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
-        self.request_compaction();
         Ok(())
     }
 
@@ -222,13 +240,6 @@ impl DbInner {
         edit.last_seq = Some(seq);
         Ok(edit)
     }
-}
-
-/// Whether memtable `m` holds a version of a key in `[lo, hi]`.
-fn holds_key_in(m: &Arc<Memtable>, lo: &[u8], hi: &[u8]) -> bool {
-    let mut it = m.iter();
-    it.seek(&make_lookup_key(lo, MAX_SEQ));
-    it.valid() && parse_internal_key(it.key()).is_some_and(|p| p.user_key <= hi)
 }
 
 /// The deepest level such that neither it nor any level above holds a table overlapping
