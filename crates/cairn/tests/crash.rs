@@ -226,6 +226,9 @@ enum Op {
     Delete(u32),
     /// Deletes the thread's keys with index in `[lo, hi)`.
     DeleteRange(u32, u32),
+    /// Puts the thread's keys with index in `[lo, hi)` by an ingested table (alone, never
+    /// in a batch).
+    Ingest(u32, u32),
 }
 
 fn encode_ops(ops: &[Op]) -> String {
@@ -234,6 +237,7 @@ fn encode_ops(ops: &[Op]) -> String {
             Op::Put(i) => format!("P{i}"),
             Op::Delete(i) => format!("D{i}"),
             Op::DeleteRange(a, b) => format!("R{a}-{b}"),
+            Op::Ingest(a, b) => format!("I{a}-{b}"),
         })
         .collect::<Vec<_>>()
         .join(",")
@@ -246,9 +250,14 @@ fn decode_ops(s: &str) -> Vec<Op> {
             match t {
                 "P" => Op::Put(rest.parse().unwrap()),
                 "D" => Op::Delete(rest.parse().unwrap()),
-                "R" => {
+                "R" | "I" => {
                     let (a, b) = rest.split_once('-').unwrap();
-                    Op::DeleteRange(a.parse().unwrap(), b.parse().unwrap())
+                    let (a, b) = (a.parse().unwrap(), b.parse().unwrap());
+                    if t == "R" {
+                        Op::DeleteRange(a, b)
+                    } else {
+                        Op::Ingest(a, b)
+                    }
                 }
                 _ => panic!("bad op {e:?}"),
             }
@@ -256,7 +265,15 @@ fn decode_ops(s: &str) -> Vec<Op> {
         .collect()
 }
 
-fn random_ops(rng: &mut SmallRng) -> Vec<Op> {
+/// A random op group; `ingest` allows ingests (2% of the groups, each alone).
+fn random_ops(rng: &mut SmallRng, ingest: bool) -> Vec<Op> {
+    if ingest && rng.random_bool(0.02) {
+        let a = rng.random_range(0..KEYS_PER_THREAD);
+        return vec![Op::Ingest(
+            a,
+            (a + rng.random_range(1..20)).min(KEYS_PER_THREAD),
+        )];
+    }
     let one = |rng: &mut SmallRng| {
         let r = rng.random_range(0..100);
         if r < 75 {
@@ -290,8 +307,28 @@ fn apply(model: &mut BTreeMap<u32, Vec<u8>>, tid: usize, ctr: u64, ops: &[Op]) {
                     model.remove(&i);
                 }
             }
+            Op::Ingest(a, b) => {
+                for i in a..b {
+                    model.insert(i, value(tid, i, ctr));
+                }
+            }
         }
     }
+}
+
+/// Writes the thread's keys `[a, b)` at counter `ctr` to a table beside the database
+/// and ingests it.
+fn ingest(db: &Db, dir: &Path, tid: usize, ctr: u64, a: u32, b: u32) -> cairn::Result<()> {
+    let path = dir.with_extension(format!("ingest-{tid}-{ctr}.sst"));
+    let _ = std::fs::remove_file(&path); // left by an earlier, killed child
+    let mut w = cairn::SstFileWriter::create(&path, &Options::default())?;
+    for i in a..b {
+        w.put(&key(tid, i), &value(tid, i, ctr))?;
+    }
+    w.finish()?;
+    let r = db.ingest_external_file(&[&path]);
+    let _ = std::fs::remove_file(&path);
+    r
 }
 
 /// The child: writes until killed.
@@ -353,6 +390,7 @@ fn child_main(dir: &Path) {
         .map(|tid| {
             let db = db.clone();
             let stop = stop.clone();
+            let dir = dir.to_path_buf();
             std::thread::spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(seed ^ (tid as u64 * 0x9e37_79b9));
                 let wo = WriteOptions {
@@ -363,7 +401,7 @@ fn child_main(dir: &Path) {
                 let mut ctr = base;
                 while !stop.load(Ordering::Relaxed) {
                     ctr += 1;
-                    let ops = random_ops(&mut rng);
+                    let ops = random_ops(&mut rng, !two_cfs);
                     let line = format!("@I {tid} {ctr} {}\n", encode_ops(&ops));
                     std::io::stdout().lock().write_all(line.as_bytes()).unwrap();
                     let r = if two_cfs {
@@ -379,6 +417,7 @@ fn child_main(dir: &Path) {
                                         |_| b.delete_range_cf(odd, &key(tid, x), &key(tid, y)),
                                     )
                                 }
+                                Op::Ingest(..) => unreachable!("no ingest with two families"),
                             }
                             .unwrap();
                         }
@@ -390,6 +429,7 @@ fn child_main(dir: &Path) {
                             Op::DeleteRange(a, b) => {
                                 db.delete_range(&wo, &key(tid, a), &key(tid, b))
                             }
+                            Op::Ingest(a, b) => ingest(&db, &dir, tid, ctr, a, b),
                         }
                     } else {
                         let mut b = WriteBatch::new();
@@ -400,6 +440,7 @@ fn child_main(dir: &Path) {
                                 Op::DeleteRange(x, y) => {
                                     b.delete_range(&key(tid, x), &key(tid, y)).unwrap()
                                 }
+                                Op::Ingest(..) => unreachable!("an ingest goes alone"),
                             }
                         }
                         db.write(&wo, b)
@@ -616,7 +657,7 @@ fn verify(
                 .filter(|&i| {
                     intent.ops.iter().any(|op| match *op {
                         Op::Put(k) | Op::Delete(k) => k == i,
-                        Op::DeleteRange(a, b) => (a..b).contains(&i),
+                        Op::DeleteRange(a, b) | Op::Ingest(a, b) => (a..b).contains(&i),
                     })
                 })
                 .collect();
@@ -700,12 +741,17 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
     });
     let mut models: Vec<BTreeMap<u32, Vec<u8>>> = (0..THREADS).map(|_| BTreeMap::new()).collect();
     let start = Instant::now();
-    let mut total_ops = 0;
+    let (mut total_ops, mut ingests) = (0, 0);
     for cycle in 0..cycles {
         let run_ms = rng.random_range(20..=300);
         let base = (cycle as u64 + 1) * 10_000_000;
         let intents = run_child(&dir, test_name, sync, base, rng.random(), run_ms);
         total_ops += intents.iter().map(|t| t.len()).sum::<usize>();
+        ingests += intents
+            .iter()
+            .flatten()
+            .filter(|i| i.acked && matches!(i.ops[..], [Op::Ingest(..)]))
+            .count();
         verify(&dir, &mut models, &intents, sync, cycle);
     }
     let db = open_db(&dir).unwrap();
@@ -726,9 +772,13 @@ fn crash_cycles(test_name: &str, sync: bool, default_cycles: usize) {
         .count();
     drop(db);
     eprintln!(
-        "{test_name}: {cycles} cycles, {total_ops} ops in {:.1?}; files per level {files:?}",
+        "{test_name}: {cycles} cycles, {total_ops} ops ({ingests} ingests acknowledged) in {:.1?}; files per level {files:?}",
         start.elapsed()
     );
+    // Every kind of op but two families' ran ingests.
+    if cycles >= 10 && !test_name.contains("column_families") {
+        assert!(ingests > 0, "no ingest acknowledged in {total_ops} ops");
+    }
     // The runs flushed and compacted: tables below level 0 (and the file numbers of
     // tables went far beyond the few that one run makes).
     if cycles >= 10 {

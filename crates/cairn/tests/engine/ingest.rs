@@ -269,7 +269,9 @@ fn a_reopen_replays_no_older_version_above_an_ingest() {
     let wo = WriteOptions::default();
     db.put(&wo, &key8(5), b"old").unwrap();
     db.put_cf(&other, &wo, b"x", b"1").unwrap();
-    let rows: Vec<_> = (0..10u32).map(|i| (key8(i), Some(b"new".to_vec()))).collect();
+    let rows: Vec<_> = (0..10u32)
+        .map(|i| (key8(i), Some(b"new".to_vec())))
+        .collect();
     db.ingest_external_file(&[write_sst(&dir.path().join("a.sst"), &rows)])
         .unwrap();
     assert_eq!(db.get(&key8(5)).unwrap().as_deref(), Some(&b"new"[..]));
