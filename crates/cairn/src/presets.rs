@@ -11,6 +11,7 @@ use crate::storage::{DeviceProfile, TierConfig};
 /// Names of every preset, with a one-line description.
 pub const PRESETS: &[(&str, &str)] = &[
     ("default", "cairn's defaults: leveling (K=1), uniform 10-bit blooms, LRU block cache"),
+    ("learned", "all five learned parts at once, with defaults to keep: Bourbon's learned index on key-value separation, AC-Key's read cache, Leaper's prefetcher (cairn's eager-evict baseline until a model is loaded), RusKey's tuner (with the ruskey feature), SA-LSM's query store and cold-set placement (acting once Options::tiers has a cold tier and a cold set is installed)"),
     ("baseline", "the plain LSM-tree the learned parts are measured against: fence pointers, LRU block cache, K=1 at every level"),
     ("tiering", "RusKey's 'Lazy' baseline: K=T at every level"),
     ("moderate", "RusKey's 'Moderate' baseline: K=5 at every level"),
@@ -97,6 +98,33 @@ pub fn salsm_tiers() -> Vec<TierConfig> {
 /// Simulated missions RusKey's presets pretrain on before the first real one.
 pub const RUSKEY_PRETRAIN_MISSIONS: u32 = 400;
 
+/// Turns on every learned part (the `learned` preset) in `o`, keeping its sizes:
+/// - Bourbon: the learned index (delta 8, cost-benefit analyzer) on WiscKey's key-value
+///   separation with fixed-width blocks, read through memory maps;
+/// - AC-Key: KV, KP and block caches sized by ghost caches;
+/// - Leaper: access statistics and the prefetcher, which acts once a model bundle is
+///   loaded (`Db::load_leaper_model` or `LeaperParams::model`) and until then is the
+///   eager-evict baseline, cairn's default;
+/// - RusKey: Lerp's tuner of K per level (only with the `ruskey` feature, which brings
+///   candle; without it the preset leaves K as it is);
+/// - SA-LSM: the query store and cold-set placement, which moves records only with a hot
+///   and a cold tier in `Options::tiers` and a cold set installed (without the tiers,
+///   `Db::proactive_compact` is refused, saying so, and nothing else changes).
+pub fn apply_learned(o: &mut Options) {
+    o.index = IndexPolicy::BOURBON;
+    o.value_threshold = Some(0);
+    o.fixed_width_entries = true;
+    o.mmap_reads = true;
+    o.read_cache = ReadCachePolicy::AcKey(AcKeyParams::default());
+    o.access = Some(AccessOptions::default());
+    o.prefetch = PrefetchPolicy::Leaper(Default::default());
+    if cfg!(feature = "ruskey") {
+        o.tuner.policy = TunerPolicy::Lerp(LerpParams::default());
+    }
+    o.records = Some(RecordOptions::default());
+    o.placement.policy = PlacementPolicy::ColdSet;
+}
+
 /// Parses `greedy-B-T` (percent thresholds, B <= T).
 fn greedy_thresholds(name: &str) -> Option<TunerPolicy> {
     let (b, t) = name.strip_prefix("greedy-")?.split_once('-')?;
@@ -157,6 +185,7 @@ pub fn by_name(name: &str) -> Option<Options> {
     let below_l0 = o.num_levels - 1;
     match name {
         "default" | "baseline" => {}
+        "learned" => apply_learned(&mut o),
         "tiering" => o.level_runs = vec![o.size_ratio; below_l0],
         "moderate" => o.level_runs = vec![5.min(o.size_ratio); below_l0],
         _ if name.starts_with("k-") => {
@@ -298,6 +327,15 @@ mod tests {
             o.validate().unwrap();
         }
         assert!(by_name("nope").is_none());
+        let l = by_name("learned").unwrap();
+        assert_eq!(l.index, IndexPolicy::BOURBON);
+        assert!(matches!(l.read_cache, ReadCachePolicy::AcKey(_)));
+        assert!(matches!(l.prefetch, PrefetchPolicy::Leaper(_)));
+        assert_eq!(l.placement.policy, PlacementPolicy::ColdSet);
+        assert_eq!(
+            matches!(l.tuner.policy, TunerPolicy::Lerp(_)),
+            cfg!(feature = "ruskey")
+        );
         assert_eq!(by_name("k-2").unwrap().level_runs, vec![2; 6]);
         assert_eq!(by_name("k-99").unwrap().level_runs, vec![10; 6]);
         assert!(by_name("k-0").is_none() && by_name("k-x").is_none());

@@ -1055,6 +1055,35 @@ fn model_all_parts_together() {
     }
 }
 
+/// The `learned` preset (every learned part at once) on the model's small tree, on a hot
+/// and a cold tier so that SA-LSM's proactive compactions run, with and without
+/// background threads: answers must stay the model's.
+#[test]
+fn model_learned_preset() {
+    let ops = env_u64("CAIRN_MODEL_OPS", 2000) as usize;
+    for (seed, background) in [(4200, false), (4201, true)] {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            run_seed_with(seed, background, ops, b"", |o| {
+                cairn::presets::apply_learned(o);
+                o.block_cache_bytes = 16 << 10;
+                o.tiers = ["hot", "cold"]
+                    .iter()
+                    .zip([0, 2])
+                    .map(|(dir, first_level)| cairn::TierConfig {
+                        dir: (*dir).into(),
+                        first_level,
+                        profile: cairn::DeviceProfile::None,
+                    })
+                    .collect();
+            })
+        }));
+        if let Err(e) = r {
+            eprintln!("learned-preset model test failed: seed {seed}");
+            resume_unwind(e);
+        }
+    }
+}
+
 /// Regression: a WAL started after the manifest's last edit (a memtable switch with no
 /// flush yet) was numbered `next_file_no` of the recovered manifest, so reopening chose the
 /// same number for its new WAL, skipped replaying the old one and truncated it.
