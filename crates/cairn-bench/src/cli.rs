@@ -53,6 +53,9 @@ pub enum Command {
     /// device latency), exports the record trace, and (with --evaluate) runs the service's
     /// `evaluate` on it (Table 3, Fig. 12).
     SalsmTrace(crate::salsm::run::SalsmTraceArgs),
+    /// One delete_range over N keys loaded in order, per engine: the call's time and bytes
+    /// written, the flush and compactions after it, and point reads of deleted keys.
+    RangeDelete(crate::range_delete::RangeDeleteArgs),
     /// Measures what each counted unit of foreground work costs in CPU on this machine and
     /// writes the virtual clock's CPU price file (with how close the prices come).
     Calibrate(crate::calibrate::CalibrateArgs),

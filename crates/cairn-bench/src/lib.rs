@@ -8,6 +8,7 @@ pub mod compare;
 pub mod engines;
 pub mod leaper;
 pub mod measure;
+pub mod range_delete;
 pub mod report;
 pub mod reprice;
 pub mod rng;

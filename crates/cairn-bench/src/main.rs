@@ -19,6 +19,7 @@ fn main() -> Result<()> {
         Command::RuskeySummary(a) => cairn_bench::ruskey::summary_cmd(&a),
         Command::SalsmSummary(a) => cairn_bench::salsm::summary::summary_cmd(&a),
         Command::Calibrate(a) => cairn_bench::calibrate::calibrate_cmd(&a),
+        Command::RangeDelete(a) => cairn_bench::range_delete::range_delete_cmd(&a),
         Command::ClockSummary(a) => cairn_bench::clock_summary::clock_summary_cmd(&a),
         Command::Reprice(a) => cairn_bench::reprice::reprice_cmd(&a),
         Command::SalsmTrace(a) => cairn_bench::salsm::run::trace_cmd(&a),

@@ -37,6 +37,18 @@ impl Engine for BTreeEngine {
         Ok(())
     }
 
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut map = self.map.write();
+        let doomed: Vec<Vec<u8>> = map
+            .range(start.to_vec()..end.to_vec())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in doomed {
+            map.remove(&k);
+        }
+        Ok(())
+    }
+
     fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
         let map = self.map.read();
         let mut read = 0;

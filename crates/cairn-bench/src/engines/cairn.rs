@@ -360,6 +360,10 @@ impl Engine for CairnEngine {
         Ok(self.db.delete(&self.write_opts, key)?)
     }
 
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        Ok(self.db.delete_range(&self.write_opts, start, end)?)
+    }
+
     fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
         // The cursor, as RocksDB's raw iterator is read: no copy of each entry.
         let mut it = self

@@ -530,6 +530,8 @@ pub trait Engine: Send + Sync {
     /// need not make.
     fn get(&self, key: &[u8]) -> Result<Option<usize>>;
     fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Deletes every key in `[start, end)` in one call (RocksDB's `DeleteRange`).
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()>;
     /// Reads up to `n` entries starting at the first key >= `start`; returns how many.
     fn scan(&self, start: &[u8], n: usize) -> Result<usize>;
     /// Persists the memtable so the measured phase starts from on-disk state.

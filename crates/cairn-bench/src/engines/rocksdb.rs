@@ -116,6 +116,12 @@ impl Engine for RocksEngine {
         Ok(self.db.delete_opt(key, &self.write_opts)?)
     }
 
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = rocksdb::WriteBatch::default();
+        b.delete_range(start, end);
+        Ok(self.db.write_opt(b, &self.write_opts)?)
+    }
+
     fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
         let mut it = self.db.raw_iterator();
         it.seek(start);

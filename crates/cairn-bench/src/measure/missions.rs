@@ -222,6 +222,9 @@ mod tests {
         fn delete(&self, _: &[u8]) -> anyhow::Result<()> {
             Ok(())
         }
+        fn delete_range(&self, _: &[u8], _: &[u8]) -> anyhow::Result<()> {
+            Ok(())
+        }
         fn scan(&self, _: &[u8], _: usize) -> anyhow::Result<usize> {
             Ok(0)
         }
