@@ -33,7 +33,6 @@ pub struct SstFileWriter {
     path: PathBuf,
     last: Option<Vec<u8>>,
     smallest: Vec<u8>,
-    ikey: Vec<u8>,
 }
 
 impl SstFileWriter {
@@ -64,7 +63,6 @@ impl SstFileWriter {
             path,
             last: None,
             smallest: Vec::new(),
-            ikey: Vec::new(),
         })
     }
 
@@ -89,8 +87,7 @@ impl SstFileWriter {
         let Some(b) = self.builder.as_mut() else {
             return Err(Error::InvalidArgument("SstFileWriter is finished".into()));
         };
-        self.ikey = make_internal_key(key, 0, kind);
-        b.add(&self.ikey, value)?;
+        b.add(&make_internal_key(key, 0, kind), value)?;
         if self.last.is_none() {
             self.smallest = key.to_vec();
         }

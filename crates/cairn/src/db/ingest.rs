@@ -21,7 +21,7 @@ use super::{ColumnFamily, Db, DbInner, SuperVersion};
 use crate::iter::InternalIterator;
 use crate::storage::FileKind;
 use crate::table::{Table, TableIterator};
-use crate::types::{make_internal_key, parse_internal_key, ValueKind};
+use crate::types::{pack_trailer, parse_internal_key, ValueKind, TRAILER_LEN};
 use crate::version::{CfVersion, VersionEdit};
 use crate::{Error, Result};
 
@@ -274,16 +274,17 @@ impl Resequenced {
         }
     }
 
+    /// The inner key with its trailer's sequence number replaced (its kind kept: the low
+    /// byte of the little-endian trailer); every entry was checked before.
     fn load(&mut self) {
         self.key.clear();
-        if let Some(p) = self
-            .inner
-            .valid()
-            .then(|| parse_internal_key(self.inner.key()))
-            .flatten()
-        {
-            let kind = p.value_kind().unwrap_or(ValueKind::Value);
-            self.key = make_internal_key(p.user_key, self.seq, kind);
+        if self.inner.valid() {
+            let k = self.inner.key();
+            self.key.extend_from_slice(k);
+            if let Some(n) = k.len().checked_sub(TRAILER_LEN) {
+                let trailer = pack_trailer(self.seq, k[n]);
+                self.key[n..].copy_from_slice(&trailer.to_le_bytes());
+            }
         }
     }
 }
