@@ -26,8 +26,18 @@ struct Dump {
     index: Vec<IndexOut>,
     filter: Option<FilterOut>,
     learned_model: ModelOut,
+    /// The range-deletion block, fragmented: `[start, end)` and the sequence numbers of
+    /// the deletions covering it, newest first.
+    range_deletions: Vec<RangeDelOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     entries: Option<Vec<EntryOut>>,
+}
+
+#[derive(Serialize)]
+struct RangeDelOut {
+    start: String,
+    end: String,
+    seqs: Vec<u64>,
 }
 
 #[derive(Serialize)]
@@ -103,6 +113,7 @@ fn kind_name(kind: u8) -> &'static str {
         k if k == ValueKind::Value as u8 => "value",
         k if k == ValueKind::Deletion as u8 => "delete",
         k if k == ValueKind::ValuePointer as u8 => "pointer",
+        0xff => "range bound",
         _ => "unknown",
     }
 }
@@ -184,6 +195,19 @@ pub fn run(
             },
         }),
         learned_model: model(path, &table),
+        range_deletions: table
+            .range_dels()
+            .map(|d| {
+                d.fragments()
+                    .iter()
+                    .map(|f| RangeDelOut {
+                        start: kenc.encode(&f.start),
+                        end: kenc.encode(&f.end),
+                        seqs: f.seqs.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
         entries: if entries {
             Some(read_entries(&table, limit, kenc, venc)?)
         } else {
@@ -320,6 +344,12 @@ fn print_text(d: &Dump) {
             e.first_ordinal,
             print_key(&e.last_key)
         );
+    }
+    if !d.range_deletions.is_empty() {
+        println!("range deletions: {} fragments", d.range_deletions.len());
+        for r in &d.range_deletions {
+            println!("  [{}, {}) at {:?}", r.start, r.end, r.seqs);
+        }
     }
     match &d.filter {
         Some(f) => println!(

@@ -392,6 +392,24 @@ fn delete_range_compact_and_dump_wal() {
     );
     assert_eq!(count(dir.path()), before - 100);
     expect(&cairn(&["get", p(dir.path()), &k(150)]), 1);
+    // One record: flushed, its table shows it as a range deletion.
+    let db = Db::open(dir.path(), opts()).unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let newest = files(dir.path(), ".sst").into_iter().max().unwrap();
+    let o = cairn(&["dump-table", "--json", p(&newest)]);
+    expect(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let dels = v["range_deletions"].as_array().unwrap();
+    assert_eq!(dels.len(), 1, "{v}");
+    assert_eq!(dels[0]["start"], k(100).as_str());
+    assert_eq!(dels[0]["end"], k(200).as_str());
+    let o = cairn(&["dump-table", p(&newest)]);
+    assert!(
+        stdout(&o).contains("range deletions: 1 fragments"),
+        "{}",
+        stdout(&o)
+    );
     let o = cairn(&["compact", p(dir.path())]);
     expect(&o, 0);
     assert!(stdout(&o).contains("compacted in"), "{}", stdout(&o));

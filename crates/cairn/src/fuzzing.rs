@@ -74,6 +74,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("vlog_record", vlog_record),
     ("value_pointer", value_pointer),
     ("table_properties", table_properties),
+    ("range_del_block", range_del_block),
     ("plr_model", plr_model),
     ("leaper_bundle", leaper_bundle),
     ("gbdt_text", gbdt_text),
@@ -273,6 +274,40 @@ pub fn table_properties(data: &[u8]) {
         data,
         "properties do not re-encode to their bytes"
     );
+}
+
+/// A range-deletion block: decode; an accepted block is fragmented (sorted, disjoint,
+/// sequence numbers descending), re-encodes to its bytes, and answers lookups as its
+/// fragments say.
+pub fn range_del_block(data: &[u8]) {
+    let Some(d) = crate::range_del::RangeDels::decode(data) else {
+        return;
+    };
+    assert_eq!(
+        d.encode(),
+        data,
+        "range deletions do not re-encode to their bytes"
+    );
+    let frags = d.fragments();
+    for w in frags.windows(2) {
+        assert!(w[0].end <= w[1].start, "fragments overlap");
+    }
+    for f in frags {
+        assert!(f.start < f.end && !f.seqs.is_empty());
+        assert!(
+            f.seqs.windows(2).all(|w| w[0] > w[1]),
+            "sequence numbers not descending"
+        );
+        assert_eq!(d.max_cover(&f.start, MAX_SEQ), f.seqs[0]);
+    }
+    for k in keys_from(data) {
+        let want = frags
+            .iter()
+            .find(|f| f.start <= k && k < f.end)
+            .map_or(0, |f| f.seqs[0]);
+        assert_eq!(d.max_cover(&k, MAX_SEQ), want);
+    }
+    assert_eq!(crate::range_del::RangeDels::new(d.tombstones()), d);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -681,6 +716,15 @@ fn fixture_entries() -> Vec<Entry> {
 
 /// Builds a table of `entries` in a fresh scratch directory and returns its bytes.
 fn build_table(entries: &[Entry], opts: TableBuildOptions) -> Vec<u8> {
+    build_table_with(entries, opts, None)
+}
+
+/// A table of `entries`, holding the range deletions `dels` too when given.
+fn build_table_with(
+    entries: &[Entry],
+    opts: TableBuildOptions,
+    dels: Option<&crate::range_del::RangeDels>,
+) -> Vec<u8> {
     let s = new_scratch();
     let path = s.dir.join("000001.sst");
     let f = s
@@ -691,8 +735,34 @@ fn build_table(entries: &[Entry], opts: TableBuildOptions) -> Vec<u8> {
     for (k, v) in entries {
         b.add(k, v).expect("fixture entries are in order");
     }
+    if let Some(d) = dels {
+        b.set_column_family(0, "default");
+        b.add_range_dels(d);
+    }
     b.finish().expect("finish fixture table");
     std::fs::read(&path).expect("read fixture table")
+}
+
+/// Range deletions over the fixture's keys, overlapping one another.
+fn sample_range_dels(small: &[Entry]) -> crate::range_del::RangeDels {
+    let k = |i: usize| crate::types::user_key(&small[i % small.len()].0).to_vec();
+    crate::range_del::RangeDels::new([
+        crate::range_del::RangeTombstone {
+            start: k(2),
+            end: k(9),
+            seq: 70,
+        },
+        crate::range_del::RangeTombstone {
+            start: k(5),
+            end: k(20),
+            seq: 30,
+        },
+        crate::range_del::RangeTombstone {
+            start: k(30),
+            end: vec![0xff; 3],
+            seq: 90,
+        },
+    ])
 }
 
 fn plr_fixture() -> &'static PlrFixture {
@@ -1044,6 +1114,7 @@ fn sample_edit() -> VersionEdit {
                 min_seq: 1,
                 max_seq: 9,
                 vlog_refs: vec![(3, 1000), (8, 20)],
+                range_dels: 3,
             },
         )],
         sealed: vec![(0, 2, 4)],
@@ -1124,8 +1195,22 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
                     ..seed_table_opts(512, 10.0)
                 },
             ),
+            build_table_with(
+                &small,
+                seed_table_opts(512, 10.0),
+                Some(&sample_range_dels(&small)),
+            ),
+            build_table_with(
+                &[],
+                seed_table_opts(512, 10.0),
+                Some(&sample_range_dels(&small)),
+            ),
         ],
         "compressed_block" => compressed_block_seeds(&small),
+        "range_del_block" => vec![
+            sample_range_dels(&small).encode(),
+            crate::range_del::RangeDels::default().encode(),
+        ],
         "log_reader" => {
             let records = vec![
                 sample_batch().encode(42),
@@ -1301,12 +1386,17 @@ fn table_properties_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
         min_seq: 4,
         max_seq: 99,
         column_family: None,
+        range_dels: None,
     };
     let cf = TableProperties {
         column_family: Some((7, "logs".into())),
         ..p.clone()
     };
-    vec![p.encode(), cf.encode()]
+    let dels = TableProperties {
+        range_dels: Some((2, crate::table::BlockHandle::new(300, 40))),
+        ..cf.clone()
+    };
+    vec![p.encode(), cf.encode(), dels.encode()]
 }
 
 /// An access trace with rows and transfers, and an empty one.

@@ -41,6 +41,7 @@ pub mod options;
 pub mod options_file;
 pub mod policy;
 pub mod presets;
+pub mod range_del;
 pub mod sst_file_writer;
 pub mod stats;
 pub mod storage;

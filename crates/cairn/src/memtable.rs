@@ -4,11 +4,18 @@
 //! One writer at a time inserts (the DB serialises writers, and the list's own mutex
 //! makes sure); any number of readers get and iterate concurrently without locks. Entries
 //! are never removed: a memtable is dropped whole after it has been flushed.
+//!
+//! Range deletions live beside the list (`range_del.rs`), one record each; readers take
+//! them fragmented, rebuilt after each new one.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use arc_swap::ArcSwapOption;
+use parking_lot::Mutex;
+
 use crate::iter::InternalIterator;
+use crate::range_del::{RangeDels, RangeTombstone};
 use crate::types::{make_lookup_key, pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQ};
 use crate::Result;
 
@@ -29,6 +36,13 @@ pub struct Memtable {
     /// `u64::MAX` while empty.
     min_seq: AtomicU64,
     max_seq: AtomicU64,
+    /// Range deletions in the order written.
+    range_dels: Mutex<Vec<RangeTombstone>>,
+    /// How many range deletions were added (read without the lock).
+    range_del_count: AtomicUsize,
+    /// Their fragmented form as a reader last built it, with the count it holds: read
+    /// without a lock while no deletion is added.
+    fragments: ArcSwapOption<(usize, Arc<RangeDels>)>,
 }
 
 impl Memtable {
@@ -41,6 +55,9 @@ impl Memtable {
             entries: AtomicUsize::new(0),
             min_seq: AtomicU64::new(u64::MAX),
             max_seq: AtomicU64::new(0),
+            range_dels: Mutex::new(Vec::new()),
+            range_del_count: AtomicUsize::new(0),
+            fragments: ArcSwapOption::empty(),
         }
     }
 
@@ -66,16 +83,68 @@ impl Memtable {
         self.memory.fetch_add(size, Ordering::Relaxed);
     }
 
+    /// Adds the deletion of the keys in `[start, end)` at `seq` (an empty range is kept
+    /// too: it is in the WAL, and costs nothing to read).
+    pub fn add_range_del(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
+        debug_assert!(seq <= MAX_SEQ);
+        let mut list = self.range_dels.lock();
+        list.push(RangeTombstone {
+            start: start.to_vec(),
+            end: end.to_vec(),
+            seq,
+        });
+        self.min_seq.fetch_min(seq, Ordering::Relaxed);
+        self.max_seq.fetch_max(seq, Ordering::Relaxed);
+        // Counted once in the list: a reader that sees the count finds it there.
+        self.range_del_count.fetch_add(1, Ordering::Release);
+        drop(list);
+        // Two copies of the keys: the record and its fragments.
+        let size = 2 * (start.len() + end.len()) + 64;
+        self.memory.fetch_add(size, Ordering::Relaxed);
+    }
+
+    /// The range deletions, fragmented; `None` when there are none. Takes no lock unless
+    /// one was added since the last reader built them.
+    pub fn range_dels(&self) -> Option<Arc<RangeDels>> {
+        let count = self.range_del_count.load(Ordering::Acquire);
+        if count == 0 {
+            return None;
+        }
+        let built = match self.fragments.load_full() {
+            Some(b) if b.0 >= count => b,
+            _ => {
+                let list = self.range_dels.lock();
+                let b = Arc::new((list.len(), Arc::new(RangeDels::new(list.iter().cloned()))));
+                drop(list);
+                // A deletion added meanwhile leaves the count above this one's: the next
+                // reader builds again.
+                self.fragments.store(Some(b.clone()));
+                b
+            }
+        };
+        Some(built.1.clone()).filter(|d| !d.is_empty())
+    }
+
+    /// Number of range deletions added.
+    pub fn num_range_dels(&self) -> usize {
+        self.range_del_count.load(Ordering::Acquire)
+    }
+
     /// The newest version of `user_key` with a sequence number <= `snapshot_seq`, as its
-    /// kind and value (a `Deletion` is returned as such, for the caller to interpret).
-    pub fn get(&self, user_key: &[u8], snapshot_seq: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
+    /// kind, value and sequence number (a `Deletion` is returned as such, for the caller
+    /// to interpret; range deletions are not applied).
+    pub fn get(&self, user_key: &[u8], snapshot_seq: SeqNo) -> Option<(ValueKind, Vec<u8>, SeqNo)> {
         let lookup = make_lookup_key(user_key, snapshot_seq.min(MAX_SEQ));
         let node = self.list.seek(&lookup)?;
         let parsed = parse_internal_key(self.list.key(node))?;
         if parsed.user_key != user_key {
             return None;
         }
-        Some((parsed.value_kind()?, self.list.value(node).to_vec()))
+        Some((
+            parsed.value_kind()?,
+            self.list.value(node).to_vec(),
+            parsed.seq,
+        ))
     }
 
     /// Memory held by the entries, in bytes (their nodes in the arena).
@@ -83,14 +152,14 @@ impl Memtable {
         self.memory.load(Ordering::Relaxed)
     }
 
-    /// Number of entries.
+    /// Number of point entries (range deletions not counted).
     pub fn num_entries(&self) -> usize {
         self.entries.load(Ordering::Relaxed)
     }
 
-    /// True if nothing has been added.
+    /// True if nothing has been added (no entry, no range deletion).
     pub fn is_empty(&self) -> bool {
-        self.num_entries() == 0
+        self.num_entries() == 0 && self.num_range_dels() == 0
     }
 
     /// Smallest sequence number added, `None` while empty.
@@ -105,18 +174,25 @@ impl Memtable {
         Some(self.max_seq.load(Ordering::Relaxed))
     }
 
-    /// The smallest and largest user key, `None` while empty.
+    /// The smallest and largest user key, `None` while empty; a range deletion counts
+    /// its start and its (exclusive) end.
     pub fn user_key_span(self: &Arc<Self>) -> Option<(Vec<u8>, Vec<u8>)> {
         let mut it = self.iter();
         it.seek_to_first();
-        let lo = it
-            .valid()
-            .then(|| crate::types::user_key(it.key()).to_vec())?;
-        it.seek_to_last();
-        let hi = it
-            .valid()
-            .then(|| crate::types::user_key(it.key()).to_vec())?;
-        Some((lo, hi))
+        let mut span = it.valid().then(|| {
+            let lo = crate::types::user_key(it.key()).to_vec();
+            it.seek_to_last();
+            (lo, crate::types::user_key(it.key()).to_vec())
+        });
+        if let Some(d) = self.range_dels() {
+            if let Some((a, b)) = d.span() {
+                span = Some(match span {
+                    Some((lo, hi)) => (lo.min(a.to_vec()), hi.max(b.to_vec())),
+                    None => (a.to_vec(), b.to_vec()),
+                });
+            }
+        }
+        span
     }
 
     /// An iterator over all entries in internal order. It sees entries added while it

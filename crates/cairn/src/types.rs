@@ -70,6 +70,25 @@ pub fn make_lookup_key(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
     k
 }
 
+/// The trailer of a table bound set by a range deletion rather than an entry: the
+/// highest trailer, so the bound sorts before every entry of its user key. As a table's
+/// largest key it marks that user key as excluded (a deletion's end is exclusive); as its
+/// smallest, as included.
+pub const RANGE_BOUND_TRAILER: u64 = (MAX_SEQ << 8) | KIND_FOR_SEEK as u64;
+
+/// A table bound at user key `k` set by a range deletion (see [`RANGE_BOUND_TRAILER`]).
+pub fn range_bound_key(k: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(k.len() + TRAILER_LEN);
+    b.extend_from_slice(k);
+    b.extend_from_slice(&RANGE_BOUND_TRAILER.to_le_bytes());
+    b
+}
+
+/// True when `ikey` is a range deletion's bound (see [`RANGE_BOUND_TRAILER`]).
+pub fn is_range_bound(ikey: &[u8]) -> bool {
+    ikey.len() >= TRAILER_LEN && trailer(ikey) == RANGE_BOUND_TRAILER
+}
+
 /// A decoded view of an internal key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParsedKey<'a> {

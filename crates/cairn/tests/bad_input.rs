@@ -402,7 +402,7 @@ fn unknown_manifest_format_version_is_refused() {
     db.close().unwrap();
     let manifests = files_where(dir.path(), |n| n.starts_with("MANIFEST-"));
     assert_eq!(manifests.len(), 1);
-    // Rewrite the manifest with the version of its first record (tag 12, varint 1 first)
+    // Rewrite the manifest with the version of its first record (tag 12, varint 2 first)
     // raised, through the log writer so every checksum is right.
     let mut reader = LogReader::new(std::fs::read(&manifests[0]).unwrap(), "manifest", false);
     let mut records = Vec::new();
@@ -411,10 +411,10 @@ fn unknown_manifest_format_version_is_refused() {
     }
     assert_eq!(
         &records[0][..2],
-        &[12, 1],
+        &[12, 2],
         "format version tag expected first"
     );
-    records[0][1] = 2;
+    records[0][1] = 3;
     let scratch = tempfile::tempdir().unwrap();
     let env = StorageEnv::new(scratch.path(), &[], 0.0).unwrap();
     let mut w = LogWriter::new(
@@ -427,7 +427,7 @@ fn unknown_manifest_format_version_is_refused() {
     w.sync().unwrap();
     drop(w);
     match Db::open(dir.path(), Options::small()) {
-        Err(Error::UnsupportedVersion { found: 2, .. }) => {}
+        Err(Error::UnsupportedVersion { found: 3, .. }) => {}
         r => panic!("expected UnsupportedVersion, got {:?}", r.err()),
     }
     // The refused open left the files alone.

@@ -281,8 +281,15 @@ fn random_ops(rng: &mut SmallRng, ingest: bool) -> Vec<Op> {
         } else if r < 95 {
             Op::Delete(rng.random_range(0..KEYS_PER_THREAD))
         } else {
+            // Mostly a few keys; one in four spans up to half the thread's keys (one
+            // record, whatever it covers).
             let a = rng.random_range(0..KEYS_PER_THREAD);
-            Op::DeleteRange(a, (a + rng.random_range(1..6)).min(KEYS_PER_THREAD))
+            let width = if rng.random_bool(0.25) {
+                rng.random_range(1..KEYS_PER_THREAD / 2)
+            } else {
+                rng.random_range(1..6)
+            };
+            Op::DeleteRange(a, (a + width).min(KEYS_PER_THREAD))
         }
     };
     if rng.random_bool(0.25) {

@@ -333,6 +333,7 @@ target_tests!(
     vlog_record,
     value_pointer,
     table_properties,
+    range_del_block,
     plr_model,
     leaper_bundle,
     gbdt_text,

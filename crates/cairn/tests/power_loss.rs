@@ -32,6 +32,8 @@ type State = BTreeMap<(u32, Vec<u8>), Vec<u8>>;
 enum Op {
     Put(u32, Vec<u8>, Vec<u8>),
     Delete(u32, Vec<u8>),
+    /// Every key of the family in `[start, end)`: one record, often over many keys.
+    DeleteRange(u32, Vec<u8>, Vec<u8>),
     Batch(Vec<(u32, Vec<u8>, Option<Vec<u8>>)>),
 }
 
@@ -47,6 +49,9 @@ fn apply(s: &mut State, op: &Op) {
     match op {
         Op::Put(cf, k, v) => one(*cf, k, Some(v)),
         Op::Delete(cf, k) => one(*cf, k, None),
+        Op::DeleteRange(cf, a, b) => {
+            s.retain(|(c, k), _| !(c == cf && k >= a && k < b));
+        }
         Op::Batch(ops) => {
             for (cf, k, v) in ops {
                 one(*cf, k, v.as_ref());
@@ -129,7 +134,11 @@ fn random_op(rng: &mut SmallRng, n: usize, cfs: &[u32; 2]) -> Op {
     let cf = cfs[rng.random_range(0..2)];
     match rng.random_range(0..10) {
         0..=5 => Op::Put(cf, key(rng), value(rng)),
-        6..=7 => Op::Delete(cf, key(rng)),
+        6 => Op::Delete(cf, key(rng)),
+        7 => {
+            let (a, b) = (key(rng), key(rng));
+            Op::DeleteRange(cf, a.clone().min(b.clone()), a.max(b))
+        }
         _ => Op::Batch(
             (0..rng.random_range(2..6))
                 .map(|_| {
@@ -152,6 +161,7 @@ fn run(db: &Db, op: &Op, sync: bool) -> cairn::Result<()> {
     match op {
         Op::Put(cf, k, v) => b.put_cf(*cf, k, v)?,
         Op::Delete(cf, k) => b.delete_cf(*cf, k)?,
+        Op::DeleteRange(cf, a, e) => b.delete_range_cf(*cf, a, e)?,
         Op::Batch(ops) => {
             for (cf, k, v) in ops {
                 match v {

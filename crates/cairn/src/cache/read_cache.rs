@@ -710,7 +710,37 @@ impl ReadCache {
                 it.next();
             }
         }
+        if let Some(d) = mem.range_dels() {
+            Self::forget_deleted(&mut st, cf, &d);
+        }
         self.shrink(&mut st);
+    }
+
+    /// Drops the cached entries of family `cf` that a flushed range deletion deletes
+    /// (readers met the deletion in the memtable until now).
+    fn forget_deleted(st: &mut State, cf: u32, dels: &crate::range_del::RangeDels) {
+        let prefix = cf.to_be_bytes();
+        let deleted = |k: &[u8], seq: u64| dels.max_cover(&k[4..], u64::MAX) > seq;
+        let kv: Vec<Vec<u8>> = st
+            .kv
+            .keys()
+            .into_iter()
+            .filter(|k| k.starts_with(&prefix))
+            .filter(|k| st.kv.peek(k).is_some_and(|s| deleted(k, s.value.seq)))
+            .collect();
+        let kp: Vec<Vec<u8>> = st
+            .kp
+            .keys()
+            .into_iter()
+            .filter(|k| k.starts_with(&prefix))
+            .filter(|k| st.kp.peek(k).is_some_and(|s| deleted(k, s.value.ptr.seq)))
+            .collect();
+        for k in kv {
+            st.kv.remove(&k);
+        }
+        for k in kp {
+            st.kp.remove(&k);
+        }
     }
 
     fn apply_flushed(

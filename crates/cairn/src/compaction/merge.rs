@@ -2,11 +2,17 @@
 //! newest version of each key in every snapshot stripe, drop tombstones where nothing older
 //! can be below, and write tables cut at the target size (never splitting one user key's
 //! versions across two files, which the picker's key-range units rely on).
+//!
+//! Range deletions of the inputs drop the entries they cover where no snapshot lies
+//! between the two, and go to the outputs cut at the files' boundaries: a file keeps the
+//! pieces from its first key up to the next file's first key (the first and last files
+//! reach the merge's bounds), so the outputs together delete what the inputs did.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::iter::InternalIterator;
+use crate::range_del::RangeDels;
 use crate::storage::{FileKind, StorageEnv};
 use crate::table::{BlockSink, TableBuildOptions, TableBuilder, TableSummary};
 use crate::types::{make_internal_key, parse_internal_key, SeqNo, ValueKind};
@@ -42,6 +48,11 @@ pub struct MergeParams<'a> {
     /// Rewrites values of kept entries (key-value separation and value-log GC); `None`
     /// keeps every value as it is.
     pub values: Option<&'a mut dyn ValueRewriter>,
+    /// The inputs' range deletions, fragmented (`None`: there are none).
+    pub range_dels: Option<&'a RangeDels>,
+    /// The user keys this merge owns, `[lo, hi)` (`None`: unbounded); a subcompaction's
+    /// range. Range deletions are cut at them.
+    pub bounds: (Option<&'a [u8]>, Option<&'a [u8]>),
 }
 
 /// Rewrites the value of an entry the merge keeps.
@@ -77,6 +88,8 @@ pub struct MergeCounts {
 
 struct Open {
     builder: TableBuilder,
+    /// The first user key of the file's share of range deletions (`None`: unbounded).
+    dels_from: Option<Vec<u8>>,
     /// Bytes of value-log records referenced, per value-log file.
     vlog_refs: BTreeMap<u64, u64>,
     file_no: u64,
@@ -110,6 +123,11 @@ fn merge_inner(
     let mut have_key = false;
     let mut last_stripe: Option<usize> = None;
     let mut last_written_user: Vec<u8> = Vec::new();
+    // What the outputs keep of the range deletions: inside the bounds, one per stripe.
+    let out_dels = p.range_dels.map(|d| {
+        d.clip(p.bounds.0, p.bounds.1)
+            .collapse(p.snapshots, p.bottommost)
+    });
     input.seek_to_first();
     while input.valid() {
         if (p.should_stop)() {
@@ -132,7 +150,8 @@ fn merge_inner(
             true // shadowed by a newer version visible to the same snapshots
         } else {
             last_stripe = Some(stripe);
-            parsed.kind == ValueKind::Deletion as u8 && p.bottommost && stripe == 0
+            (parsed.kind == ValueKind::Deletion as u8 && p.bottommost && stripe == 0)
+                || covered(p, parsed.user_key, parsed.seq, stripe)
         };
         if !drop {
             let cut = open.as_ref().is_some_and(|o| {
@@ -141,48 +160,18 @@ fn merge_inner(
             });
             if cut {
                 let o = open.take().expect("checked");
-                outputs.push(finish(o, p.tier)?);
+                let dels = file_dels(&out_dels, &o, Some(parsed.user_key));
+                outputs.push(finish(o, p.tier, dels.as_ref())?);
             }
             if open.is_none() {
-                let (file_no, path) = (p.new_file)();
-                created.push(path.clone());
-                let f = p
-                    .env
-                    .create(&path, FileKind::Table, p.tier, Some(p.level))?;
-                let mut builder = TableBuilder::new(f, p.build);
-                builder.set_column_family(p.column_family.0, p.column_family.1);
-                if let Some(make) = p.block_sink {
-                    builder.set_block_sink(make(file_no));
-                }
-                open = Some(Open {
-                    builder,
-                    vlog_refs: BTreeMap::new(),
-                    file_no,
-                    path,
-                });
+                let from = match outputs.is_empty() {
+                    true => p.bounds.0.map(<[u8]>::to_vec),
+                    false => Some(parsed.user_key.to_vec()),
+                };
+                open = Some(open_output(p, created, from)?);
             }
             let o = open.as_mut().expect("opened above");
-            let kind = parsed.value_kind().expect("checked above");
-            let value = input.value();
-            let new_pointer = match p.values.as_mut() {
-                Some(v) => v.rewrite(parsed.user_key, kind, value)?,
-                None => None,
-            };
-            let pointer = match &new_pointer {
-                Some(ptr) => {
-                    let k = make_internal_key(parsed.user_key, parsed.seq, ValueKind::ValuePointer);
-                    o.builder.add(&k, ptr)?;
-                    Some(ptr.as_slice())
-                }
-                None => {
-                    o.builder.add(ikey, value)?;
-                    (kind == ValueKind::ValuePointer).then_some(value)
-                }
-            };
-            if let Some(ptr) = pointer {
-                let ptr = ValuePointer::decode(ptr)?;
-                *o.vlog_refs.entry(ptr.file_no).or_default() += ptr.len as u64;
-            }
+            add_entry(p, o, input, &parsed)?;
             counts.entries_out += 1;
             last_written_user.clear();
             last_written_user.extend_from_slice(parsed.user_key);
@@ -190,14 +179,92 @@ fn merge_inner(
         input.next();
     }
     input.status()?;
+    // Range deletions with no entry kept beside them still need a file.
+    if open.is_none() && outputs.is_empty() && out_dels.as_ref().is_some_and(|d| !d.is_empty()) {
+        open = Some(open_output(p, created, p.bounds.0.map(<[u8]>::to_vec))?);
+    }
     if let Some(o) = open.take() {
-        outputs.push(finish(o, p.tier)?);
+        let dels = file_dels(&out_dels, &o, p.bounds.1);
+        outputs.push(finish(o, p.tier, dels.as_ref())?);
     }
     Ok((outputs, counts))
 }
 
-fn finish(o: Open, tier: usize) -> Result<MergeOutput> {
+/// True when one of the inputs' range deletions deletes the entry at `seq` for every
+/// snapshot that sees it (the oldest deletion above it is in the same stripe).
+fn covered(p: &MergeParams<'_>, user_key: &[u8], seq: SeqNo, stripe: usize) -> bool {
+    p.range_dels
+        .and_then(|d| d.oldest_cover_above(user_key, seq))
+        .is_some_and(|t| p.snapshots.partition_point(|&s| s < t) == stripe)
+}
+
+/// The share of `dels` of an output file: from its first key up to `to` (the next file's
+/// first key, or the merge's upper bound).
+fn file_dels(dels: &Option<RangeDels>, o: &Open, to: Option<&[u8]>) -> Option<RangeDels> {
+    let d = dels.as_ref()?.clip(o.dels_from.as_deref(), to);
+    (!d.is_empty()).then_some(d)
+}
+
+fn open_output(
+    p: &mut MergeParams<'_>,
+    created: &mut Vec<PathBuf>,
+    dels_from: Option<Vec<u8>>,
+) -> Result<Open> {
+    let (file_no, path) = (p.new_file)();
+    created.push(path.clone());
+    let f = p
+        .env
+        .create(&path, FileKind::Table, p.tier, Some(p.level))?;
+    let mut builder = TableBuilder::new(f, p.build);
+    builder.set_column_family(p.column_family.0, p.column_family.1);
+    if let Some(make) = p.block_sink {
+        builder.set_block_sink(make(file_no));
+    }
+    Ok(Open {
+        builder,
+        dels_from,
+        vlog_refs: BTreeMap::new(),
+        file_no,
+        path,
+    })
+}
+
+/// Writes the input's current entry to `o`, its value rewritten as the merge says.
+fn add_entry(
+    p: &mut MergeParams<'_>,
+    o: &mut Open,
+    input: &dyn InternalIterator,
+    parsed: &crate::types::ParsedKey<'_>,
+) -> Result<()> {
+    let kind = parsed.value_kind().expect("checked by the caller");
+    let value = input.value();
+    let new_pointer = match p.values.as_mut() {
+        Some(v) => v.rewrite(parsed.user_key, kind, value)?,
+        None => None,
+    };
+    let pointer = match &new_pointer {
+        Some(ptr) => {
+            let k = make_internal_key(parsed.user_key, parsed.seq, ValueKind::ValuePointer);
+            o.builder.add(&k, ptr)?;
+            Some(ptr.as_slice())
+        }
+        None => {
+            o.builder.add(input.key(), value)?;
+            (kind == ValueKind::ValuePointer).then_some(value)
+        }
+    };
+    if let Some(ptr) = pointer {
+        let ptr = ValuePointer::decode(ptr)?;
+        *o.vlog_refs.entry(ptr.file_no).or_default() += ptr.len as u64;
+    }
+    Ok(())
+}
+
+fn finish(mut o: Open, tier: usize, dels: Option<&RangeDels>) -> Result<MergeOutput> {
     let _ = &o.path;
+    if let Some(d) = dels {
+        o.builder.add_range_dels(d);
+    }
     let vlog_refs = o.vlog_refs.into_iter().collect();
     let summary = o.builder.finish()?;
     Ok(MergeOutput {
@@ -211,6 +278,7 @@ fn finish(o: Open, tier: usize) -> Result<MergeOutput> {
             min_seq: summary.min_seq,
             max_seq: summary.max_seq,
             vlog_refs,
+            range_dels: summary.range_dels,
         },
         summary,
     })

@@ -30,7 +30,7 @@
 
 use std::sync::Arc;
 
-use crate::version::{CfVersion, FileMeta, Level, PolicyState};
+use crate::version::{CfVersion, FileMeta, Level, PolicyState, Run};
 
 /// Parameters of the level structure.
 #[derive(Clone, Copy, Debug)]
@@ -216,8 +216,7 @@ pub fn manual(
     shape: &LevelShape,
     same_tier: &dyn Fn(usize, usize) -> bool,
 ) -> Option<Task> {
-    let overlaps =
-        |f: &FileMeta| f.largest_user() >= lo && hi.is_none_or(|h| f.smallest_user() <= h);
+    let overlaps = |f: &FileMeta| !f.ends_before(lo) && hi.is_none_or(|h| f.smallest_user() <= h);
     let l = v.levels.get(level)?;
     let seed_run = l
         .runs
@@ -247,6 +246,18 @@ pub fn manual(
         same_tier,
         "manual",
     ))
+}
+
+/// A merge, within the last level, of the unit around `seed`: what a manual compaction
+/// runs once on each last-level table holding range deletions, so that what they cover
+/// goes (and they with it) once no snapshot needs either.
+pub fn rewrite_last_level(
+    v: &CfVersion,
+    level: usize,
+    seed: &Arc<FileMeta>,
+    same_tier: &dyn Fn(usize, usize) -> bool,
+) -> Task {
+    unit_task(v, level, level, Some(seed), same_tier, "range deletions")
 }
 
 fn score(level: &Level, l: usize, shape: &LevelShape) -> f64 {
@@ -319,6 +330,22 @@ fn key_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
     (lo.to_vec(), hi.to_vec())
 }
 
+/// The files of `r` that `files` (spanning `[lo, hi]`) reach. A file whose range ends at
+/// a range deletion's exclusive end `hi` does not reach one that starts there: without
+/// this, tables cut inside one deletion, each ending where the next starts, would pull a
+/// whole level into one merge.
+fn reached(r: &Run, files: &[Arc<FileMeta>], lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
+    let open_end = files
+        .iter()
+        .filter(|f| f.largest_user() == hi)
+        .all(|f| f.ends_before(hi));
+    let mut out = r.overlapping(lo, hi);
+    if open_end && !files.is_empty() {
+        out.retain(|f| f.smallest_user() != hi);
+    }
+    out
+}
+
 /// The user-key range a merge rewrites: its inputs and the destination files they
 /// overlap. Whether tombstones may be dropped must be judged over all of it: a destination
 /// file can reach beyond the inputs' range, and its tombstones there still shadow older
@@ -334,11 +361,11 @@ pub(crate) fn merged_range(
 fn dest_overlap(
     v: &CfVersion,
     to: usize,
-    lo: &[u8],
-    hi: &[u8],
+    inputs: &[Arc<FileMeta>],
 ) -> (Option<u64>, Vec<Arc<FileMeta>>) {
+    let (lo, hi) = key_range(inputs);
     match v.levels[to].active() {
-        Some(r) => (Some(r.id), r.overlapping(lo, hi)),
+        Some(r) => (Some(r.id), reached(r, inputs, &lo, &hi)),
         None => (None, Vec::new()),
     }
 }
@@ -412,8 +439,7 @@ fn level0_task(
         .iter()
         .flat_map(|r| r.files.iter().cloned())
         .collect();
-    let (lo, hi) = key_range(&inputs);
-    let (dest_run, dest_inputs) = dest_overlap(v, 1, &lo, &hi);
+    let (dest_run, dest_inputs) = dest_overlap(v, 1, &inputs);
     if inputs.len() == 1 && dest_inputs.is_empty() && same_tier(0, 1) {
         return Task::Move {
             from: 0,
@@ -464,12 +490,12 @@ fn unit_task(
     });
     let mut lo = seed.smallest_user().to_vec();
     let mut hi = seed.largest_user().to_vec();
-    let mut inputs: Vec<Arc<FileMeta>>;
+    let mut inputs: Vec<Arc<FileMeta>> = vec![seed.clone()];
     loop {
         inputs = level
             .runs
             .iter()
-            .flat_map(|r| r.overlapping(&lo, &hi))
+            .flat_map(|r| reached(r, &inputs, &lo, &hi))
             .collect();
         let (nlo, nhi) = key_range(&inputs);
         if nlo == lo && nhi == hi {
@@ -492,7 +518,7 @@ fn unit_task(
             reason,
         };
     }
-    let (dest_run, dest_inputs) = dest_overlap(v, to, &lo, &hi);
+    let (dest_run, dest_inputs) = dest_overlap(v, to, &inputs);
     if inputs.len() == 1 && dest_inputs.is_empty() && same_tier(from, to) {
         return Task::Move {
             from,
@@ -521,4 +547,71 @@ fn is_bottommost_below(v: &CfVersion, level: usize, lo: &[u8], hi: &[u8]) -> boo
     v.levels[level + 1..]
         .iter()
         .all(|l| l.runs.iter().all(|r| r.overlapping(lo, hi).is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{make_internal_key, range_bound_key, ValueKind};
+    use crate::version::{FileDesc, VersionEdit};
+
+    /// A file of `[lo, hi]`, or of `[lo, hi)` when a range deletion sets its end.
+    fn desc(file_no: u64, lo: &[u8], hi: &[u8], open_end: bool) -> FileDesc {
+        FileDesc {
+            file_no,
+            size: 1000,
+            smallest: make_internal_key(lo, 5, ValueKind::Value),
+            largest: if open_end {
+                range_bound_key(hi)
+            } else {
+                make_internal_key(hi, 5, ValueKind::Value)
+            },
+            num_entries: 2,
+            min_seq: 5,
+            max_seq: 5,
+            range_dels: u64::from(open_end),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_range_deletions_exclusive_end_does_not_reach_the_next_file() {
+        let shape = LevelShape {
+            level1_bytes: 1 << 30,
+            size_ratio: 10,
+            num_levels: 4,
+            held: None,
+        };
+        // Level 1: a, cut inside one deletion at "m" and "t", as a merge writes them.
+        // Level 2: one file starting where level 1's first ends.
+        let edit = VersionEdit {
+            added: vec![
+                (0, 1, 1, desc(1, b"a", b"m", true)),
+                (0, 1, 1, desc(2, b"m", b"t", true)),
+                (0, 1, 1, desc(3, b"t", b"z", false)),
+                (0, 2, 2, desc(4, b"m", b"p", false)),
+            ],
+            ..Default::default()
+        };
+        let v = CfVersion::empty(|_| 1, 4)
+            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .expect("files do not overlap");
+        let task = manual(&v, 1, b"a", Some(b"b"), &shape, &|_, _| true);
+        let Some(Task::Move { file, .. }) = task else {
+            panic!("one file moves alone: {task:?}");
+        };
+        assert_eq!(file.file_no(), 1);
+        // The file starting at "m" is reached from one ending there inclusively.
+        let task = manual(&v, 1, b"m", Some(b"m"), &shape, &|_, _| true);
+        let Some(Task::Merge {
+            inputs,
+            dest_inputs,
+            ..
+        }) = task
+        else {
+            panic!("a merge: {task:?}");
+        };
+        let nos = |fs: &[Arc<FileMeta>]| fs.iter().map(|f| f.file_no()).collect::<Vec<_>>();
+        assert_eq!((nos(&inputs), nos(&dest_inputs)), (vec![2], vec![4]));
+    }
 }

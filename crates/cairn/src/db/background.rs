@@ -165,7 +165,9 @@ impl DbInner {
             .max(self.opts.write_buffer_size as u64 * 2);
         let sink = sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink);
         let mut it = mem.iter();
-        let (outputs, vlog_size) = self.write_sorted(cf, &mut it, 0, deepest, target, sink)?;
+        let dels = mem.range_dels();
+        let (outputs, vlog_size) =
+            self.write_sorted(cf, &mut it, dels.as_deref(), 0, deepest, target, sink)?;
         self.stats
             .flush_bytes_written
             .fetch_add(vlog_size, Ordering::Relaxed);
@@ -186,13 +188,15 @@ impl DbInner {
         Ok((edit, files))
     }
 
-    /// Writes the entries of `it` (sorted, one version of each key) as new tables of
-    /// `level`, values separated as the options say; the tables are not installed.
+    /// Writes the entries of `it` (sorted) and the range deletions `dels` as new tables
+    /// of `level`, values separated as the options say; the tables are not installed.
     /// Returns them and the bytes of the value log written beside them.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn write_sorted(
         &self,
         cf: u32,
         it: &mut dyn InternalIterator,
+        dels: Option<&crate::range_del::RangeDels>,
         level: usize,
         deepest: usize,
         target_file_size: u64,
@@ -233,6 +237,8 @@ impl DbInner {
             should_stop: &|| false,
             block_sink: sink,
             values: if separate { Some(&mut vlog) } else { None },
+            range_dels: dels,
+            bounds: (None, None),
         };
         let (outputs, _) = match merge(it, &mut params) {
             Ok(r) => r,
@@ -459,7 +465,47 @@ impl DbInner {
                 self.execute(&state, task)?;
             }
         }
+        self.drop_range_deleted(&state, &lo, hi.as_deref(), &same_tier)?;
         self.purge_obsolete();
+        Ok(())
+    }
+
+    /// The last step of a manual compaction: each last-level table in `[lo, hi]` holding
+    /// range deletions is merged once more, alone with its unit, so that the entries they
+    /// cover go. (On their way down they met only the entries of the tables merged with
+    /// them, and a snapshot may have kept both.) Once per table found now: a snapshot
+    /// still held keeps the deletions in the new tables, which are left alone.
+    fn drop_range_deleted(
+        &self,
+        state: &Arc<CfState>,
+        lo: &[u8],
+        hi: Option<&[u8]>,
+        same_tier: &dyn Fn(usize, usize) -> bool,
+    ) -> Result<()> {
+        let last = self.shape.last();
+        let v = state.sv.load().version.clone();
+        let seeds: Vec<u64> = v.levels[last]
+            .runs
+            .iter()
+            .flat_map(|r| r.files.iter())
+            .filter(|f| f.desc.range_dels > 0 && !f.ends_before(lo))
+            .filter(|f| hi.is_none_or(|h| f.smallest_user() <= h))
+            .map(|f| f.file_no())
+            .collect();
+        for no in seeds {
+            self.check_open()?;
+            let v = state.sv.load().version.clone();
+            let seed = v.levels[last]
+                .runs
+                .iter()
+                .flat_map(|r| r.files.iter())
+                .find(|f| f.file_no() == no)
+                .cloned();
+            if let Some(seed) = seed {
+                let task = picker::rewrite_last_level(&v, last, &seed, same_tier);
+                self.execute(state, task)?;
+            }
+        }
         Ok(())
     }
 
@@ -711,6 +757,12 @@ impl DbInner {
             })
         };
         let has_sink = replacer.is_some() || warmer.is_some();
+        let dels = self.files_range_dels(
+            inputs
+                .iter()
+                .map(|f| (from, f))
+                .chain(dest_inputs.iter().map(|f| (to, f))),
+        )?;
         // Merges the inputs' entries in one user-key range into tables of their own.
         let merge_range = |lo: Option<Vec<u8>>,
                            hi: Option<Vec<u8>>,
@@ -728,6 +780,7 @@ impl DbInner {
                     )) as Box<dyn InternalIterator>
                 })
                 .collect();
+            let bounds = (lo.clone(), hi.clone());
             let mut it = Bounded::new(MergingIterator::new(children), lo, hi);
             // Shortens the rewriter's lifetime to this call's.
             let values = values.map(|v| v as &mut dyn crate::compaction::merge::ValueRewriter);
@@ -748,6 +801,8 @@ impl DbInner {
                 should_stop: &stop,
                 block_sink: has_sink.then_some(&sink as &dyn Fn(u64) -> BlockSink),
                 values,
+                range_dels: dels.as_deref(),
+                bounds: (bounds.0.as_deref(), bounds.1.as_deref()),
             };
             merge(&mut it, &mut params).map(|(outputs, _)| outputs)
         };

@@ -25,7 +25,7 @@ use crate::log::{LogReader, TailState};
 use crate::options::Options;
 use crate::storage::{FileKind, StorageEnv};
 use crate::table::Table;
-use crate::types::{cmp_internal, parse_internal_key, ValueKind};
+use crate::types::{cmp_internal, parse_internal_key, range_bound_key, ValueKind};
 use crate::version::set::{current_path, manifest_path};
 use crate::version::{FileDesc, VersionSet};
 use crate::vlog::{parse_vlog_name, vlog_path, ValuePointer};
@@ -102,7 +102,8 @@ pub(crate) struct TableScan {
     pub(crate) entries: u64,
     pub(crate) min_seq: u64,
     pub(crate) max_seq: u64,
-    /// First and last internal keys (empty for an empty table).
+    /// First and last internal keys, range deletions' bounds included (empty for an
+    /// empty table).
     pub(crate) first: Vec<u8>,
     pub(crate) last: Vec<u8>,
 }
@@ -178,11 +179,27 @@ pub(crate) fn read_table_whole(
         .column_family
         .clone()
         .unwrap_or_else(|| (0, "default".into()));
+    // Range deletions widen the table's range and sequence numbers, as the builder does.
+    let mut any = entries > 0;
+    if let Some(d) = table.range_dels() {
+        if let (Some((a, b)), Some((lo, hi))) = (d.span(), d.seq_range()) {
+            let (a, b) = (range_bound_key(a), range_bound_key(b));
+            if !any || cmp_internal(&a, &first) == Ordering::Less {
+                first = a;
+            }
+            if !any || cmp_internal(&b, &last) == Ordering::Greater {
+                last = b;
+            }
+            min_seq = min_seq.min(lo);
+            max_seq = max_seq.max(hi);
+            any = true;
+        }
+    }
     Ok(TableScan {
         table,
         cf,
         entries,
-        min_seq: if entries == 0 { 0 } else { min_seq },
+        min_seq: if any { min_seq } else { 0 },
         max_seq,
         first,
         last,
@@ -397,7 +414,7 @@ fn check_runs(cf: &str, v: &crate::version::CfVersion, r: &mut CheckReport) {
                 }
             }
             for pair in run.files.windows(2) {
-                if pair[0].largest_user() >= pair[1].smallest_user() {
+                if !pair[0].ends_before(pair[1].smallest_user()) {
                     r.problem(
                         format!(
                             "manifest (column family {cf}, level {level}, run {})",
@@ -450,10 +467,14 @@ fn check_table(
     if d.num_entries != scan.entries {
         differs.push(format!("{} entries, not {}", scan.entries, d.num_entries));
     }
-    if scan.entries > 0 && (d.smallest != scan.first || d.largest != scan.last) {
+    let any = !scan.first.is_empty();
+    if any && (d.smallest != scan.first || d.largest != scan.last) {
         differs.push("another key range".to_string());
     }
-    if scan.entries > 0 && (d.min_seq != scan.min_seq || d.max_seq != scan.max_seq) {
+    if d.range_dels != scan.table.range_dels().map_or(0, |x| x.len() as u64) {
+        differs.push("another count of range deletions".to_string());
+    }
+    if any && (d.min_seq != scan.min_seq || d.max_seq != scan.max_seq) {
         differs.push(format!(
             "sequence numbers {}..={}, not {}..={}",
             scan.min_seq, scan.max_seq, d.min_seq, d.max_seq

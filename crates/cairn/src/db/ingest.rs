@@ -211,7 +211,7 @@ impl DbInner {
         for f in files {
             let mut it = Resequenced::new(f.table.iter(), seq);
             let target = self.opts.target_file_size;
-            match self.write_sorted(cf, &mut it, level, deepest, target, None) {
+            match self.write_sorted(cf, &mut it, None, level, deepest, target, None) {
                 Ok((o, _)) => outputs.extend(o),
                 Err(e) => {
                     let tier = self.env.tier_for_level(level);

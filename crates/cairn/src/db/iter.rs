@@ -91,7 +91,7 @@ impl RunIterator {
     ) -> Self {
         debug_assert!(files
             .windows(2)
-            .all(|w| w[0].largest_user() < w[1].smallest_user()));
+            .all(|w| w[0].ends_before(w[1].smallest_user())));
         Self::over(files, level, tables, stats, prefetch, true)
     }
 
@@ -233,7 +233,7 @@ impl InternalIterator for RunIterator {
     fn seek(&mut self, ikey: &[u8]) {
         self.backward = false;
         let uk = crate::types::user_key(ikey);
-        let i = self.files.partition_point(|f| f.largest_user() < uk);
+        let i = self.files.partition_point(|f| f.ends_before(uk));
         if self.open(i) {
             self.cur.as_mut().expect("opened").seek(ikey);
         }
@@ -297,10 +297,10 @@ pub(crate) fn sorted_chains(files: &[Arc<FileMeta>]) -> Vec<Vec<Arc<FileMeta>>> 
     let mut chains: Vec<Vec<Arc<FileMeta>>> = Vec::new();
     for f in sorted {
         // Strictly after: a user key split between two files keeps them apart.
-        match chains.iter_mut().find(|c| {
-            c.last()
-                .is_some_and(|l| l.largest_user() < f.smallest_user())
-        }) {
+        match chains
+            .iter_mut()
+            .find(|c| c.last().is_some_and(|l| l.ends_before(f.smallest_user())))
+        {
             Some(c) => c.push(f.clone()),
             None => chains.push(vec![f.clone()]),
         }
@@ -368,6 +368,8 @@ pub struct DbIterator {
     records: Option<Arc<RecordStore>>,
     /// Charge seeks to level-0 files (read-triggered compaction).
     charge_reads: bool,
+    /// The range deletions the cursor applies (memtables' and tables').
+    range_dels: Option<Arc<crate::range_del::RangeDels>>,
     /// Steps (`next`, `prev`) taken, for sampling their latency.
     steps: u32,
     sv: Arc<SuperVersion>,
@@ -402,9 +404,28 @@ impl DbIterator {
             access: None,
             records: None,
             charge_reads: false,
+            range_dels: None,
             steps: 0,
             sv,
             _snapshot: ro.snapshot.clone(),
+        }
+    }
+
+    /// Hides the entries that `dels` delete.
+    pub(crate) fn with_range_dels(
+        mut self,
+        dels: Option<Arc<crate::range_del::RangeDels>>,
+    ) -> Self {
+        self.range_dels = dels;
+        self
+    }
+
+    /// The kind of entry `(user_key, seq)` as the cursor sees it: a deletion when a
+    /// range deletion it sees is newer.
+    fn seen_kind(&self, user_key: &[u8], seq: SeqNo, kind: u8) -> Option<ValueKind> {
+        match &self.range_dels {
+            Some(d) if d.max_cover(user_key, self.seq) > seq => Some(ValueKind::Deletion),
+            _ => ValueKind::from_u8(kind),
         }
     }
 
@@ -684,7 +705,7 @@ impl DbIterator {
                 }
                 let hidden = skipping && p.user_key <= self.skip.as_slice();
                 if !hidden {
-                    match ValueKind::from_u8(p.kind) {
+                    match self.seen_kind(p.user_key, p.seq, p.kind) {
                         Some(ValueKind::Deletion) => {
                             self.skip.clear();
                             self.skip.extend_from_slice(p.user_key);
@@ -727,7 +748,9 @@ impl DbIterator {
                     kind = ValueKind::Deletion;
                     break;
                 }
-                kind = ValueKind::from_u8(p.kind).unwrap_or(ValueKind::Deletion);
+                kind = self
+                    .seen_kind(p.user_key, p.seq, p.kind)
+                    .unwrap_or(ValueKind::Deletion);
                 if kind == ValueKind::Deletion {
                     key.clear();
                     value.clear();

@@ -11,6 +11,7 @@ mod jobs;
 mod learner;
 mod placement;
 mod point_cache;
+mod range_dels;
 mod recovery;
 mod repair;
 mod snapshot;
@@ -1089,19 +1090,35 @@ impl DbInner {
         let timed = get_no.is_multiple_of(READ_TIME_SAMPLE);
         // Fewer still are broken into steps (Bourbon's lookup breakdown).
         let mut clock = self.stats.lookup_steps.clock(get_no);
-        let found_in_memtable = std::iter::once(&sv.mem)
-            .chain(sv.imms.iter().map(|(m, _)| m))
-            .find_map(|m| m.get(key, seq));
+        let memtables = || std::iter::once(&sv.mem).chain(sv.imms.iter().map(|(m, _)| m));
+        let found_in_memtable = memtables().find_map(|m| m.get(key, seq));
+        // The newest range deletion of the key the read sees (0: none). An entry older
+        // than it is deleted, wherever either lies.
+        let mem_cover = memtables()
+            .filter_map(|m| m.range_dels())
+            .map(|d| d.max_cover(key, seq))
+            .max()
+            .unwrap_or(0);
         if let Some(c) = &mut clock {
             c.lap(Step::Memtables);
         }
-        if let Some((kind, v)) = found_in_memtable {
+        if let Some((kind, v, found_seq)) = found_in_memtable {
             self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
+            if found_seq < mem_cover {
+                return Ok(None);
+            }
             return self.resolve_entry(key, kind, v);
         }
-        // Memtables, then the point cache (KV, KP), then the levels.
+        if mem_cover > 0 {
+            return Ok(None); // every table entry is older than the memtables' deletion
+        }
+        let table_cover = self
+            .version_range_dels(&sv.version)?
+            .map_or(0, |d| d.max_cover(key, seq));
+        // Memtables, then the point cache (KV, KP), then the levels. A key under a
+        // range deletion in the tables is neither served nor kept by the point cache.
         let mut admit = None;
-        if let (Some(rc), Some(g)) = (&self.read_cache, generation) {
+        if let (Some(rc), Some(g), 0) = (&self.read_cache, generation, table_cover) {
             let cached = self.get_cached(rc, g, sv, cf, key, seq, ro.fill_cache)?;
             if let Some(c) = &mut clock {
                 c.lap(Step::PointCache);
@@ -1168,6 +1185,9 @@ impl DbInner {
                                 "malformed internal key",
                             )
                         })?;
+                    if p.0 && p.2 < table_cover {
+                        return Ok(None);
+                    }
                     if p.0 {
                         counters.gets_served.fetch_add(1, Ordering::Relaxed);
                         // AC-Key on WiscKey: a KP entry also keeps the value's pointer.
@@ -1224,6 +1244,7 @@ impl DbInner {
         // Super version first, as in `get`.
         let sv = self.super_version(cf)?;
         let seq = self.read_seq(ro);
+        let range_dels = self.read_range_dels(&sv)?;
         self.stats.iterators.fetch_add(1, Ordering::Relaxed);
         if let Some(r) = &self.cf_state(cf)?.records {
             r.record_scan();
@@ -1240,7 +1261,8 @@ impl DbInner {
             self.prefetch.clone(),
         )
         .with_read_charges(self.opts.read_triggered_compaction)
-        .with_vlog(self.vlog.clone()))
+        .with_vlog(self.vlog.clone())
+        .with_range_dels(range_dels))
     }
 
     pub(crate) fn request_compaction(&self) {

@@ -432,6 +432,15 @@ impl DbInner {
         let in_files: Vec<Arc<FileMeta>> = inputs.iter().map(|(_, f)| f.clone()).collect();
         let (mlo, mhi) = picker::merged_range(&in_files, &dest_inputs);
         let bottommost = picker::is_bottommost(&v, c, dest_run, &mlo, &mhi);
+        // Range deletions: the upper inputs' go to both sides (each side's entries are
+        // checked against them), the cold level's own stay on the cold side.
+        let hot_dels = self.files_range_dels(inputs.iter().map(|(l, f)| (*l, f)))?;
+        let cold_dels = self.files_range_dels(
+            inputs
+                .iter()
+                .map(|(l, f)| (*l, f))
+                .chain(dest_inputs.iter().map(|f| (c, f))),
+        )?;
         let snapshots = self.snapshots.all();
         let stop = || self.shutdown.load(Ordering::Acquire);
         // Every run of the hot levels, each read a file at a time (`max_open_files`).
@@ -510,6 +519,7 @@ impl DbInner {
         let run_side = |level: usize,
                         it: &mut dyn InternalIterator,
                         bottommost: bool,
+                        dels: Option<&crate::range_del::RangeDels>,
                         created: &mut Vec<PathBuf>|
          -> Result<Vec<crate::compaction::merge::MergeOutput>> {
             let tier = self.env.tier_for_level(level);
@@ -532,6 +542,8 @@ impl DbInner {
                 should_stop: &stop,
                 block_sink: sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink),
                 values: None,
+                range_dels: dels,
+                bounds: (None, None),
             };
             Ok(merge(it, &mut params)?.0)
         };
@@ -541,7 +553,7 @@ impl DbInner {
             placement.clone(),
             false,
         );
-        let hot_out = run_side(h, &mut hot_it, false, &mut created);
+        let hot_out = run_side(h, &mut hot_it, false, hot_dels.as_deref(), &mut created);
         let (hot_keys, cold_keys) = (hot_it.hot_keys, hot_it.cold_keys);
         drop(hot_it);
         let result = hot_out.and_then(|hot_out| {
@@ -555,7 +567,13 @@ impl DbInner {
                 children.push(run_input(c, chain));
             }
             let mut cold_it = MergingIterator::new(children);
-            let cold_out = run_side(c, &mut cold_it, bottommost, &mut created)?;
+            let cold_out = run_side(
+                c,
+                &mut cold_it,
+                bottommost,
+                cold_dels.as_deref(),
+                &mut created,
+            )?;
             Ok((hot_out, cold_out))
         });
         let (hot_out, cold_out) = match result {

@@ -606,12 +606,7 @@ impl DbInner {
                         match op.kind {
                             BatchOpKind::Put => m.add(seq, ValueKind::Value, op.key, op.value),
                             BatchOpKind::Delete => m.add(seq, ValueKind::Deletion, op.key, &[]),
-                            BatchOpKind::DeleteRange => {
-                                return Err(Error::corruption(
-                                    name.clone(),
-                                    "range delete in a log record",
-                                ))
-                            }
+                            BatchOpKind::DeleteRange => m.add_range_del(seq, op.key, op.value),
                         }
                     }
                     seq += 1;

@@ -353,6 +353,11 @@ fn write_family(
     if children.is_empty() {
         return Ok((Vec::new(), 0));
     }
+    let table_dels = plan.tables.iter().filter_map(|t| t.range_dels().cloned());
+    let mem_dels = plan.mem.as_ref().and_then(|m| m.range_dels());
+    let sets: Vec<_> = table_dels.chain(mem_dels).collect();
+    let dels =
+        (!sets.is_empty()).then(|| crate::range_del::RangeDels::union(sets.iter().map(|d| &**d)));
     let level = opts.num_levels - 1;
     let tier = env.tier_for_level(level);
     let mut new_file = || {
@@ -375,6 +380,8 @@ fn write_family(
         should_stop: &|| false,
         block_sink: None,
         values: None,
+        range_dels: dels.as_ref(),
+        bounds: (None, None),
     };
     let (outputs, counts) = merge(&mut MergingIterator::new(children), &mut params)?;
     Ok((outputs, counts.entries_out))
@@ -495,18 +502,16 @@ fn read_wals(
             };
             for (seq, op) in (first..).zip(batch.iter()) {
                 max_seq = max_seq.max(seq);
-                let kind = match op.kind {
-                    BatchOpKind::Put => ValueKind::Value,
-                    BatchOpKind::Delete => ValueKind::Deletion,
-                    // Expanded to point tombstones before they reach a log.
-                    BatchOpKind::DeleteRange => continue,
-                };
                 let plan = plans.entry(op.cf).or_default();
                 if !replay_all && seq <= plan.table_max_seq {
                     continue;
                 }
                 let m = plan.mem.get_or_insert_with(|| Arc::new(Memtable::new(0)));
-                m.add(seq, kind, op.key, op.value);
+                match op.kind {
+                    BatchOpKind::Put => m.add(seq, ValueKind::Value, op.key, op.value),
+                    BatchOpKind::Delete => m.add(seq, ValueKind::Deletion, op.key, &[]),
+                    BatchOpKind::DeleteRange => m.add_range_del(seq, op.key, op.value),
+                }
                 kept += 1;
             }
         }

@@ -1,8 +1,6 @@
 //! The write path: group commit (the writer at the head of the queue logs and applies the
-//! batches queued behind it), range-delete expansion, memtable switching and write stalls.
+//! batches queued behind it), memtable switching and write stalls.
 
-use std::borrow::Cow;
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,7 +11,7 @@ use parking_lot::MutexGuard;
 use super::{DbInner, ExclusiveWork, Slot, SuperVersion};
 use crate::batch::{BatchOpKind, WriteBatch};
 use crate::log::LogWriter;
-use crate::options::{ReadOptions, WriteOptions};
+use crate::options::WriteOptions;
 use crate::storage::FileKind;
 use crate::types::ValueKind;
 use crate::{Error, Result};
@@ -180,12 +178,10 @@ impl DbInner {
             merged = b;
             &merged
         };
-        let batch = self.expand_ranges(batch)?;
-        let batch: &WriteBatch = &batch;
         let n = batch.len() as u64;
         if n == 0 {
-            // Nothing to log (an empty batch, a range delete over no key), but a synced
-            // write still promises that every write acknowledged before it is durable.
+            // Nothing to log (an empty batch), but a synced write still promises that
+            // every write acknowledged before it is durable.
             return if sync { self.log(None, true) } else { Ok(()) };
         }
         let first = self.last_seq.load(Ordering::Acquire) + 1;
@@ -250,11 +246,7 @@ impl DbInner {
                 match op.kind {
                     BatchOpKind::Put => sv.mem.add(seq, ValueKind::Value, op.key, op.value),
                     BatchOpKind::Delete => sv.mem.add(seq, ValueKind::Deletion, op.key, &[]),
-                    BatchOpKind::DeleteRange => {
-                        return Err(Error::InvalidArgument(
-                            "unexpanded range delete reached the memtable".into(),
-                        ))
-                    }
+                    BatchOpKind::DeleteRange => sv.mem.add_range_del(seq, op.key, op.value),
                 }
             }
             bytes += (op.key.len() + op.value.len()) as u64;
@@ -266,53 +258,6 @@ impl DbInner {
             .entries_written
             .fetch_add(entries, Ordering::Relaxed);
         Ok(())
-    }
-
-    /// Replaces each range delete by point tombstones for the keys in the range: those
-    /// present in the database now, and those put earlier in the same group.
-    fn expand_ranges<'b>(&self, batch: &'b WriteBatch) -> Result<Cow<'b, WriteBatch>> {
-        if !batch.iter().any(|op| op.kind == BatchOpKind::DeleteRange) {
-            return Ok(Cow::Borrowed(batch));
-        }
-        let mut out = WriteBatch::new();
-        for op in batch.iter() {
-            match op.kind {
-                BatchOpKind::Put => out.put_cf(op.cf, op.key, op.value)?,
-                BatchOpKind::Delete => out.delete_cf(op.cf, op.key)?,
-                BatchOpKind::DeleteRange => {
-                    let (start, end) = (op.key, op.value);
-                    if start >= end {
-                        continue;
-                    }
-                    let mut keys: BTreeSet<Vec<u8>> = out
-                        .iter()
-                        .filter(|o| {
-                            o.cf == op.cf
-                                && o.kind == BatchOpKind::Put
-                                && o.key >= start
-                                && o.key < end
-                        })
-                        .map(|o| o.key.to_vec())
-                        .collect();
-                    let ro = ReadOptions {
-                        lower_bound: Some(start.to_vec()),
-                        upper_bound: Some(end.to_vec()),
-                        ..Default::default()
-                    };
-                    let mut it = self.iter(&ro, op.cf)?.keys_only();
-                    it.seek_to_first();
-                    while it.valid() {
-                        keys.insert(it.key().to_vec());
-                        it.next();
-                    }
-                    it.status()?;
-                    for k in keys {
-                        out.delete_cf(op.cf, &k)?;
-                    }
-                }
-            }
-        }
-        Ok(Cow::Owned(out))
     }
 
     /// Waits while the tree is too far behind, and switches full memtables.

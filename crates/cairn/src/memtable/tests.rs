@@ -9,6 +9,38 @@ use rand::{Rng, SeedableRng};
 use super::*;
 use crate::types::{cmp_internal, make_internal_key, TRAILER_LEN};
 
+/// A get's kind and value (its sequence number left out).
+fn kv(mem: &Memtable, key: &[u8], snap: SeqNo) -> Option<(ValueKind, Vec<u8>)> {
+    mem.get(key, snap).map(|(k, v, _)| (k, v))
+}
+
+#[test]
+fn range_deletions_are_kept_fragmented_and_counted() {
+    let mem = Arc::new(Memtable::new(1));
+    assert!(mem.range_dels().is_none() && mem.is_empty());
+    mem.add(1, ValueKind::Value, b"m", b"v");
+    mem.add_range_del(2, b"c", b"k");
+    mem.add_range_del(3, b"h", b"z");
+    assert!(!mem.is_empty());
+    assert_eq!(mem.num_entries(), 1);
+    assert_eq!(mem.num_range_dels(), 2);
+    assert_eq!((mem.min_seq(), mem.max_seq()), (Some(1), Some(3)));
+    let d = mem.range_dels().expect("two deletions");
+    assert_eq!(d.max_cover(b"d", 10), 2);
+    assert_eq!(d.max_cover(b"i", 10), 3);
+    assert_eq!(d.max_cover(b"i", 2), 2);
+    assert_eq!(
+        mem.get(b"m", 10),
+        Some((ValueKind::Value, b"v".to_vec(), 1))
+    );
+    assert_eq!(mem.user_key_span(), Some((b"c".to_vec(), b"z".to_vec())));
+    // Only a range deletion: the span is the deletion's.
+    let only = Arc::new(Memtable::new(2));
+    only.add_range_del(5, b"a", b"b");
+    assert!(!only.is_empty());
+    assert_eq!(only.user_key_span(), Some((b"a".to_vec(), b"b".to_vec())));
+}
+
 type Model = BTreeMap<(Vec<u8>, Reverse<u64>), (ValueKind, Vec<u8>)>;
 
 fn random_key(rng: &mut SmallRng) -> Vec<u8> {
@@ -74,7 +106,7 @@ fn get_matches_model_at_every_snapshot() {
             .next()
             .filter(|((k, _), _)| *k == key)
             .map(|(_, v)| v.clone());
-        assert_eq!(mem.get(&key, snap), want, "key {key:?} snapshot {snap}");
+        assert_eq!(kv(&mem, &key, snap), want, "key {key:?} snapshot {snap}");
     }
 }
 
@@ -102,14 +134,17 @@ fn counters() {
         "{used} vs {one_level}"
     );
     assert_eq!(
-        mem.get(b"key", 11),
+        kv(&mem, b"key", 11),
         Some((ValueKind::Value, b"value".to_vec()))
     );
-    assert_eq!(mem.get(b"key", 12), Some((ValueKind::Deletion, Vec::new())));
-    assert_eq!(mem.get(b"key", 9), None);
-    assert_eq!(mem.get(b"ke", 100), None);
     assert_eq!(
-        mem.get(b"k2", 11),
+        kv(&mem, b"key", 12),
+        Some((ValueKind::Deletion, Vec::new()))
+    );
+    assert_eq!(kv(&mem, b"key", 9), None);
+    assert_eq!(kv(&mem, b"ke", 100), None);
+    assert_eq!(
+        kv(&mem, b"k2", 11),
         Some((ValueKind::ValuePointer, b"ptr".to_vec()))
     );
 }
@@ -230,7 +265,7 @@ fn concurrent_writer_and_readers() {
                             .then(|| snap - (snap - k) % KEYS)
                             .filter(|&s| s > 0);
                         let want = newest.map(|s| (kind(s), value(s)));
-                        assert_eq!(mem.get(&key(k), snap), want, "key {k} snap {snap}");
+                        assert_eq!(kv(&mem, &key(k), snap), want, "key {k} snap {snap}");
                     }
                     let mut it = mem.iter();
                     let mut prev: Option<Vec<u8>> = None;
@@ -306,15 +341,15 @@ fn entries_cost_little_beyond_their_bytes_and_large_values_fit() {
     mem.add(n + 2, ValueKind::Value, b"big2", &big[..70_000]);
     mem.add(n + 3, ValueKind::Value, b"small", b"s");
     assert_eq!(
-        mem.get(b"big", MAX_SEQ),
+        kv(&mem, b"big", MAX_SEQ),
         Some((ValueKind::Value, big.clone()))
     );
     assert_eq!(
-        mem.get(b"big2", MAX_SEQ),
+        kv(&mem, b"big2", MAX_SEQ),
         Some((ValueKind::Value, big[..70_000].to_vec()))
     );
     assert_eq!(
-        mem.get(b"small", MAX_SEQ),
+        kv(&mem, b"small", MAX_SEQ),
         Some((ValueKind::Value, b"s".to_vec()))
     );
     let mut it = mem.iter();
@@ -358,7 +393,7 @@ fn gets_never_miss_an_acknowledged_version_while_memtables_fill() {
                     let got = list
                         .iter()
                         .find_map(|m| m.get(&key(i), snap))
-                        .map_or(0, |(_, v)| {
+                        .map_or(0, |(_, v, _)| {
                             u64::from_le_bytes(v[..8].try_into().expect("8-byte version"))
                         });
                     assert!(got >= floor, "key {i}: version {got} read after {floor}");

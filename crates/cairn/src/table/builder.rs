@@ -5,15 +5,17 @@ use std::cmp::Ordering;
 use super::block::BlockBuilder;
 use super::bloom::{filter_enabled, BloomBuilder};
 use super::format::{
-    block_trailer, BlockHandle, BlockType, Footer, FIXED_FORMAT_VERSION, FORMAT_VERSION,
-    LOCAL_FILTER_FORMAT_VERSION, PREFIXED_FORMAT_VERSION,
+    block_trailer, BlockHandle, BlockType, Footer, COMPRESSED_FORMAT_VERSION, FIXED_FORMAT_VERSION,
+    FORMAT_VERSION, LOCAL_FILTER_FORMAT_VERSION, PREFIXED_FORMAT_VERSION,
 };
 use super::index::{FenceIndex, IndexEntry};
 use super::properties::TableProperties;
 use crate::compression::{compress, Compression};
+use crate::range_del::RangeDels;
 use crate::storage::WritableFile;
 use crate::types::{
-    check_key, check_value, cmp_internal, parse_internal_key, user_key, ValueKind, TRAILER_LEN,
+    check_key, check_value, cmp_internal, parse_internal_key, range_bound_key, user_key, ValueKind,
+    TRAILER_LEN,
 };
 use crate::{Error, Result};
 
@@ -88,6 +90,8 @@ pub struct TableSummary {
     pub min_seq: u64,
     /// Largest sequence number (0 if no entries).
     pub max_seq: u64,
+    /// Range tombstones held (one per fragment and sequence number).
+    pub range_dels: u64,
     /// Every data block written, in order.
     pub blocks: Vec<BlockRange>,
 }
@@ -116,6 +120,8 @@ pub struct TableBuilder {
     any_fixed: bool,
     /// A compressed block was written (the footer then says format version 5).
     any_compressed: bool,
+    /// Range deletions to store (the footer then says format version 6).
+    range_dels: RangeDels,
 }
 
 impl TableBuilder {
@@ -141,7 +147,22 @@ impl TableBuilder {
             block_sink: None,
             any_fixed: false,
             any_compressed: false,
+            range_dels: RangeDels::default(),
         }
+    }
+
+    /// Adds range deletions to the table (stored fragmented in their own block; the
+    /// table's key range and sequence numbers widen to hold them). A table holding any
+    /// must name its column family.
+    pub fn add_range_dels(&mut self, dels: &RangeDels) {
+        if dels.is_empty() {
+            return;
+        }
+        self.range_dels = if self.range_dels.is_empty() {
+            dels.clone()
+        } else {
+            RangeDels::union([&self.range_dels, dels])
+        };
     }
 
     /// Records the column family the table belongs to in its properties (read by repair).
@@ -281,7 +302,44 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// Writes the pending block, filter, index, properties and footer, and fsyncs.
+    /// Writes the range-deletion block, and widens the key range and sequence numbers
+    /// to cover what it holds.
+    fn write_range_dels(&mut self) -> Result<()> {
+        let dels = std::mem::take(&mut self.range_dels);
+        let (Some((lo, hi)), Some((min_seq, max_seq))) = (dels.span(), dels.seq_range()) else {
+            return Ok(());
+        };
+        if self.props.column_family.is_none() {
+            return Err(Error::InvalidArgument(
+                "a table holding range deletions must name its column family".into(),
+            ));
+        }
+        let handle = self.write_block(&dels.encode(), BlockType::RangeDel, false)?;
+        let p = &mut self.props;
+        let (lo, hi) = (range_bound_key(lo), range_bound_key(hi));
+        let points = p.num_entries > 0;
+        if !points || cmp_internal(&lo, &p.smallest) == Ordering::Less {
+            p.smallest = lo;
+        }
+        if !points || cmp_internal(&hi, &p.largest) == Ordering::Greater {
+            p.largest = hi;
+        }
+        p.min_seq = if points {
+            p.min_seq.min(min_seq)
+        } else {
+            min_seq
+        };
+        p.max_seq = if points {
+            p.max_seq.max(max_seq)
+        } else {
+            max_seq
+        };
+        p.range_dels = Some((dels.len() as u64, handle));
+        Ok(())
+    }
+
+    /// Writes the pending block, filter, index, range deletions, properties and footer,
+    /// and fsyncs.
     pub fn finish(mut self) -> Result<TableSummary> {
         self.flush_block()?;
         let local_filter = self.bloom.as_ref().is_some_and(|b| b.is_cache_local());
@@ -291,6 +349,7 @@ impl TableBuilder {
         };
         let index = self.write_block(&FenceIndex::encode(&self.index), BlockType::Index, true)?;
         self.props.largest = self.last_key.clone();
+        self.write_range_dels()?;
         let properties = self.write_block(&self.props.encode(), BlockType::Properties, false)?;
         let footer = Footer {
             index,
@@ -299,8 +358,10 @@ impl TableBuilder {
         };
         // The oldest version that names every layout the table holds, so older builds
         // read what they can and refuse the rest by its version.
-        let version = if self.any_compressed {
+        let version = if self.props.range_dels.is_some() {
             FORMAT_VERSION
+        } else if self.any_compressed {
+            COMPRESSED_FORMAT_VERSION
         } else if local_filter {
             LOCAL_FILTER_FORMAT_VERSION
         } else if self.any_fixed {
@@ -317,6 +378,7 @@ impl TableBuilder {
             largest: self.props.largest,
             min_seq: self.props.min_seq,
             max_seq: self.props.max_seq,
+            range_dels: self.props.range_dels.map_or(0, |(n, _)| n),
             blocks: self.blocks,
         })
     }

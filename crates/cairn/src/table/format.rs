@@ -14,11 +14,14 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"cairnTBL");
 /// prefix-compressed blocks (see `block.rs`), which builds that read only version 1 would
 /// take for corruption; version 3 may hold fixed-width blocks and index entries that name
 /// them; version 4 may hold a cache-local bloom filter (see `bloom.rs`); version 5 may hold
-/// compressed blocks (the codec in the high half of the trailer's type byte). This build
-/// reads all five (each block says its own layout) and writes the oldest version that
-/// covers the layouts a table holds, so tables without the newer ones stay readable by
-/// older builds.
-pub const FORMAT_VERSION: u32 = 5;
+/// compressed blocks (the codec in the high half of the trailer's type byte); version 6 may
+/// hold a range-deletion block named by the properties. This build reads all six (each
+/// block says its own layout) and writes the oldest version that covers the layouts a
+/// table holds, so tables without the newer ones stay readable by older builds.
+pub const FORMAT_VERSION: u32 = 6;
+
+/// The version of tables with a compressed block and no range deletion.
+pub(crate) const COMPRESSED_FORMAT_VERSION: u32 = 5;
 
 /// The version of tables with a cache-local filter and no compressed block.
 pub(crate) const LOCAL_FILTER_FORMAT_VERSION: u32 = 4;
@@ -41,6 +44,7 @@ pub(crate) enum BlockType {
     Index = 1,
     Filter = 2,
     Properties = 3,
+    RangeDel = 4,
 }
 
 pub(crate) use crate::coding::{get_varint, put_varint};
@@ -309,11 +313,11 @@ mod tests {
             Footer::decode(&bad, "t"),
             Err(Error::Corruption { .. })
         ));
-        let mut v6 = enc;
-        v6[52] = 6;
+        let mut v7 = enc;
+        v7[52] = 7;
         assert!(matches!(
-            Footer::decode(&v6, "t"),
-            Err(Error::UnsupportedVersion { found: 6, .. })
+            Footer::decode(&v7, "t"),
+            Err(Error::UnsupportedVersion { found: 7, .. })
         ));
         // Version 1 tables (blocks without prefixes) still open.
         let v1 = Footer::decode(&enc, "t").unwrap().encode_as(1);

@@ -5,7 +5,8 @@
 //! as a varint length and bytes, then (tables written since repair exists; absent in older
 //! ones) the column family: varint id, varint name length and name bytes. The column
 //! family lets `Db::repair` rebuild a manifest from tables alone, as RocksDB's RepairDB
-//! does from its table properties.
+//! does from its table properties. Tables holding range deletions (format version 6) then
+//! name their range-deletion block: varint count of tombstones, block offset and size.
 
 use super::format::{get_len, get_varint, put_varint};
 use crate::{Error, Result};
@@ -34,6 +35,9 @@ pub struct TableProperties {
     /// Column family (id, name) the table was written for; `None` in tables written
     /// before the field existed.
     pub column_family: Option<(u32, String)>,
+    /// The range-deletion block: (tombstones held, where it is); `None` without one.
+    /// Written only after a column family.
+    pub range_dels: Option<(u64, super::format::BlockHandle)>,
 }
 
 impl TableProperties {
@@ -59,6 +63,10 @@ impl TableProperties {
             put_varint(&mut b, u64::from(*id));
             put_varint(&mut b, name.len() as u64);
             b.extend_from_slice(name.as_bytes());
+            if let Some((n, h)) = &self.range_dels {
+                put_varint(&mut b, *n);
+                h.encode_to(&mut b);
+            }
         }
         b
     }
@@ -91,6 +99,16 @@ impl TableProperties {
         } else {
             None
         };
+        let range_dels = if pos < buf.len() {
+            let n = get_varint(buf, &mut pos)?;
+            let h = super::format::BlockHandle::decode_from(buf, &mut pos)?;
+            if n == 0 || h.size == 0 {
+                return None;
+            }
+            Some((n, h))
+        } else {
+            None
+        };
         if pos != buf.len() || v[1] > v[0] || v[5] > v[6] {
             return None;
         }
@@ -105,6 +123,7 @@ impl TableProperties {
             smallest,
             largest,
             column_family,
+            range_dels,
         })
     }
 }
@@ -127,6 +146,7 @@ mod tests {
             min_seq: 4,
             max_seq: 99,
             column_family: None,
+            range_dels: None,
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(&enc, "t").unwrap(), p);
@@ -140,6 +160,16 @@ mod tests {
         };
         let enc = with_cf.encode();
         assert_eq!(TableProperties::decode(&enc, "t").unwrap(), with_cf);
+        let with_dels = TableProperties {
+            column_family: Some((7, "logs".into())),
+            range_dels: Some((3, super::super::format::BlockHandle::new(500, 42))),
+            ..p.clone()
+        };
+        let enc_dels = with_dels.encode();
+        assert_eq!(TableProperties::decode(&enc_dels, "t").unwrap(), with_dels);
+        for cut in 1..enc_dels.len() - enc.len() {
+            assert!(TableProperties::decode(&enc_dels[..enc_dels.len() - cut], "t").is_err());
+        }
         // Older tables (no column family) still decode.
         assert_eq!(TableProperties::decode(&p.encode(), "t").unwrap(), p);
         for cut in 1..enc.len() - p.encode().len() {

@@ -22,6 +22,7 @@ use super::usage::TableUsage;
 use crate::cache::{BlockCache, BlockKey, CacheValue};
 use crate::learned::{KeySpace, PlrBuilder};
 use crate::options::IndexPolicy;
+use crate::range_del::RangeDels;
 use crate::storage::RandomAccessFile;
 use crate::types::user_key;
 use crate::{Error, Result};
@@ -139,6 +140,8 @@ pub struct Table {
     /// Where the data blocks end and the meta blocks begin.
     data_end: u64,
     props: TableProperties,
+    /// The range deletions the table holds, fragmented (read at open).
+    range_dels: Option<Arc<RangeDels>>,
     usage: TableUsage,
     /// Iterators read ahead: where the OS cannot (direct reads) and for whole-table
     /// readers (compaction inputs, opened without a cache). With buffered reads the page
@@ -193,7 +196,33 @@ fn decode_index(
     Ok(index)
 }
 
+/// Reads and checks the range-deletion block: well formed, holding the count the
+/// properties name.
+fn decode_range_dels(
+    region: &[u8],
+    base: u64,
+    h: BlockHandle,
+    count: u64,
+    name: &str,
+) -> Result<RangeDels> {
+    let raw = meta_block(region, base, h, BlockType::RangeDel, name)?;
+    let dels = RangeDels::decode(&raw)
+        .ok_or_else(|| Error::corruption(name, "malformed range-deletion block"))?;
+    if dels.len() as u64 != count {
+        return Err(Error::corruption(
+            name,
+            "range-deletion block and properties disagree on the tombstone count",
+        ));
+    }
+    Ok(dels)
+}
+
 impl Table {
+    /// The range deletions the table holds, fragmented; `None` when it holds none.
+    pub fn range_dels(&self) -> Option<&Arc<RangeDels>> {
+        self.range_dels.as_ref()
+    }
+
     /// Opens a table: reads the footer, then the filter, index and properties blocks in one
     /// read. `file_no` keys the table's blocks in `cache`. Uses fence pointers only.
     pub fn open(
@@ -276,6 +305,10 @@ impl Table {
         } else {
             None
         };
+        let range_dels = match props.range_dels {
+            Some((n, h)) => Some(Arc::new(decode_range_dels(&region, data_end, h, n, &name)?)),
+            None => None,
+        };
         let readahead = file.is_direct() || cache.is_none();
         let (index, filter) = match &cache {
             Some(c) if cache_meta => {
@@ -311,6 +344,7 @@ impl Table {
             filter,
             data_end,
             props,
+            range_dels,
             usage: TableUsage::default(),
             readahead,
         };

@@ -668,14 +668,14 @@ fn unsupported_version_and_bad_magic() {
     let (path, _) = fx.build("v.sst", &model, TableBuildOptions::default());
     let good = std::fs::read(&path).unwrap();
     let n = good.len();
-    let mut v6 = good.clone();
-    v6[n - 12..n - 8].copy_from_slice(&6u32.to_le_bytes());
-    std::fs::write(&path, &v6).unwrap();
+    let mut v7 = good.clone();
+    v7[n - 12..n - 8].copy_from_slice(&7u32.to_le_bytes());
+    std::fs::write(&path, &v7).unwrap();
     assert!(matches!(
         fx.open(&path, None),
         Err(Error::UnsupportedVersion {
-            found: 6,
-            supported: 5,
+            found: 7,
+            supported: 6,
             ..
         })
     ));
@@ -919,6 +919,7 @@ fn forged_checksums_never_panic() {
         largest: Vec::new(),
         min_seq: 0,
         max_seq: 0,
+        range_dels: 0,
         blocks: (0..s.index().unwrap().num_blocks())
             .map(|i| BlockRange {
                 handle: s.index().unwrap().block(i).handle,
@@ -1259,4 +1260,128 @@ fn compressed_tables_are_smaller_and_cache_raw_blocks() {
             assert!(got.is_none_or(|(gk, _)| crate::types::user_key(&gk) != &k[..]));
         }
     }
+}
+
+/// A table holding `entries` and the range deletions `dels` (column family 0).
+fn build_with_dels(
+    fx: &Fixture,
+    name: &str,
+    entries: &[Entry],
+    dels: &crate::range_del::RangeDels,
+) -> crate::Result<(PathBuf, TableSummary)> {
+    let path = fx.root.join(name);
+    let f = fx.env.create(&path, FileKind::Table, 0, Some(0))?;
+    let mut b = TableBuilder::new(f, TableBuildOptions::default());
+    b.set_column_family(0, "default");
+    for (k, v) in entries {
+        b.add(k, v)?;
+    }
+    b.add_range_dels(dels);
+    Ok((path, b.finish()?))
+}
+
+fn tombstone(start: &str, end: &str, seq: u64) -> crate::range_del::RangeTombstone {
+    crate::range_del::RangeTombstone {
+        start: start.as_bytes().to_vec(),
+        end: end.as_bytes().to_vec(),
+        seq,
+    }
+}
+
+#[test]
+fn range_deletions_round_trip_and_widen_the_table() {
+    use crate::range_del::RangeDels;
+    use crate::types::{is_range_bound, range_bound_key};
+    let fx = fixture();
+    let entries: Vec<Entry> = ["d", "e", "f"]
+        .iter()
+        .map(|k| {
+            (
+                make_internal_key(k.as_bytes(), 5, ValueKind::Value),
+                b"v".to_vec(),
+            )
+        })
+        .collect();
+    let dels = RangeDels::new([tombstone("a", "e", 9), tombstone("c", "k", 2)]);
+    let (path, s) = build_with_dels(&fx, "d.sst", &entries, &dels).unwrap();
+    assert_eq!(s.range_dels, dels.len() as u64);
+    assert_eq!(s.smallest, range_bound_key(b"a"));
+    assert_eq!(s.largest, range_bound_key(b"k"));
+    assert!(is_range_bound(&s.largest));
+    assert_eq!((s.min_seq, s.max_seq), (2, 9));
+    let raw = std::fs::read(&path).unwrap();
+    let n = raw.len();
+    assert_eq!(
+        u32::from_le_bytes(raw[n - 12..n - 8].try_into().unwrap()),
+        6
+    );
+    let t = fx.open(&path, None).unwrap();
+    assert_eq!(t.range_dels().map(|d| (**d).clone()), Some(dels.clone()));
+    assert_eq!(t.properties().num_entries, 3);
+    // The entries read as before.
+    let got = t.get(&make_lookup_key(b"e", MAX_SEQ), &mut ReadTrace::default());
+    assert!(got.unwrap().is_some());
+
+    // Deletions alone make a table too; its range is theirs.
+    let (path, s) = build_with_dels(&fx, "only.sst", &[], &dels).unwrap();
+    assert_eq!(s.num_entries, 0);
+    assert_eq!(
+        (s.smallest, s.largest),
+        (range_bound_key(b"a"), range_bound_key(b"k"))
+    );
+    let t = fx.open(&path, None).unwrap();
+    assert_eq!(t.range_dels().map(|d| d.len()), Some(dels.len()));
+    let mut it = t.iter();
+    it.seek_to_first();
+    assert!(!it.valid() && it.status().is_ok());
+
+    // A table that names no column family cannot hold them (repair needs it).
+    let f = fx
+        .env
+        .create(&fx.root.join("nocf.sst"), FileKind::Table, 0, Some(0))
+        .unwrap();
+    let mut b = TableBuilder::new(f, TableBuildOptions::default());
+    b.add_range_dels(&dels);
+    assert!(matches!(b.finish(), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn a_damaged_range_deletion_block_is_refused_at_open() {
+    use crate::range_del::RangeDels;
+    let fx = fixture();
+    let entries: Vec<Entry> = (0..50u32)
+        .map(|i| {
+            let k = make_internal_key(format!("k{i:03}").as_bytes(), 5, ValueKind::Value);
+            (k, b"value".to_vec())
+        })
+        .collect();
+    let dels = RangeDels::new([tombstone("k010", "k020", 9), tombstone("k015", "k090", 7)]);
+    let (path, _) = build_with_dels(&fx, "d.sst", &entries, &dels).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let t = fx.open(&path, None).unwrap();
+    let (_, h) = t.properties().range_dels.unwrap();
+    drop(t);
+    // Every byte of the block and its trailer: a flip is a corruption error at open.
+    for at in h.offset..h.end_with_trailer().unwrap() {
+        let mut bad = good.clone();
+        bad[at as usize] ^= 0x20;
+        std::fs::write(&path, &bad).unwrap();
+        match fx.open(&path, None) {
+            Err(Error::Corruption { .. }) => {}
+            other => panic!("flip at {at}: {other:?}"),
+        }
+    }
+    // A block whose checksum is forged over garbage is refused by its decoder.
+    let mut forged = good.clone();
+    let (start, end) = (h.offset as usize, (h.offset + h.size) as usize);
+    for b in &mut forged[start..end] {
+        *b = 0xee;
+    }
+    let trailer = block_trailer(&forged[start..end], BlockType::RangeDel, 0);
+    forged[end..end + BLOCK_TRAILER_LEN].copy_from_slice(&trailer);
+    std::fs::write(&path, &forged).unwrap();
+    assert!(matches!(
+        fx.open(&path, None),
+        Err(Error::Corruption { .. })
+    ));
 }

@@ -5,7 +5,7 @@ use crate::coding::{put_bytes, put_varint, Reader};
 use crate::{Error, Result};
 
 /// The durable description of one table file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileDesc {
     /// File number (names the file).
     pub file_no: u64,
@@ -26,6 +26,9 @@ pub struct FileDesc {
     /// Value-log files the table's pointers reference: (file number, bytes of the records
     /// referenced), ascending by file number. Empty without key-value separation.
     pub vlog_refs: Vec<(u64, u64)>,
+    /// Range tombstones the table holds (readers gather them without opening the tables
+    /// that hold none).
+    pub range_dels: u64,
 }
 
 impl FileDesc {
@@ -65,8 +68,9 @@ pub struct PolicyState {
     pub draining: bool,
 }
 
-/// Manifest format version written by this build.
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+/// Manifest format version written by this build: version 2 may name tables holding
+/// range deletions (`T_ADDED_DELS`).
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 
 /// One manifest record.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -112,6 +116,9 @@ const T_POINTER: u8 = 11;
 const T_FORMAT: u8 = 12;
 /// A file added, with value-log references (T_ADDED's fields, then the references).
 const T_ADDED_VLOG: u8 = 13;
+/// A file added holding range deletions (T_ADDED's fields, the value-log references
+/// (possibly none), then the tombstone count).
+const T_ADDED_DELS: u8 = 14;
 
 impl VersionEdit {
     /// True if the edit changes nothing.
@@ -153,11 +160,14 @@ impl VersionEdit {
             put_varint(&mut o, *f);
         }
         for (cf, level, run, f) in &self.added {
-            o.push(if f.vlog_refs.is_empty() {
+            let tag = if f.range_dels > 0 {
+                T_ADDED_DELS
+            } else if f.vlog_refs.is_empty() {
                 T_ADDED
             } else {
                 T_ADDED_VLOG
-            });
+            };
+            o.push(tag);
             put_varint(&mut o, *cf as u64);
             put_varint(&mut o, *level as u64);
             put_varint(&mut o, *run);
@@ -169,12 +179,15 @@ impl VersionEdit {
             put_varint(&mut o, f.num_entries);
             put_varint(&mut o, f.min_seq);
             put_varint(&mut o, f.max_seq);
-            if !f.vlog_refs.is_empty() {
+            if tag != T_ADDED {
                 put_varint(&mut o, f.vlog_refs.len() as u64);
                 for &(no, bytes) in &f.vlog_refs {
                     put_varint(&mut o, no);
                     put_varint(&mut o, bytes);
                 }
+            }
+            if tag == T_ADDED_DELS {
+                put_varint(&mut o, f.range_dels);
             }
         }
         for (cf, level, run) in &self.sealed {
@@ -234,7 +247,7 @@ impl VersionEdit {
                 }
                 T_CF_DROP => e.cf_dropped.push(r.varint32()?),
                 T_DELETED => e.deleted.push((r.varint32()?, r.varint32()?, r.varint()?)),
-                tag @ (T_ADDED | T_ADDED_VLOG) => {
+                tag @ (T_ADDED | T_ADDED_VLOG | T_ADDED_DELS) => {
                     let (cf, level, run) = (r.varint32()?, r.varint32()?, r.varint()?);
                     let mut f = FileDesc {
                         file_no: r.varint()?,
@@ -246,10 +259,11 @@ impl VersionEdit {
                         min_seq: r.varint()?,
                         max_seq: r.varint()?,
                         vlog_refs: Vec::new(),
+                        range_dels: 0,
                     };
-                    if tag == T_ADDED_VLOG {
+                    if tag != T_ADDED {
                         let n = r.varint()?;
-                        if n == 0 || n > buf.len() as u64 {
+                        if (n == 0 && tag == T_ADDED_VLOG) || n > buf.len() as u64 {
                             return None;
                         }
                         for _ in 0..n {
@@ -257,6 +271,12 @@ impl VersionEdit {
                         }
                         // Ascending and distinct, as written: one encoding per state.
                         if f.vlog_refs.windows(2).any(|w| w[0].0 >= w[1].0) {
+                            return None;
+                        }
+                    }
+                    if tag == T_ADDED_DELS {
+                        f.range_dels = r.varint()?;
+                        if f.range_dels == 0 {
                             return None;
                         }
                     }
@@ -318,6 +338,7 @@ mod tests {
                     min_seq: 1,
                     max_seq: 9,
                     vlog_refs: vec![(3, 1000), (8, 20)],
+                    range_dels: 0,
                 },
             )],
             sealed: vec![(0, 2, 4)],
@@ -338,6 +359,18 @@ mod tests {
             let _ = VersionEdit::decode(&b[..cut]);
         }
         assert!(VersionEdit::decode(&[200]).is_err());
+        // Tables holding range deletions, with and without value-log references.
+        let mut dels = e.clone();
+        let mut plain = e.added[0].3.clone();
+        plain.vlog_refs.clear();
+        plain.range_dels = 4;
+        dels.added[0].3.range_dels = 2;
+        dels.added.push((0, 2, 5, plain));
+        let b = dels.encode();
+        assert_eq!(VersionEdit::decode(&b).unwrap(), dels);
+        for cut in 0..b.len() {
+            let _ = VersionEdit::decode(&b[..cut]);
+        }
         let newer = VersionEdit {
             format_version: Some(MANIFEST_FORMAT_VERSION + 1),
             ..Default::default()

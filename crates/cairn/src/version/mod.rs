@@ -17,8 +17,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::range_del::RangeDels;
 use crate::table::Table;
-use crate::types::user_key;
+use crate::types::{is_range_bound, user_key};
 use crate::Error;
 
 /// An installed table file. When the last version holding it goes away, it is queued for
@@ -97,7 +98,20 @@ impl FileMeta {
     }
     /// True if the file's user-key range intersects [lo, hi] (inclusive).
     pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
-        self.smallest_user() <= hi && self.largest_user() >= lo
+        self.smallest_user() <= hi && !self.ends_before(lo)
+    }
+    /// True if every key of the file is below `key`: its largest user key is, or it is
+    /// `key` itself as a range deletion's exclusive end.
+    pub fn ends_before(&self, key: &[u8]) -> bool {
+        match self.largest_user().cmp(key) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => is_range_bound(&self.desc.largest),
+            std::cmp::Ordering::Greater => false,
+        }
+    }
+    /// True if the file's range holds `key`.
+    pub fn holds(&self, key: &[u8]) -> bool {
+        self.smallest_user() <= key && !self.ends_before(key)
     }
 }
 
@@ -127,12 +141,12 @@ impl Run {
     }
     /// The file that may hold `key`.
     pub fn file_for(&self, key: &[u8]) -> Option<&Arc<FileMeta>> {
-        let i = self.files.partition_point(|f| f.largest_user() < key);
+        let i = self.files.partition_point(|f| f.ends_before(key));
         self.files.get(i).filter(|f| f.smallest_user() <= key)
     }
     /// Files whose range intersects [lo, hi].
     pub fn overlapping(&self, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
-        let start = self.files.partition_point(|f| f.largest_user() < lo);
+        let start = self.files.partition_point(|f| f.ends_before(lo));
         self.files[start..]
             .iter()
             .take_while(|f| f.smallest_user() <= hi)
@@ -181,6 +195,8 @@ impl Level {
 pub struct CfVersion {
     /// Levels 0..num_levels.
     pub levels: Vec<Level>,
+    /// The range deletions of every table, fragmented, once a reader gathered them.
+    range_dels: OnceLock<Option<Arc<RangeDels>>>,
 }
 
 impl CfVersion {
@@ -198,7 +214,29 @@ impl CfVersion {
                     compact_pointer: Vec::new(),
                 })
                 .collect(),
+            range_dels: OnceLock::new(),
         }
+    }
+
+    /// The files holding range deletions, with their levels.
+    pub fn files_with_range_dels(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> + '_ {
+        self.levels.iter().enumerate().flat_map(|(i, l)| {
+            l.runs
+                .iter()
+                .flat_map(|r| r.files.iter())
+                .filter(|f| f.desc.range_dels > 0)
+                .map(move |f| (i, f))
+        })
+    }
+
+    /// The tables' range deletions as gathered by the first reader, if one has.
+    pub(crate) fn cached_range_dels(&self) -> Option<&Option<Arc<RangeDels>>> {
+        self.range_dels.get()
+    }
+
+    /// Keeps the tables' range deletions for the version's later readers.
+    pub(crate) fn cache_range_dels(&self, d: Option<Arc<RangeDels>>) {
+        let _ = self.range_dels.set(d);
     }
 
     /// Number of files in all levels.
@@ -229,6 +267,7 @@ impl CfVersion {
         make: &dyn Fn(&FileDesc) -> Arc<FileMeta>,
     ) -> crate::Result<CfVersion> {
         let mut v = self.clone();
+        v.range_dels = OnceLock::new();
         let bad = |m: String| Err(Error::corruption("manifest", m));
         let mut removed: HashMap<u64, Arc<FileMeta>> = HashMap::new();
         for &(c, level, file_no) in &edit.deleted {
@@ -277,11 +316,11 @@ impl CfVersion {
             };
             let pos = run
                 .files
-                .partition_point(|f| f.largest_user() < meta.smallest_user());
+                .partition_point(|f| f.ends_before(meta.smallest_user()));
             if run
                 .files
                 .get(pos)
-                .is_some_and(|f| f.smallest_user() <= meta.largest_user())
+                .is_some_and(|f| !meta.ends_before(f.smallest_user()))
             {
                 return bad(format!(
                     "file {} overlaps another file of run {run_id} in level {level}",

@@ -143,6 +143,7 @@ mod tests {
             min_seq: 1,
             max_seq: 1,
             vlog_refs,
+            range_dels: 0,
         };
         let edit = VersionEdit {
             added: vec![(0, 0, 1, desc(9, vec![(5, 30), (6, 40)]))],

@@ -84,6 +84,7 @@ impl Sim {
             min_seq: seq,
             max_seq: seq,
             vlog_refs: Vec::new(),
+            range_dels: 0,
         }
     }
 
@@ -288,6 +289,7 @@ impl Sim {
                     min_seq,
                     max_seq,
                     vlog_refs: Vec::new(),
+                    range_dels: 0,
                 };
                 for f in inputs {
                     edit.deleted.push((CF, *from as u32, f.file_no()));

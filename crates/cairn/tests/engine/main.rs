@@ -14,6 +14,7 @@ mod flsm;
 mod ingest;
 mod model;
 mod parallel_compaction;
+mod range_delete;
 mod read_cache;
 mod read_compaction;
 mod shared_cache;

@@ -24,6 +24,7 @@ fn desc(file_no: u64, lo: &str, hi: &str, size: u64) -> FileDesc {
         min_seq: file_no,
         max_seq: file_no,
         vlog_refs: Vec::new(),
+        range_dels: 0,
     }
 }
 
