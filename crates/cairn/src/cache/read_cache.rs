@@ -290,11 +290,17 @@ impl ReadCache {
 
     /// The point cache's answer for `ukey` read at `seq`.
     pub fn lookup_point(&self, cf: u32, ukey: &[u8], seq: u64) -> PointLookup {
+        self.lookup_point_above(cf, ukey, seq, 0)
+    }
+
+    /// As [`lookup_point`](Self::lookup_point), taking no cached version older than
+    /// `floor` (a range deletion the read sees covers the key at `floor`).
+    pub fn lookup_point_above(&self, cf: u32, ukey: &[u8], seq: u64, floor: u64) -> PointLookup {
         let k = point_key(cf, ukey);
         let mut st = self.state.lock();
         st.window.point_lookups += 1;
         if let Some(s) = st.kv.peek(&k) {
-            if s.value.seq > seq {
+            if s.value.seq > seq || s.value.seq < floor {
                 return PointLookup::Miss { ghost_hit: false }; // newer than the snapshot
             }
             let v = st
@@ -308,7 +314,7 @@ impl ReadCache {
             return PointLookup::Value(v);
         }
         if let Some(s) = st.kp.peek(&k) {
-            if s.value.ptr.seq > seq {
+            if s.value.ptr.seq > seq || s.value.ptr.seq < floor {
                 return PointLookup::Miss { ghost_hit: false };
             }
             let r = st.kp.get(&k).map(|s| match &s.value.inline {

@@ -91,6 +91,9 @@ impl DbInner {
         let file = self.env.open_read(path, FileKind::Table, 0, None, false)?;
         // The number keys nothing: the table is opened without a cache.
         let table = Arc::new(Table::open(file, u64::MAX, None)?);
+        if table.range_dels().is_some() {
+            return refuse("a table holding range deletions cannot be ingested");
+        }
         let mut it = table.iter();
         it.seek_to_first();
         let (mut smallest, mut largest): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());

@@ -1102,24 +1102,25 @@ impl DbInner {
         if let Some(c) = &mut clock {
             c.lap(Step::Memtables);
         }
-        if let Some((kind, v, found_seq)) = found_in_memtable {
-            self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
-            if found_seq < mem_cover {
-                return Ok(None);
-            }
-            return self.resolve_entry(key, kind, v);
-        }
-        if mem_cover > 0 {
+        if mem_cover > 0 && found_in_memtable.is_none() {
             return Ok(None); // every table entry is older than the memtables' deletion
         }
         let table_cover = self
             .version_range_dels(&sv.version)?
             .map_or(0, |d| d.max_cover(key, seq));
-        // Memtables, then the point cache (KV, KP), then the levels. A key under a
-        // range deletion in the tables is neither served nor kept by the point cache.
+        let cover = mem_cover.max(table_cover);
+        if let Some((kind, v, found_seq)) = found_in_memtable {
+            self.stats.memtable_hits.fetch_add(1, Ordering::Relaxed);
+            if found_seq < cover {
+                return Ok(None);
+            }
+            return self.resolve_entry(key, kind, v);
+        }
+        // Memtables, then the point cache (KV, KP), then the levels. The point cache
+        // answers only with a version newer than the deletions covering the key.
         let mut admit = None;
-        if let (Some(rc), Some(g), 0) = (&self.read_cache, generation, table_cover) {
-            let cached = self.get_cached(rc, g, sv, cf, key, seq, ro.fill_cache)?;
+        if let (Some(rc), Some(g)) = (&self.read_cache, generation) {
+            let cached = self.get_cached(rc, g, sv, cf, key, seq, table_cover, ro.fill_cache)?;
             if let Some(c) = &mut clock {
                 c.lap(Step::PointCache);
             }

@@ -20,7 +20,8 @@ pub(crate) enum Cached {
 
 impl DbInner {
     /// `fill`: a KP hit may put its block in the block cache and move to the KV cache
-    /// ([`ReadOptions::fill_cache`](crate::ReadOptions::fill_cache)).
+    /// ([`ReadOptions::fill_cache`](crate::ReadOptions::fill_cache)). No cached version
+    /// older than `floor` (a range deletion covering the key) answers.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_cached(
         &self,
@@ -30,9 +31,10 @@ impl DbInner {
         cf: u32,
         key: &[u8],
         seq: u64,
+        floor: u64,
         fill: bool,
     ) -> Result<Cached> {
-        match rc.lookup_point(cf, key, seq) {
+        match rc.lookup_point_above(cf, key, seq, floor) {
             PointLookup::Value(v) => Ok(Cached::Answer(Some(v))),
             PointLookup::Miss { ghost_hit } => Ok(Cached::Miss { ghost_hit }),
             PointLookup::Pointer(ptr) => {

@@ -19,7 +19,7 @@ use crate::stats::StatsInner;
 use crate::storage::{FileKind, StorageEnv};
 use crate::table::Table;
 use crate::version::FileMeta;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Path of a table file in a tier.
 pub(crate) fn table_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
@@ -117,6 +117,17 @@ impl TableCache {
             Some(c) if self.cache_meta => Table::open_caching_meta(file, no, c.clone())?,
             _ => Table::open(file, no, self.cache.clone())?,
         });
+        // Readers gather deletions only from tables the manifest says hold some.
+        let held = t.properties().range_dels.map_or(0, |(n, _)| n);
+        if held != f.desc.range_dels {
+            return Err(Error::corruption(
+                path.display().to_string(),
+                format!(
+                    "holds {held} range deletions, the manifest says {}",
+                    f.desc.range_dels
+                ),
+            ));
+        }
         let cached = self.files.insert(key, OpenFile::Table(t), |added| {
             // Once per opening that goes in (under the cache's lock, as a reader that
             // opened the table meanwhile must not load or register it twice). A table

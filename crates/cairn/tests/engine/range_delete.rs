@@ -200,6 +200,28 @@ fn the_point_cache_never_serves_a_deleted_key() {
     check_reads(&db, &m, n);
     db.compact_range(None, None).unwrap();
     check_reads(&db, &m, n);
+    // Keys written again under a deletion still in the tables are served by the cache.
+    let snap = db.snapshot(); // keeps the deletion from being compacted away
+    db.delete_range(&wo, &key(0), &key(n)).unwrap();
+    db.flush().unwrap();
+    m.clear();
+    for i in 0..100 {
+        db.put(&wo, &key(i), b"again").unwrap();
+        m.insert(key(i), b"again".to_vec());
+    }
+    db.flush().unwrap();
+    check_reads(&db, &m, n);
+    let hits = |db: &Db| {
+        let s = db.stats().read_cache;
+        s.kv_hits + s.kp_hits
+    };
+    let before = hits(&db);
+    for i in 0..100 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(b"again".to_vec()));
+    }
+    assert!(hits(&db) > before, "no point-cache hit under the deletion");
+    check_reads(&db, &m, n);
+    drop(snap);
     db.close().unwrap();
 }
 
@@ -342,4 +364,30 @@ fn random_range_deletions_match_a_model_under_every_read_path() {
         let report = Db::check(dir.path(), &opts).unwrap();
         assert!(report.is_ok(), "{preset}: {report:?}");
     }
+}
+
+#[test]
+fn a_table_holding_range_deletions_is_not_ingested() {
+    use cairn::range_del::{RangeDels, RangeTombstone};
+    use cairn::storage::StorageEnv;
+    use cairn::table::{TableBuildOptions, TableBuilder};
+    use cairn::types::{make_internal_key, ValueKind};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), small_opts()).unwrap();
+    let env = StorageEnv::new(dir.path(), &[], 0.0).unwrap();
+    let path = dir.path().join("forged.sst");
+    let f = env.create(&path, FileKind::Table, 0, None).unwrap();
+    let mut b = TableBuilder::new(f, TableBuildOptions::default());
+    b.set_column_family(0, "default");
+    b.add(&make_internal_key(&key(5), 0, ValueKind::Value), b"v")
+        .unwrap();
+    b.add_range_dels(&RangeDels::new([RangeTombstone {
+        start: key(0),
+        end: key(3),
+        seq: 0,
+    }]));
+    b.finish().unwrap();
+    let r = db.ingest_external_file(&[&path]);
+    assert!(matches!(r, Err(cairn::Error::InvalidArgument(_))), "{r:?}");
+    db.close().unwrap();
 }
