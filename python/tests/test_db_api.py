@@ -218,6 +218,28 @@ def test_reopen_with_the_saved_options(tmp_path, native):
         assert sum(1 for _ in d) == 3000
 
 
+def test_column_family_with_its_own_options(db_path):
+    import json
+
+    with cairn.Db(db_path) as db:
+        models = db.create_column_family(
+            "models", preset="bourbon", options={"compression": "none", "point_cache": False}
+        )
+        for i in range(500):
+            models[f"k{i:04}"] = b"m"
+        with pytest.raises(cairn.InvalidArgument):
+            db.create_column_family("bad", options={"block_size": 0})
+        with pytest.raises(cairn.InvalidArgument):
+            db.create_column_family("bad", preset="no-such-preset")
+    newest = sorted(db_path.glob("OPTIONS-*"))[-1].read_text()
+    saved = json.loads(newest[: newest.rstrip("\n").rfind("\n")])["options"]
+    own = saved["column_families"]["models"]
+    assert own["compression"] == "None" and own["point_cache"] is False
+    assert "Learned" in own["index"] and own["value_threshold"] == 0
+    with cairn.Db(db_path) as db:
+        assert db.column_family("models")[b"k0007"] == b"m"
+
+
 def test_snapshot_across_column_families(db):
     cf = db.create_column_family("cf")
     cf[b"x"] = b"old"

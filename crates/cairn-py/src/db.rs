@@ -237,9 +237,26 @@ impl PyDb {
         Ok(self.view(cf))
     }
 
-    /// Creates column family ``name`` and returns its view.
-    fn create_column_family(&self, py: Python<'_>, name: &str) -> PyResult<PyDb> {
-        let cf = self.shared.with(py, |db| db.create_cf(name))?;
+    /// Creates column family ``name`` and returns its view. With ``preset`` or
+    /// ``options``, the family runs with its own options (kept in the options file):
+    /// the database's, then the preset's per-family parts (its index, value separation,
+    /// table format, memtable size), then ``options`` (those keys, and ``point_cache``:
+    /// whether its point reads use the point cache).
+    #[pyo3(signature = (name, preset=None, options=None))]
+    fn create_column_family(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        preset: Option<&str>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyDb> {
+        if preset.is_none() && options.is_none() {
+            let cf = self.shared.with(py, |db| db.create_cf(name))?;
+            return Ok(self.view(cf));
+        }
+        let base = self.shared.with(py, |db| Ok(db.options().clone()))?;
+        let own = crate::options::family(&base, preset, options)?;
+        let cf = self.shared.with(py, |db| db.create_cf_with(name, &own))?;
         Ok(self.view(cf))
     }
 

@@ -2,7 +2,7 @@
 //! Only plain values are reachable this way (sizes, counts, flags, enums by name); the
 //! learned parts are chosen with presets, which set their many parameters consistently.
 
-use cairn::{BloomAllocation, Compression, Options, WalRecovery};
+use cairn::{BloomAllocation, CfOptions, Compression, Options, WalRecovery};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -236,6 +236,49 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
         }
     }
     Ok(())
+}
+
+/// A family's own options: the database's `base`, the per-family parts of `preset` (its
+/// index, value separation and fixed-width layout), then `overrides` (option names, and
+/// `point_cache`); options that are not per family are ignored.
+pub fn family(
+    base: &Options,
+    preset: Option<&str>,
+    overrides: Option<&Bound<'_, PyDict>>,
+) -> PyResult<CfOptions> {
+    let mut o = base.clone();
+    if let Some(name) = preset {
+        // What a preset sets per family: the index (Bourbon), value separation and the
+        // block layout that goes with them.
+        let p = build(Some(name), None)?;
+        o.index = p.index;
+        o.value_threshold = p.value_threshold;
+        o.fixed_width_entries = p.fixed_width_entries;
+    }
+    let mut point_cache = true;
+    if let Some(d) = overrides {
+        for item in d.items().iter() {
+            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+            let name: String = k
+                .extract()
+                .map_err(|_| PyTypeError::new_err("option names must be str"))?;
+            if name == "point_cache" {
+                point_cache = v.extract()?;
+                continue;
+            }
+            set(&mut o, &name, &v).map_err(|e| {
+                if e.is_instance_of::<InvalidArgument>(d.py()) {
+                    e
+                } else {
+                    InvalidArgument::new_err(format!("option {name:?}: {e}"))
+                }
+            })?;
+        }
+    }
+    Ok(CfOptions {
+        point_cache,
+        ..CfOptions::from(&o)
+    })
 }
 
 fn compression(name: &str, s: &str) -> PyResult<Compression> {

@@ -21,6 +21,7 @@
 pub mod access;
 pub mod batch;
 pub mod cache;
+pub mod cf_options;
 pub mod clock;
 pub mod coding;
 pub mod compaction;
@@ -51,6 +52,7 @@ pub mod version;
 pub mod vlog;
 
 pub use batch::WriteBatch;
+pub use cf_options::CfOptions;
 pub use clock::{Clock, DeviceModel, VirtualClock};
 pub use compression::Compression;
 pub use db::{

@@ -400,6 +400,9 @@ pub struct Options {
     /// tests of failing I/O (see [`FaultInjector`](crate::storage::FaultInjector)).
     #[serde(skip)]
     pub faults: Option<std::sync::Arc<crate::storage::FaultInjector>>,
+    /// Options of named column families, laid over these ([`Options::for_family`]); a
+    /// family not named here runs with these.
+    pub column_families: std::collections::BTreeMap<String, crate::cf_options::CfOptions>,
 }
 
 /// The block cache's shard count for `capacity` bytes when `block_cache_shards` is 0:
@@ -464,6 +467,7 @@ impl Default for Options {
             invalidation_metric: false,
             tuner: Default::default(),
             faults: None,
+            column_families: Default::default(),
         }
     }
 }
@@ -507,6 +511,7 @@ impl std::fmt::Debug for Options {
             .field("vlog_gc_space_amp", &self.vlog_gc_space_amp)
             .field("access", &self.access)
             .field("prefetch", &self.prefetch)
+            .field("column_families", &self.column_families)
             .finish_non_exhaustive()
     }
 }
@@ -548,6 +553,14 @@ impl Options {
 
     /// Checks every option; returns the first problem found.
     pub fn validate(&self) -> Result<()> {
+        for name in self.column_families.keys() {
+            if name.is_empty() || name.len() > 255 {
+                return invalid("column family names are 1..=255 bytes".into());
+            }
+            self.for_family(name)
+                .validate()
+                .map_err(|e| Error::InvalidArgument(format!("column family {name:?}: {e}")))?;
+        }
         if self.write_buffer_size < 4096 {
             return invalid(format!(
                 "write_buffer_size {} is below 4096",

@@ -130,8 +130,9 @@ impl DbInner {
         }
     }
 
-    pub(super) fn table_options(&self, level: usize, deepest: usize) -> TableBuildOptions {
-        self.opts.table_build_options(level, deepest)
+    /// How family `cf`'s tables of `level` are built.
+    pub(super) fn table_options(&self, cf: u32, level: usize, deepest: usize) -> TableBuildOptions {
+        self.cf_opts(cf).table_build_options(level, deepest)
     }
 
     pub(super) fn output_file(
@@ -159,10 +160,8 @@ impl DbInner {
         warmer: Option<Arc<Warmer>>,
     ) -> Result<(VersionEdit, Vec<OutputFile>)> {
         let sink = warmer.map(|w| move |file_no: u64| w.sink(file_no));
-        let target = self
-            .opts
-            .target_file_size
-            .max(self.opts.write_buffer_size as u64 * 2);
+        let o = self.cf_opts(cf);
+        let target = o.target_file_size.max(o.write_buffer_size as u64 * 2);
         let sink = sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink);
         let mut it = mem.iter();
         let dels = mem.range_dels();
@@ -219,7 +218,7 @@ impl DbInner {
         let mut vlog = VlogMerge::new(
             &self.env,
             &self.vlog,
-            self.opts.value_threshold,
+            self.cf_opts(cf).value_threshold,
             &no_gc,
             &mut new_vlog,
         );
@@ -229,7 +228,7 @@ impl DbInner {
             tier,
             level,
             column_family: (cf, &cf_name),
-            build: self.table_options(level, deepest),
+            build: self.table_options(cf, level, deepest),
             target_file_size,
             snapshots: &snapshots,
             bottommost: false,
@@ -793,8 +792,8 @@ impl DbInner {
                 tier,
                 level: to,
                 column_family: (id, &cf.name),
-                build: self.table_options(to, deepest),
-                target_file_size: self.opts.target_file_size,
+                build: cf.opts.table_build_options(to, deepest),
+                target_file_size: cf.opts.target_file_size,
                 snapshots: &snapshots,
                 bottommost,
                 new_file: &mut new_file,
@@ -811,7 +810,7 @@ impl DbInner {
         let mut vlog = VlogMerge::new(
             &self.env,
             &self.vlog,
-            self.opts.value_threshold,
+            cf.opts.value_threshold,
             &gc,
             &mut new_vlog,
         );
@@ -845,7 +844,7 @@ impl DbInner {
                 .collect();
             // A range writes at least one table: none smaller than a target file or 1 MiB,
             // whichever is smaller.
-            let min = self.opts.target_file_size.min(1 << 20);
+            let min = cf.opts.target_file_size.min(1 << 20);
             split::boundaries(&ends, self.opts.max_subcompactions, min)
         } else {
             Vec::new()

@@ -177,7 +177,7 @@ impl DbInner {
             FileKind::Manifest,
             format!("MANIFEST-{manifest_no:06}\n").as_bytes(),
         )?;
-        crate::options_file::save(&out_env, out, &self.opts)?;
+        crate::options_file::save(&out_env, out, &self.current_options())?;
         self.copy_learned_state(out)?;
         for rel in tiers {
             sync_dir(&out.join(rel))?;

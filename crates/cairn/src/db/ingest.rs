@@ -213,7 +213,7 @@ impl DbInner {
         let mut outputs = Vec::new();
         for f in files {
             let mut it = Resequenced::new(f.table.iter(), seq);
-            let target = self.opts.target_file_size;
+            let target = self.cf_opts(cf).target_file_size;
             match self.write_sorted(cf, &mut it, None, level, deepest, target, None) {
                 Ok((o, _)) => outputs.extend(o),
                 Err(e) => {

@@ -79,6 +79,10 @@ struct ReadView {
 pub(crate) struct CfState {
     pub(crate) id: u32,
     pub(crate) name: String,
+    /// The options the family runs with (the database's with its own laid over them).
+    pub(crate) opts: Arc<Options>,
+    /// Whether its point reads use the point cache.
+    pub(crate) point_cache: bool,
     pub(crate) sv: ArcSwap<SuperVersion>,
     /// Leaper's per-range access counters, when [`Options::access`] is set.
     pub(crate) access: Option<Arc<RangeCollector>>,
@@ -162,6 +166,9 @@ pub(crate) struct BgState {
 pub(crate) struct DbInner {
     pub(crate) path: PathBuf,
     pub(crate) opts: Options,
+    /// Every family's own options as they stand (`opts.column_families` and those of
+    /// families created since the open): what the options file keeps.
+    pub(crate) families: Mutex<BTreeMap<String, crate::cf_options::CfOptions>>,
     pub(crate) env: StorageEnv,
     /// The time learned parts read: wall, or the environment's virtual clock.
     pub(crate) clock: crate::clock::EngineClock,
@@ -414,14 +421,35 @@ impl Db {
             .collect()
     }
 
-    /// Creates a column family.
+    /// Creates a column family, with the options [`Options::column_families`] names for
+    /// it (the database's if none).
     pub fn create_cf(&self, name: &str) -> Result<ColumnFamily> {
+        self.create_family(name, None)
+    }
+
+    /// Creates a column family with its own options (RocksDB's `CreateColumnFamily` with
+    /// `ColumnFamilyOptions`): its tables' format and index, its memtable size, value
+    /// separation and whether its point reads use the point cache. The options file keeps
+    /// them, and later opens give them back to the family.
+    pub fn create_cf_with(&self, name: &str, opts: &crate::CfOptions) -> Result<ColumnFamily> {
+        self.create_family(name, Some(opts))
+    }
+
+    fn create_family(&self, name: &str, own: Option<&crate::CfOptions>) -> Result<ColumnFamily> {
         self.inner.check_open()?;
         if name.is_empty() || name.len() > 255 {
             return Err(Error::InvalidArgument(
                 "column family names are 1..=255 bytes".into(),
             ));
         }
+        let mut all = self.inner.opts.clone();
+        all.column_families = self.inner.families.lock().clone();
+        if let Some(o) = own {
+            all.column_families.insert(name.to_string(), o.clone());
+        }
+        let family_opts = all.for_family(name);
+        family_opts.validate()?;
+        let point_cache = all.family_point_cache(name);
         let mut vs = self.inner.versions.lock();
         let mut cfs = self.inner.cfs.write();
         if cfs.values().any(|c| c.name == name) {
@@ -442,6 +470,8 @@ impl Db {
             Arc::new(CfState {
                 id,
                 name: name.to_string(),
+                opts: Arc::new(family_opts.clone()),
+                point_cache,
                 access: self.inner.new_collector(id),
                 records: placement::open_query_store(
                     &self.inner.path,
@@ -456,6 +486,21 @@ impl Db {
                 }),
             }),
         );
+        drop(cfs);
+        drop(vs);
+        let learned = matches!(family_opts.index, crate::IndexPolicy::Learned { .. });
+        self.inner.tables.set_family_learned(id, learned);
+        if self.inner.tables.enable_learner(family_opts.index) && self.inner.opts.background_work {
+            let t = self.spawn("cairn-learn".into(), |i| i.learn_loop())?;
+            self.threads.lock().push(t);
+        }
+        if let Some(o) = own {
+            self.inner
+                .families
+                .lock()
+                .insert(name.to_string(), o.clone());
+            self.inner.save_options();
+        }
         Ok(ColumnFamily {
             id,
             name: name.into(),
@@ -485,6 +530,10 @@ impl Db {
         cfs.remove(&cf.id);
         drop(cfs);
         drop(vs);
+        self.inner.tables.set_family_learned(cf.id, false);
+        if self.inner.families.lock().remove(cf.name()).is_some() {
+            self.inner.save_options();
+        }
         self.inner.purge_obsolete();
         Ok(())
     }
@@ -997,6 +1046,29 @@ impl DbInner {
     }
 
     /// A collector for a column family, if access statistics are on.
+    /// The options family `cf` runs with (the database's for one dropped meanwhile).
+    pub(crate) fn cf_opts(&self, cf: u32) -> Arc<Options> {
+        match self.cfs.read().get(&cf) {
+            Some(c) => c.opts.clone(),
+            None => Arc::new(self.opts.clone()),
+        }
+    }
+
+    /// The options as they stand, every family's own included.
+    pub(crate) fn current_options(&self) -> Options {
+        let mut o = self.opts.clone();
+        o.column_families = self.families.lock().clone();
+        o
+    }
+
+    /// Writes the options file. Advisory: a database runs without it (tools are then told
+    /// the options), so a failure only warns.
+    pub(crate) fn save_options(&self) {
+        if let Err(e) = crate::options_file::save(&self.env, &self.path, &self.current_options()) {
+            log::warn!("cairn: the options file was not written: {e}");
+        }
+    }
+
     pub(crate) fn new_collector(&self, cf: u32) -> Option<Arc<RangeCollector>> {
         self.opts
             .access
@@ -1119,7 +1191,7 @@ impl DbInner {
         // Memtables, then the point cache (KV, KP), then the levels. The point cache
         // answers only with a version newer than the deletions covering the key.
         let mut admit = None;
-        if let (Some(rc), Some(g)) = (&self.read_cache, generation) {
+        if let (Some(rc), Some(g), true) = (&self.read_cache, generation, state.point_cache) {
             let cached = self.get_cached(rc, g, sv, cf, key, seq, table_cover, ro.fill_cache)?;
             if let Some(c) = &mut clock {
                 c.lap(Step::PointCache);

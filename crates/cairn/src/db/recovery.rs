@@ -19,7 +19,7 @@ use crate::clock::EngineClock;
 use crate::compaction::LevelShape;
 use crate::log::{LogReader, TailState};
 use crate::memtable::Memtable;
-use crate::options::{Options, WalRecovery};
+use crate::options::{IndexPolicy, Options, WalRecovery};
 use crate::stats::StatsInner;
 use crate::storage::{FileKind, StorageEnv};
 use crate::types::ValueKind;
@@ -246,7 +246,7 @@ fn manifest_mark(path: &Path) -> Option<(Vec<u8>, u64)> {
     Some((current, len))
 }
 
-fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
+fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner> {
     opts.validate()?;
     let exists = prepare_dir(path, &opts)?;
     let lock = if read_only {
@@ -255,7 +255,7 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
         Some(lock_dir(path)?)
     };
     if exists {
-        check_saved_options(path, &opts)?;
+        check_saved_options(path, &mut opts)?;
     }
     let env = if read_only {
         StorageEnv::existing(path, &opts.tiers, opts.latency_scale)?
@@ -326,6 +326,11 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
         open_files,
     ));
     let cfs = column_families(path, &opts, &vs);
+    for cf in cfs.values() {
+        let learned = matches!(cf.opts.index, IndexPolicy::Learned { .. });
+        tables.enable_learner(cf.opts.index);
+        tables.set_family_learned(cf.id, learned);
+    }
     // The manifest records the next file number only when an edit is logged, but a WAL
     // rotation (and a flush or compaction cut short) takes numbers without logging one. A
     // crash can thus leave a WAL numbered at or above the recovered counter; reusing its
@@ -341,6 +346,7 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     let halt = vs.halt.clone();
     let inner = DbInner {
         path: path.to_path_buf(),
+        families: Mutex::new(opts.column_families.clone()),
         opts,
         env,
         clock: clock.clone(),
@@ -390,10 +396,7 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
         inner.replay_wals_in_memory(log_number)?;
     } else {
         inner.replay_wals(log_number, first_wal)?;
-        // Advisory: a database opens without it (tools are then told the options).
-        if let Err(e) = crate::options_file::save(&inner.env, path, &inner.opts) {
-            log::warn!("cairn: the options file was not written: {e}");
-        }
+        inner.save_options();
     }
     if let crate::policy::PrefetchPolicy::Leaper(p) = &inner.opts.prefetch {
         if let Some(model) = p.model.clone() {
@@ -404,11 +407,18 @@ fn open_with(path: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     Ok(inner)
 }
 
-/// Refuses options that contradict the database's saved ones (its levels, its tiers). A
+/// Refuses options that contradict the database's saved ones (its levels, its tiers), and
+/// gives each family the options file names but `opts` does not its saved options. A
 /// damaged options file only warns: it is advisory, and this open writes a new one.
-fn check_saved_options(path: &Path, opts: &Options) -> Result<()> {
+fn check_saved_options(path: &Path, opts: &mut Options) -> Result<()> {
     match crate::options_file::latest(path) {
-        Ok(Some(saved)) => crate::options_file::check_compatible(&saved, opts),
+        Ok(Some(saved)) => {
+            crate::options_file::check_compatible(&saved, opts)?;
+            for (name, c) in saved.column_families {
+                opts.column_families.entry(name).or_insert(c);
+            }
+            opts.validate()
+        }
         Ok(None) => Ok(()),
         Err(e) => {
             log::warn!("cairn: the options file is unreadable, not checked: {e}");
@@ -473,6 +483,8 @@ fn column_families(path: &Path, opts: &Options, vs: &VersionSet) -> BTreeMap<u32
                 Arc::new(CfState {
                     id,
                     name: e.name.clone(),
+                    opts: Arc::new(opts.for_family(&e.name)),
+                    point_cache: opts.family_point_cache(&e.name),
                     access: opts
                         .access
                         .clone()

@@ -358,6 +358,8 @@ fn write_family(
     let sets: Vec<_> = table_dels.chain(mem_dels).collect();
     let dels =
         (!sets.is_empty()).then(|| crate::range_del::RangeDels::union(sets.iter().map(|d| &**d)));
+    // The family's own table format, when the options name one for it.
+    let family = opts.for_family(column_family.1);
     let level = opts.num_levels - 1;
     let tier = env.tier_for_level(level);
     let mut new_file = || {
@@ -369,8 +371,8 @@ fn write_family(
         tier,
         level,
         column_family,
-        build: opts.table_build_options(level, level),
-        target_file_size: opts.target_file_size,
+        build: family.table_build_options(level, level),
+        target_file_size: family.target_file_size,
         snapshots: &[],
         // Tombstones are kept: an older version of their key may survive outside this
         // merge (a stale table or log whose unlink was not durable, found by a later

@@ -8,8 +8,11 @@
 //! that was never learned (or whose model was not saved) is handed to the learner again
 //! (see [`Learner::register`]).
 
+use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::RwLock;
 
 use super::learner::Learner;
 use crate::cache::open_files::{FileKey, OpenFile, OpenFiles};
@@ -37,7 +40,11 @@ pub(crate) struct TableCache {
     /// Index and filter blocks go to `cache` (`Options::cache_index_and_filter_blocks`).
     cache_meta: bool,
     direct: bool,
-    learner: Option<Arc<Learner>>,
+    /// Bourbon's background learner, once a family's tables are learned.
+    learner: OnceLock<Arc<Learner>>,
+    /// The families whose tables the learner takes.
+    learned_families: RwLock<HashSet<u32>>,
+    stats: Arc<StatsInner>,
     /// Shared with the value-log store.
     files: Arc<OpenFiles>,
 }
@@ -52,26 +59,53 @@ impl TableCache {
         stats: Arc<StatsInner>,
         files: Arc<OpenFiles>,
     ) -> Self {
-        TableCache {
+        let t = TableCache {
             env: env.clone(),
             cache,
             cache_meta,
             direct,
-            learner: match policy {
-                IndexPolicy::Fence => None,
-                IndexPolicy::Learned {
-                    delta,
-                    mode,
-                    wait_ms,
-                } => Some(Arc::new(Learner::new(
-                    delta,
-                    mode,
-                    wait_ms,
-                    stats,
-                    env.clone(),
-                ))),
-            },
+            learner: OnceLock::new(),
+            learned_families: RwLock::new(HashSet::new()),
+            stats,
             files,
+        };
+        t.enable_learner(policy);
+        t
+    }
+
+    /// Starts the background learner under `policy` if it is [`IndexPolicy::Learned`] and
+    /// none runs yet (the first learned family's parameters serve every family). Returns
+    /// whether this call started it.
+    pub(crate) fn enable_learner(&self, policy: IndexPolicy) -> bool {
+        let IndexPolicy::Learned {
+            delta,
+            mode,
+            wait_ms,
+        } = policy
+        else {
+            return false;
+        };
+        let mut created = false;
+        self.learner.get_or_init(|| {
+            created = true;
+            Arc::new(Learner::new(
+                delta,
+                mode,
+                wait_ms,
+                self.stats.clone(),
+                self.env.clone(),
+            ))
+        });
+        created
+    }
+
+    /// Whether the learner takes the tables of family `cf` (Bourbon's index for it).
+    pub(crate) fn set_family_learned(&self, cf: u32, on: bool) {
+        let mut s = self.learned_families.write();
+        if on {
+            s.insert(cf);
+        } else {
+            s.remove(&cf);
         }
     }
 
@@ -82,7 +116,7 @@ impl TableCache {
 
     /// The background learner, under [`IndexPolicy::Learned`].
     pub(crate) fn learner(&self) -> Option<&Arc<Learner>> {
-        self.learner.as_ref()
+        self.learner.get()
     }
 
     /// The open table of `f` (opened on first use with fence pointers, and handed to the
@@ -128,11 +162,12 @@ impl TableCache {
                 ),
             ));
         }
+        let learned = self.learned_families.read().contains(&f.cf);
         let cached = self.files.insert(key, OpenFile::Table(t), |added| {
             // Once per opening that goes in (under the cache's lock, as a reader that
             // opened the table meanwhile must not load or register it twice). A table
             // opened again after the cache closed it gets its saved model back here.
-            if let (Some(l), OpenFile::Table(t)) = (&self.learner, added) {
+            if let (Some(l), OpenFile::Table(t), true) = (self.learner.get(), added, learned) {
                 l.load_model(t, tier, level);
                 l.register(t, level, tier);
             }
@@ -158,7 +193,7 @@ impl TableCache {
     /// prefetch policy leaves them to age out, as RocksDB does).
     pub(crate) fn evict(&self, file_no: u64, erase_blocks: bool) {
         self.files.remove(FileKey::Table(file_no));
-        if let Some(l) = &self.learner {
+        if let Some(l) = self.learner.get() {
             l.retire(file_no);
             // The model file's tier is not known here: try each (few) tier.
             for tier in 0..self.env.num_tiers() {

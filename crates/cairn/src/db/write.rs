@@ -277,7 +277,7 @@ impl DbInner {
                     let sv = cf.sv.load();
                     l0 = l0.max(sv.version.levels[0].runs.len());
                     imms = imms.max(sv.imms.len());
-                    full |= sv.mem.approximate_memory_usage() >= self.opts.write_buffer_size;
+                    full |= sv.mem.approximate_memory_usage() >= cf.opts.write_buffer_size;
                 }
                 (l0, imms, full)
             };

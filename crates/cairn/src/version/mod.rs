@@ -28,6 +28,8 @@ use crate::Error;
 pub struct FileMeta {
     /// The durable description.
     pub desc: FileDesc,
+    /// The column family holding it.
+    pub cf: u32,
     obsolete: Option<Arc<ObsoleteFiles>>,
     /// Holds on the value-log files the table references (dropped with the table).
     _vlogs: Vec<Arc<crate::vlog::VlogRef>>,
@@ -47,11 +49,17 @@ impl FileMeta {
     pub fn new(desc: FileDesc, obsolete: Option<Arc<ObsoleteFiles>>) -> Self {
         FileMeta {
             desc,
+            cf: 0,
             obsolete,
             _vlogs: Vec::new(),
             read_charge: AtomicU64::new(0),
             table: OnceLock::new(),
         }
+    }
+    /// Names the column family holding the file.
+    pub fn in_family(mut self, cf: u32) -> Self {
+        self.cf = cf;
+        self
     }
     /// Takes a hold, in `registry`, on every value-log file the table references.
     pub fn with_vlogs(mut self, registry: &Arc<crate::vlog::VlogRegistry>) -> Self {

@@ -231,10 +231,16 @@ impl VersionSet {
         self.cfs.get(&cf).map(|e| e.version.clone())
     }
 
-    fn make_meta(&self) -> impl Fn(&FileDesc) -> Arc<FileMeta> + '_ {
+    fn make_meta(&self, cf: u32) -> impl Fn(&FileDesc) -> Arc<FileMeta> + '_ {
         let o = self.obsolete.clone();
         let v = self.vlogs.clone();
-        move |d: &FileDesc| Arc::new(FileMeta::new(d.clone(), Some(o.clone())).with_vlogs(&v))
+        move |d: &FileDesc| {
+            Arc::new(
+                FileMeta::new(d.clone(), Some(o.clone()))
+                    .in_family(cf)
+                    .with_vlogs(&v),
+            )
+        }
     }
 
     /// Computes the state after `edit` without touching the manifest.
@@ -268,7 +274,6 @@ impl VersionSet {
         for id in &edit.cf_dropped {
             cfs.remove(id);
         }
-        let make = self.make_meta();
         let touched: std::collections::BTreeSet<u32> = edit
             .deleted
             .iter()
@@ -288,7 +293,7 @@ impl VersionSet {
                     format!("edit for unknown column family {cf}"),
                 ));
             };
-            entry.version = Arc::new(entry.version.apply(cf, edit, &make)?);
+            entry.version = Arc::new(entry.version.apply(cf, edit, &self.make_meta(cf))?);
         }
         Ok(cfs)
     }

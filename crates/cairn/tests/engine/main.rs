@@ -7,6 +7,7 @@
 mod support;
 
 mod basic;
+mod cf_options;
 mod checkpoint;
 mod compression;
 mod concurrency;
