@@ -231,6 +231,8 @@ def test_column_family_with_its_own_options(db_path):
             db.create_column_family("bad", options={"block_size": 0})
         with pytest.raises(cairn.InvalidArgument):
             db.create_column_family("bad", preset="no-such-preset")
+        with pytest.raises(cairn.InvalidArgument):
+            db.create_column_family("bad", options={"num_levels": 3})  # the database's
     newest = sorted(db_path.glob("OPTIONS-*"))[-1].read_text()
     saved = json.loads(newest[: newest.rstrip("\n").rfind("\n")])["options"]
     own = saved["column_families"]["models"]

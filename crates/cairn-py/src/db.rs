@@ -239,9 +239,10 @@ impl PyDb {
 
     /// Creates column family ``name`` and returns its view. With ``preset`` or
     /// ``options``, the family runs with its own options (kept in the options file):
-    /// the database's, then the preset's per-family parts (its index, value separation,
-    /// table format, memtable size), then ``options`` (those keys, and ``point_cache``:
-    /// whether its point reads use the point cache).
+    /// the database's, then the preset's per-family parts (its index, value separation
+    /// and fixed-width layout), then ``options`` (the per-family keys among them: table
+    /// format, sizes, ``value_threshold``; and ``point_cache``: whether its point reads
+    /// use the point cache); any other key is an ``InvalidArgument``.
     #[pyo3(signature = (name, preset=None, options=None))]
     fn create_column_family(
         &self,

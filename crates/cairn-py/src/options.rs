@@ -238,9 +238,22 @@ fn set(o: &mut Options, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+/// The options a column family may set for itself (besides `point_cache`).
+const FAMILY_OPTIONS: &[&str] = &[
+    "write_buffer_size",
+    "target_file_size",
+    "block_size",
+    "bloom_bits_per_key",
+    "compression",
+    "compression_per_level",
+    "bottommost_compression",
+    "fixed_width_entries",
+    "value_threshold",
+];
+
 /// A family's own options: the database's `base`, the per-family parts of `preset` (its
 /// index, value separation and fixed-width layout), then `overrides` (option names, and
-/// `point_cache`); options that are not per family are ignored.
+/// `point_cache`); any other key is refused.
 pub fn family(
     base: &Options,
     preset: Option<&str>,
@@ -265,6 +278,12 @@ pub fn family(
             if name == "point_cache" {
                 point_cache = v.extract()?;
                 continue;
+            }
+            if !FAMILY_OPTIONS.contains(&name.as_str()) {
+                return Err(InvalidArgument::new_err(format!(
+                    "{name:?} is not a per-family option (those are {FAMILY_OPTIONS:?} and \
+                     \"point_cache\")"
+                )));
             }
             set(&mut o, &name, &v).map_err(|e| {
                 if e.is_instance_of::<InvalidArgument>(d.py()) {

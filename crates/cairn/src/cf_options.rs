@@ -20,7 +20,9 @@ use crate::options::{IndexPolicy, Options};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CfOptions {
-    /// Memtable size at which it is switched and flushed.
+    /// Memtable size at which it is switched and flushed. The families share one WAL,
+    /// and a switch switches every family's memtable (RocksDB switches only the full
+    /// one), so the smallest buffer among families being written sets the pace.
     pub write_buffer_size: usize,
     /// Size at which compaction outputs are cut.
     pub target_file_size: u64,
@@ -37,6 +39,8 @@ pub struct CfOptions {
     /// Fixed-width data blocks (Bourbon's layout for a learned lookup's chunk reads).
     pub fixed_width_entries: bool,
     /// The index of the family's tables: fence pointers, or a learned index (Bourbon).
+    /// One learner serves every family, so learned families (and the database's own
+    /// learned policy) must agree on its parameters.
     pub index: IndexPolicy,
     /// Values this long or longer go to the value log (WiscKey); `None`: none do.
     pub value_threshold: Option<usize>,

@@ -553,13 +553,27 @@ impl Options {
 
     /// Checks every option; returns the first problem found.
     pub fn validate(&self) -> Result<()> {
-        for name in self.column_families.keys() {
+        // One learner serves every family: its learned indexes share their parameters.
+        let mut learned = matches!(self.index, IndexPolicy::Learned { .. }).then_some(self.index);
+        for (name, c) in &self.column_families {
             if name.is_empty() || name.len() > 255 {
                 return invalid("column family names are 1..=255 bytes".into());
             }
             self.for_family(name)
                 .validate()
                 .map_err(|e| Error::InvalidArgument(format!("column family {name:?}: {e}")))?;
+            if let IndexPolicy::Learned { .. } = c.index {
+                match learned {
+                    Some(l) if l != c.index => {
+                        return invalid(format!(
+                            "column family {name:?} learns with {:?}, another with {l:?}: \
+                             learned families share one learner and its parameters",
+                            c.index
+                        ))
+                    }
+                    _ => learned = Some(c.index),
+                }
+            }
         }
         if self.write_buffer_size < 4096 {
             return invalid(format!(

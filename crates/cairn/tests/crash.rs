@@ -43,6 +43,10 @@ fn crash_options() -> Options {
         l0_slowdown_trigger: 4,
         l0_stop_trigger: 8,
         block_size: 512,
+        // Every level compressed (Zstandard at the bottom), so kills land while
+        // compressed tables are written.
+        compression: cairn::Compression::Lz4,
+        compression_per_level: Vec::new(),
         ..Options::small()
     }
 }

@@ -73,6 +73,10 @@ fn options(variant: usize) -> Options {
         l0_compaction_trigger: 2,
         block_size: 512,
         background_work: false,
+        // Every level compressed (Zstandard at the bottom), so cuts land in compressed
+        // tables too.
+        compression: cairn::Compression::Lz4,
+        compression_per_level: Vec::new(),
         ..Options::small()
     };
     match variant {

@@ -169,6 +169,8 @@ pub(crate) struct DbInner {
     /// Every family's own options as they stand (`opts.column_families` and those of
     /// families created since the open): what the options file keeps.
     pub(crate) families: Mutex<BTreeMap<String, crate::cf_options::CfOptions>>,
+    /// Held while the options file is written.
+    pub(crate) options_save: Mutex<()>,
     pub(crate) env: StorageEnv,
     /// The time learned parts read: wall, or the environment's virtual clock.
     pub(crate) clock: crate::clock::EngineClock,
@@ -447,6 +449,8 @@ impl Db {
         if let Some(o) = own {
             all.column_families.insert(name.to_string(), o.clone());
         }
+        // Every family's with the new one (learned families must agree), then its own.
+        all.validate()?;
         let family_opts = all.for_family(name);
         family_opts.validate()?;
         let point_cache = all.family_point_cache(name);
@@ -458,11 +462,25 @@ impl Db {
         // Never reuse the id of a dropped family: WAL records name families by id, and
         // the dropped family's records would be replayed into the new one at reopen.
         let id = cfs.keys().next_back().map_or(0, |k| *k).max(vs.max_cf_id) + 1;
+        if let Some(o) = own {
+            // Saved before the family exists, so no session ever runs it without its
+            // options; an entry for a family never created is harmless.
+            self.inner
+                .families
+                .lock()
+                .insert(name.to_string(), o.clone());
+            if let Err(e) = self.inner.try_save_options() {
+                self.inner.families.lock().remove(name);
+                return Err(e);
+            }
+        }
         let edit = crate::version::VersionEdit {
             cf_added: vec![(id, name.to_string())],
             ..Default::default()
         };
         vs.log_and_apply(edit)?;
+        let learned = matches!(family_opts.index, crate::IndexPolicy::Learned { .. });
+        self.inner.tables.set_family_learned(id, learned);
         let version = vs.version(id).expect("just added");
         let wal = self.inner.wal.lock().number;
         cfs.insert(
@@ -488,18 +506,13 @@ impl Db {
         );
         drop(cfs);
         drop(vs);
-        let learned = matches!(family_opts.index, crate::IndexPolicy::Learned { .. });
-        self.inner.tables.set_family_learned(id, learned);
         if self.inner.tables.enable_learner(family_opts.index) && self.inner.opts.background_work {
-            let t = self.spawn("cairn-learn".into(), |i| i.learn_loop())?;
-            self.threads.lock().push(t);
-        }
-        if let Some(o) = own {
-            self.inner
-                .families
-                .lock()
-                .insert(name.to_string(), o.clone());
-            self.inner.save_options();
+            // The family exists: without the thread its tables are learned by
+            // run_background_work only.
+            match self.spawn("cairn-learn".into(), |i| i.learn_loop()) {
+                Ok(t) => self.threads.lock().push(t),
+                Err(e) => log::warn!("cairn: the learner thread did not start: {e}"),
+            }
         }
         Ok(ColumnFamily {
             id,
@@ -1045,7 +1058,6 @@ impl DbInner {
         }
     }
 
-    /// A collector for a column family, if access statistics are on.
     /// The options family `cf` runs with (the database's for one dropped meanwhile).
     pub(crate) fn cf_opts(&self, cf: u32) -> Arc<Options> {
         match self.cfs.read().get(&cf) {
@@ -1061,14 +1073,22 @@ impl DbInner {
         o
     }
 
-    /// Writes the options file. Advisory: a database runs without it (tools are then told
-    /// the options), so a failure only warns.
+    /// Writes the options file (one save at a time: each takes the next number and the
+    /// same temporary name).
+    pub(crate) fn try_save_options(&self) -> Result<()> {
+        let _one = self.options_save.lock();
+        crate::options_file::save(&self.env, &self.path, &self.current_options())
+    }
+
+    /// [`try_save_options`](Self::try_save_options) where the file is advisory (a database
+    /// runs without it; tools are then told the options): a failure only warns.
     pub(crate) fn save_options(&self) {
-        if let Err(e) = crate::options_file::save(&self.env, &self.path, &self.current_options()) {
+        if let Err(e) = self.try_save_options() {
             log::warn!("cairn: the options file was not written: {e}");
         }
     }
 
+    /// A collector for a column family, if access statistics are on.
     pub(crate) fn new_collector(&self, cf: u32) -> Option<Arc<RangeCollector>> {
         self.opts
             .access

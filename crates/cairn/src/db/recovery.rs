@@ -347,6 +347,7 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
     let inner = DbInner {
         path: path.to_path_buf(),
         families: Mutex::new(opts.column_families.clone()),
+        options_save: Mutex::new(()),
         opts,
         env,
         clock: clock.clone(),

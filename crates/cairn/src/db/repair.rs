@@ -96,10 +96,17 @@ struct CfPlan {
     mem: Option<Arc<Memtable>>,
 }
 
-pub(crate) fn repair(path: &Path, opts: Options) -> Result<RepairReport> {
+pub(crate) fn repair(path: &Path, mut opts: Options) -> Result<RepairReport> {
     opts.validate()?;
     if !path.is_dir() {
         return Err(Error::NotFound(path.to_path_buf()));
+    }
+    // The families' own table formats, as an open takes them from the options file.
+    if let Ok(Some(saved)) = crate::options_file::latest(path) {
+        for (name, c) in saved.column_families {
+            opts.column_families.entry(name).or_insert(c);
+        }
+        opts.validate()?;
     }
     let _lock = lock_dir(path)?;
     let env =

@@ -129,6 +129,19 @@ fn bad_family_options_are_refused() {
     let r = db.create_cf_with("bad", &bad);
     assert!(matches!(r, Err(cairn::Error::InvalidArgument(_))), "{r:?}");
     assert!(db.cf("bad").is_none());
+    // Learned families share one learner: a second with other parameters is refused.
+    db.create_cf_with("models", &learned_family(&opts)).unwrap();
+    let other = CfOptions {
+        index: IndexPolicy::BOURBON,
+        ..CfOptions::from(&opts)
+    };
+    let r = db.create_cf_with("other", &other);
+    assert!(matches!(r, Err(cairn::Error::InvalidArgument(_))), "{r:?}");
+    assert!(db.cf("other").is_none());
+    let saved = Options::load_latest(dir.path()).unwrap();
+    assert!(
+        !saved.column_families.contains_key("other") && !saved.column_families.contains_key("bad")
+    );
     db.close().unwrap();
     // In the options given to an open too.
     let mut o = db_opts();
