@@ -248,9 +248,9 @@ pub fn manual(
     ))
 }
 
-/// A merge, within the last level, of the unit around `seed`: what a manual compaction
-/// runs once on each last-level table holding range deletions, so that what they cover
-/// goes (and they with it) once no snapshot needs either.
+/// A merge, within `level` (the last level, or the deepest holding data), of the unit
+/// around `seed`: what runs on a bottom table holding range deletions, so that what they
+/// cover goes (and they with it) once no snapshot needs either.
 pub fn rewrite_last_level(
     v: &CfVersion,
     level: usize,

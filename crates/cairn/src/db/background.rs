@@ -416,7 +416,7 @@ impl DbInner {
             if !did {
                 // GC rewrites tables in place at any level: only with no job running.
                 if let Some(_c) = self.compaction_lock.try_write() {
-                    did = self.vlog_gc_step()?;
+                    did = self.vlog_gc_step()? || self.bottom_range_dels_step()?;
                 }
             }
             // The picked version and task held the inputs until here.
@@ -1002,6 +1002,35 @@ impl DbInner {
             .map(|e| e.version.clone())
             .collect();
         crate::vlog::gc::usage(versions.iter().map(|v| &**v), |no| self.vlog.size(no))
+    }
+
+    /// Rewrites one table of a family's deepest level that holds range deletions no
+    /// snapshot needs any more (RocksDB compacts such bottommost files once the snapshots
+    /// that kept them go): the deletions and the entries they cover go. The caller holds
+    /// the compaction lock for writing. Every deletion of the table is at or below the
+    /// oldest snapshot, so the merge, bottommost, drops them all: its outputs are never
+    /// picked again. Returns true if it did something.
+    fn bottom_range_dels_step(&self) -> Result<bool> {
+        let oldest = self.snapshots.all().first().copied().unwrap_or(u64::MAX);
+        let same_tier =
+            |a: usize, b: usize| self.env.tier_for_level(a) == self.env.tier_for_level(b);
+        let cfs: Vec<Arc<CfState>> = self.cfs.read().values().cloned().collect();
+        for cf in cfs {
+            let v = cf.sv.load().version.clone();
+            let deepest = v.deepest_nonempty();
+            let seed = v.levels[deepest]
+                .runs
+                .iter()
+                .flat_map(|r| r.files.iter())
+                .find(|f| f.desc.range_dels > 0 && f.desc.max_seq <= oldest)
+                .cloned();
+            if let Some(seed) = seed {
+                let task = picker::rewrite_last_level(&v, deepest, &seed, &same_tier);
+                self.execute(&cf, task)?;
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// One step of value-log GC (the caller holds the compaction lock for writing): when space
