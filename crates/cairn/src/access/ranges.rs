@@ -13,6 +13,11 @@
 //! which a background thread calls; a request that finds its ring about to wrap over an
 //! unfolded slot (a clock that jumped) folds first. Features for prediction read the
 //! last complete slots from the ring directly.
+//!
+//! The first access of a range in a slot (the one that moves its cell to the slot) also
+//! notes the range in that slot's list of touched ranges, so the fold and the features
+//! visit only the ranges read or written in the slots they read, not every range ever
+//! seen (with 100 ms slots that walk cost more than the models' inference).
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
@@ -82,20 +87,22 @@ impl RangeCounters {
         }
     }
 
-    /// The cell of `slot`, reset if it still holds an older slot. Two threads may race on
-    /// the reset; the loser's increment can be lost, which sampling already tolerates.
-    fn cell(&self, slot: u64) -> &SlotCell {
+    /// The cell of `slot`, reset if it still holds an older slot, and whether this call
+    /// moved it to `slot` (the range's first access in the slot: exactly one call per
+    /// range and slot does). Two threads may race on the reset; the loser's increment can
+    /// be lost, which sampling already tolerates.
+    fn cell(&self, slot: u64) -> (&SlotCell, bool) {
         let c = &self.cells[(slot % RING as u64) as usize];
         let cur = c.slot.load(Ordering::Acquire);
-        if cur != slot
+        let moved = cur != slot
             && c.slot
                 .compare_exchange(cur, slot, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
+                .is_ok();
+        if moved {
             c.reads.store(0, Ordering::Relaxed);
             c.writes.store(0, Ordering::Relaxed);
         }
-        c
+        (c, moved)
     }
 
     /// Sampled (reads, writes) of `slot`, if the ring still holds it.
@@ -108,6 +115,46 @@ impl RangeCounters {
             c.reads.load(Ordering::Relaxed),
             c.writes.load(Ordering::Relaxed),
         )
+    }
+}
+
+/// The ranges first accessed in one slot (a ring entry, reused RING slots later).
+struct Touched {
+    slot: u64,
+    ranges: Vec<u64>,
+}
+
+/// Per ring position, the ranges touched in the slot it holds.
+struct TouchedRing([Mutex<Touched>; RING]);
+
+impl TouchedRing {
+    fn new() -> Self {
+        TouchedRing(std::array::from_fn(|_| {
+            Mutex::new(Touched {
+                slot: NO_SLOT,
+                ranges: Vec::new(),
+            })
+        }))
+    }
+
+    /// Notes `range`'s first access in `slot`.
+    fn note(&self, slot: u64, range: u64) {
+        let mut t = self.0[(slot % RING as u64) as usize].lock();
+        if t.slot != slot {
+            // A slot RING later than the one held: that one was folded before the ring
+            // could wrap (`record_range` folds first).
+            t.slot = slot;
+            t.ranges.clear();
+        }
+        t.ranges.push(range);
+    }
+
+    /// Appends the ranges touched in `slot` (if the ring still holds it) to `out`.
+    fn ranges_of(&self, slot: u64, out: &mut Vec<u64>) {
+        let t = self.0[(slot % RING as u64) as usize].lock();
+        if t.slot == slot {
+            out.extend_from_slice(&t.ranges);
+        }
     }
 }
 
@@ -152,6 +199,7 @@ pub struct RangeCollector {
     /// Sampling threshold on a 64-bit random number (P * 2^64).
     sample_below: u64,
     shards: Vec<RwLock<FastMap<u64, Arc<RangeCounters>>>>,
+    touched: TouchedRing,
     /// Slots below this are in the trace.
     folded_to: AtomicU64,
     fold_lock: Mutex<()>,
@@ -189,6 +237,7 @@ impl RangeCollector {
             shards: (0..SHARDS)
                 .map(|_| RwLock::new(FastMap::default()))
                 .collect(),
+            touched: TouchedRing::new(),
             folded_to: AtomicU64::new(0),
             fold_lock: Mutex::new(()),
             rows: Mutex::new(VecDeque::new()),
@@ -242,8 +291,8 @@ impl RangeCollector {
             self.fold(); // the ring would wrap over slots not yet in the trace
         }
         let sample_below = self.sample_below;
-        let sampled = self.with_counters(range, |counters| {
-            let cell = counters.cell(slot);
+        let (sampled, first) = self.with_counters(range, |counters| {
+            let (cell, first) = counters.cell(slot);
             let counter = match kind {
                 Access::Read => &cell.reads,
                 Access::Write => &cell.writes,
@@ -253,8 +302,11 @@ impl RangeCollector {
             if sampled {
                 counter.fetch_add(1, Ordering::Relaxed);
             }
-            sampled
+            (sampled, first)
         });
+        if first {
+            self.touched.note(slot, range);
+        }
         if sampled {
             let every = self.opts.transfer_sample.max(1);
             self.note_transfer(range, every == 1 || next_random().is_multiple_of(every));
@@ -305,31 +357,45 @@ impl RangeCollector {
             .collect()
     }
 
-    /// Every range seen with its sampled (reads, writes) in each of the `n` slots before
-    /// the current one, most recent first; ranges with no access in them are left out.
+    /// Every range accessed in the `n` slots before the current one, ascending, with its
+    /// sampled (reads, writes) in each of them, most recent first.
     pub fn all_history(&self, n: usize) -> Vec<(u64, Vec<(u32, u32)>)> {
         let now = self.current_slot();
-        let mut out = Vec::new();
         // Older slots than the ring holds read as zero.
         let kept = n.min(RING);
         let mut h = [(0u32, 0u32); RING];
-        for shard in &self.shards {
-            for (&range, c) in shard.read().iter() {
-                // Most ranges are idle in a short window: allocate only for the rest
-                // (inference reads this once per slot over every range seen).
-                let mut any = false;
-                for (back, cell) in (1..=kept as u64).zip(h.iter_mut()) {
-                    *cell = now.checked_sub(back).map_or((0, 0), |s| c.counts(s));
-                    any |= cell.0 > 0 || cell.1 > 0;
-                }
-                if any {
-                    let mut v = h[..kept].to_vec();
-                    v.resize(n, (0, 0));
-                    out.push((range, v));
-                }
+        let mut out = Vec::new();
+        for (range, c) in self.touched_in(now.saturating_sub(kept as u64)..now) {
+            let mut any = false;
+            for (back, cell) in (1..=kept as u64).zip(h.iter_mut()) {
+                *cell = now.checked_sub(back).map_or((0, 0), |s| c.counts(s));
+                any |= cell.0 > 0 || cell.1 > 0;
+            }
+            if any {
+                let mut v = h[..kept].to_vec();
+                v.resize(n, (0, 0));
+                out.push((range, v));
             }
         }
         out
+    }
+
+    /// The ranges first accessed in one of `slots`, ascending and each once, with their
+    /// counters.
+    fn touched_in(&self, slots: std::ops::Range<u64>) -> Vec<(u64, Arc<RangeCounters>)> {
+        let mut ranges = Vec::new();
+        for slot in slots {
+            self.touched.ranges_of(slot, &mut ranges);
+        }
+        ranges.sort_unstable();
+        ranges.dedup();
+        ranges
+            .into_iter()
+            .filter_map(|r| {
+                let c = self.shards[(r as usize) % SHARDS].read().get(&r).cloned()?;
+                Some((r, c))
+            })
+            .collect()
     }
 
     /// Ranges seen so far.
@@ -351,20 +417,16 @@ impl RangeCollector {
         // Slots older than the ring are gone (the clock jumped past them unobserved).
         let from = from.max(now.saturating_sub(RING as u64 - 1));
         let mut new_rows = Vec::new();
-        for shard in &self.shards {
-            let ranges: Vec<(u64, Arc<RangeCounters>)> =
-                shard.read().iter().map(|(&r, c)| (r, c.clone())).collect();
-            for (range, c) in ranges {
-                for slot in from..now {
-                    let (reads, writes) = c.counts(slot);
-                    if reads > 0 || writes > 0 {
-                        new_rows.push(TraceRow {
-                            range,
-                            slot,
-                            reads,
-                            writes,
-                        });
-                    }
+        for (range, c) in self.touched_in(from..now) {
+            for slot in from..now {
+                let (reads, writes) = c.counts(slot);
+                if reads > 0 || writes > 0 {
+                    new_rows.push(TraceRow {
+                        range,
+                        slot,
+                        reads,
+                        writes,
+                    });
                 }
             }
         }

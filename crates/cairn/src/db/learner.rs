@@ -16,6 +16,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::table_cache::model_path;
+use crate::clock::thread_cpu_nanos;
 use crate::learned::cba::{self, CbaInput, LearnCost, PathSamples};
 use crate::options::LearnMode;
 use crate::stats::{LevelCounters, StatsInner};
@@ -297,21 +298,4 @@ impl Learner {
             }
         }
     }
-}
-
-/// CPU time of the calling thread, nanoseconds.
-pub(crate) fn thread_cpu_nanos() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec we pass; CLOCK_THREAD_CPUTIME_ID is
-    // supported on every platform cairn builds on (Linux, macOS).
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
 }

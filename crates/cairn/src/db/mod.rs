@@ -20,10 +20,10 @@ mod table_cache;
 mod tuner;
 mod write;
 
+pub(crate) use crate::clock::thread_cpu_nanos;
 pub use check::{CheckIssue, CheckProgress, CheckReport};
 pub use inspect::{CfInfo, ManifestInfo, TableFileInfo};
 pub use iter::{DbIterator, Scan};
-pub(crate) use learner::thread_cpu_nanos;
 pub use placement::ProactiveReport;
 pub use repair::{RepairMethod, RepairReport};
 pub use snapshot::Snapshot;

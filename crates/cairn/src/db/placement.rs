@@ -20,11 +20,11 @@ use parking_lot::Mutex;
 
 use super::background::JobGuard;
 use super::iter::{sorted_chains, RunIterator};
-use super::learner::thread_cpu_nanos;
 use super::table_cache::table_path;
 use super::{CfState, ColumnFamily, Db, DbInner};
 use crate::access::record_trace::{self, RecordTraceHeader};
 use crate::access::{RecordOptions, RecordStore};
+use crate::clock::thread_cpu_nanos;
 use crate::compaction::merge::{merge, MergeParams};
 use crate::compaction::picker;
 use crate::events::{CompactionInfo, InputFile};

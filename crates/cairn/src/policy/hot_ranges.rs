@@ -9,14 +9,15 @@
 //! the answers hold until the slot ends. Ranges with an access in the feature window are
 //! predicted, and idle ranges whose precursors had one (their own counts are zero, their
 //! precursor features are not); any other range has all-zero features, and the model's
-//! answer for it is one number, checked once per slot.
+//! answer for it is one number, checked once per slot. Ranges whose features are
+//! equal (sparse ones often are: the same few reads, the same clock) share their
+//! answers within the slot, so each distinct row goes through a model once.
 
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Instant;
-
-use parking_lot::Mutex;
 
 use super::overlap::Interval;
 use crate::access::{estimate, RangeCollector};
@@ -54,6 +55,9 @@ impl RangeMemo {
     }
 }
 
+/// Each step's answer per feature row (its f64 bits); NaN where not run yet.
+type RowAnswers = FxHashMap<Box<[u64]>, Box<[f32]>>;
+
 /// One slot's inputs and the predictions made from them so far.
 #[derive(Debug)]
 struct Memo {
@@ -66,6 +70,9 @@ struct Memo {
     idle_hot: u64,
     /// Ranges inferred this slot.
     done: Mutex<BTreeMap<u64, RangeMemo>>,
+    /// Each step's answer per distinct feature row (f64 bits) this slot; NaN where that
+    /// step's model has not run on the row. Locked after `done`.
+    rows: Mutex<RowAnswers>,
 }
 
 /// What inference has cost since open (§7.4's overhead).
@@ -137,8 +144,8 @@ impl HotRangePredictor {
         (ms.div_ceil(self.slot_ms().max(1)) as usize).clamp(1, self.steps())
     }
 
-    /// Model evaluations (one range through one step's model) since open, and the
-    /// nanoseconds inference took (reading the counts included).
+    /// Model evaluations (one distinct feature row through one step's model) since open,
+    /// and the CPU nanoseconds inference took (reading the counts included).
     pub fn inference_cost(&self) -> (u64, u64) {
         (self.cost.evals.load(Relaxed), self.cost.nanos.load(Relaxed))
     }
@@ -146,7 +153,9 @@ impl HotRangePredictor {
     /// This slot's memo with every range of `span` (key numbers) inferred for the steps
     /// of `mask`.
     fn memo(&self, span: Interval, mask: u64) -> Arc<Memo> {
-        let start = Instant::now();
+        // CPU time of this thread: the wall clock would also count the time the
+        // background thread waited for a core.
+        let start = crate::clock::thread_cpu_nanos();
         let slot = self.collector.current_slot();
         let m = {
             let mut g = self.memo.lock();
@@ -161,9 +170,10 @@ impl HotRangePredictor {
         };
         let evals = self.infer_span(&m, span, mask);
         self.cost.evals.fetch_add(evals, Relaxed);
-        self.cost
-            .nanos
-            .fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
+        self.cost.nanos.fetch_add(
+            crate::clock::thread_cpu_nanos().saturating_sub(start),
+            Relaxed,
+        );
         m
     }
 
@@ -195,6 +205,7 @@ impl HotRangePredictor {
             clock,
             idle_hot: 0,
             done: Mutex::new(BTreeMap::new()),
+            rows: Mutex::new(FxHashMap::default()),
         };
         let idle = self.row(&m, None, [0.0; 3]);
         m.idle_hot = self
@@ -234,6 +245,7 @@ impl HotRangePredictor {
             .collect();
         let models = self.model.models();
         let mut done = m.done.lock();
+        let mut rows = m.rows.lock();
         let mut evals = 0;
         let missing = |e: Option<&RangeMemo>, step: usize| {
             step < 64 && mask & (1 << step) != 0 && e.is_none_or(|e| e.probs[step].is_nan())
@@ -248,10 +260,16 @@ impl HotRangePredictor {
                 probs: vec![f32::NAN; models.len()].into(),
                 rate,
             });
+            let shared = rows
+                .entry(features.iter().map(|f| f.to_bits()).collect())
+                .or_insert_with(|| vec![f32::NAN; models.len()].into());
             for (step, model) in models.iter().enumerate() {
                 if missing(Some(e), step) {
-                    e.probs[step] = model.predict(&features) as f32;
-                    evals += 1;
+                    if shared[step].is_nan() {
+                        shared[step] = model.predict(&features) as f32;
+                        evals += 1;
+                    }
+                    e.probs[step] = shared[step];
                 }
             }
         }

@@ -44,6 +44,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::hot_ranges::HotRangePredictor;
 use super::overlap::{block_score, overlapping_blocks, Interval};
@@ -245,6 +246,8 @@ struct Counters {
 
 /// One flush's or compaction's invalidated key ranges.
 struct Event {
+    /// Creation order: a miss counts for the newest job holding its key.
+    seq: u64,
     begin: Duration,
     end: Mutex<Option<Duration>>,
     /// A flush's (else a compaction's).
@@ -255,7 +258,7 @@ struct Event {
     /// Fingerprints of the keys the job took away: those a flush moved out of the
     /// memtable, those a compaction's cached input blocks held. A span covers keys it
     /// never held (a sparse memtable; a block of one input, between keys of another).
-    keys: HashSet<u64>,
+    keys: FxHashSet<u64>,
     /// A compaction's input tables. While it runs, a miss on one of them counts only in
     /// the range of a block of that same table that was cached at the start (a policy
     /// dropped it, or it aged out), not in another input's range (an older version of
@@ -288,6 +291,61 @@ impl Event {
         self.ranges[..n]
             .iter()
             .any(|r| r.1.as_slice() >= key && r.2 == file_no)
+    }
+}
+
+/// The jobs of the last [`LONGEST_WINDOW`], oldest first, and each table's among them,
+/// so that a block miss looks only at the jobs that named its table (a scan of every
+/// job per miss cost more CPU than Leaper's inference).
+#[derive(Default)]
+struct EventLog {
+    list: VecDeque<Arc<Event>>,
+    /// The jobs each table is an input or output of, in no order.
+    by_file: FxHashMap<u64, Vec<Arc<Event>>>,
+    next_seq: u64,
+}
+
+impl EventLog {
+    fn push(&mut self, e: Arc<Event>) {
+        let outputs: Vec<u64> = e.outputs.lock().iter().copied().collect();
+        for &f in e.inputs.iter().chain(&outputs) {
+            self.by_file.entry(f).or_default().push(e.clone());
+        }
+        self.list.push_back(e);
+    }
+
+    /// `e`'s outputs are installed: misses on them may be its.
+    fn add_outputs(&mut self, e: &Arc<Event>, outputs: &[u64]) {
+        let mut held = e.outputs.lock();
+        for &f in outputs {
+            if held.insert(f) && !e.inputs.contains(&f) {
+                self.by_file.entry(f).or_default().push(e.clone());
+            }
+        }
+    }
+
+    fn pop_front(&mut self) {
+        let Some(e) = self.list.pop_front() else {
+            return;
+        };
+        let outputs: Vec<u64> = e.outputs.lock().iter().copied().collect();
+        for f in e.inputs.iter().chain(&outputs) {
+            if let Some(v) = self.by_file.get_mut(f) {
+                v.retain(|x| !Arc::ptr_eq(x, &e));
+                if v.is_empty() {
+                    self.by_file.remove(f);
+                }
+            }
+        }
+    }
+
+    /// The newest job that took `key` of table `file_no` away (see [`Event::contains`]).
+    fn newest_holding(&self, key: &[u8], file_no: u64) -> Option<&Arc<Event>> {
+        self.by_file
+            .get(&file_no)?
+            .iter()
+            .filter(|e| e.contains(key, file_no))
+            .max_by_key(|e| e.seq)
     }
 }
 
@@ -458,7 +516,7 @@ pub(crate) struct Prefetcher {
     metric: bool,
     sources: RwLock<HashMap<u32, Arc<dyn HotRangeSource>>>,
     counters: Arc<Counters>,
-    events: Mutex<VecDeque<Arc<Event>>>,
+    events: Mutex<EventLog>,
     fits: Mutex<Fits>,
     /// Leaper's guardrail tripped: no model acts until one is loaded again.
     rolled_back: AtomicBool,
@@ -493,7 +551,7 @@ impl Prefetcher {
             metric,
             sources: RwLock::new(sources),
             counters: Arc::default(),
-            events: Mutex::new(VecDeque::new()),
+            events: Mutex::new(EventLog::default()),
             fits: Mutex::new(Fits::default()),
             rolled_back: AtomicBool::new(false),
             clock,
@@ -574,7 +632,7 @@ impl Prefetcher {
     fn record_event(
         &self,
         ranges: Vec<(Vec<u8>, Vec<u8>, u64)>,
-        keys: HashSet<u64>,
+        keys: FxHashSet<u64>,
         inputs: HashSet<u64>,
         outputs: HashSet<u64>,
         flush: bool,
@@ -587,7 +645,12 @@ impl Prefetcher {
         let q_over_s = self.fits.lock().reads_per_s / self.cache_blocks();
         let mut ranges = ranges;
         ranges.sort();
+        let mut events = self.events.lock();
+        self.expire(&mut events, now);
+        let seq = events.next_seq;
+        events.next_seq += 1;
         let e = Arc::new(Event {
+            seq,
             begin: now,
             end: Mutex::new(flush.then_some(now)),
             flush,
@@ -600,16 +663,14 @@ impl Prefetcher {
             rollback_at,
             misses: AtomicU64::new(0),
         });
-        let mut events = self.events.lock();
-        self.expire(&mut events, now);
-        events.push_back(e.clone());
+        events.push(e.clone());
         Some(e)
     }
 
     /// Drops events past the longest window, fitting beta from how long each one's
     /// misses lasted after its job ended (the recovery time T2).
-    fn expire(&self, events: &mut VecDeque<Arc<Event>>, now: Duration) {
-        while let Some(e) = events.front() {
+    fn expire(&self, events: &mut EventLog, now: Duration) {
+        while let Some(e) = events.list.front() {
             let end = *e.end.lock();
             match end {
                 Some(end) if now.saturating_sub(end) > LONGEST_WINDOW => {
@@ -683,7 +744,7 @@ impl Prefetcher {
         if !self.metric {
             return;
         }
-        let mut keys = HashSet::new();
+        let mut keys = FxHashSet::default();
         let mut it = mem.iter();
         it.seek_to_first();
         while it.valid() {
@@ -839,7 +900,7 @@ impl Prefetcher {
     /// The compaction's outputs are installed: reads of its keys now go to them.
     pub(crate) fn compaction_outputs(&self, job: &CompactionJob, outputs: &[u64]) {
         if let Some(e) = &job.event {
-            e.outputs.lock().extend(outputs);
+            self.events.lock().add_outputs(e, outputs);
         }
     }
 
@@ -889,7 +950,7 @@ impl Prefetcher {
         }
         let now = self.clock.now();
         let events = self.events.lock();
-        let Some(e) = events.iter().rev().find(|e| e.contains(key, file_no)) else {
+        let Some(e) = events.newest_holding(key, file_no) else {
             return;
         };
         let end = *e.end.lock();

@@ -150,6 +150,52 @@ fn a_clock_jump_past_the_ring_folds_and_keeps_the_ended_slots() {
     db.close().unwrap();
 }
 
+/// Features read only the ranges touched in the window, each once, in key order, with
+/// their counts per slot (the collector keeps per slot the ranges first touched in it).
+#[test]
+fn the_feature_window_holds_the_ranges_touched_in_it_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(0);
+    let db = Db::open(
+        dir.path(),
+        Options {
+            background_work: false,
+            ..options(&clock, 1.0)
+        },
+    )
+    .unwrap();
+    let c = db.access_collector(&db.default_cf()).unwrap();
+    // Slot 0: range 90 (it leaves the 3-slot window later); slots 1..=3: 50 and 20, with
+    // 20 read twice in slot 3; 70 written in slot 3 only.
+    db.get(&key(900)).unwrap();
+    for _ in 1..=3 {
+        clock.advance(1000);
+        db.get(&key(500)).unwrap();
+        db.get(&key(200)).unwrap();
+    }
+    db.get(&key(201)).unwrap();
+    db.put(&WriteOptions::default(), &key(700), b"v").unwrap();
+    clock.advance(1000);
+    let got = c.all_history(3);
+    assert_eq!(
+        got,
+        vec![
+            (20, vec![(2, 0), (1, 0), (1, 0)]),
+            (50, vec![(1, 0), (1, 0), (1, 0)]),
+            (70, vec![(0, 1), (0, 0), (0, 0)]),
+        ]
+    );
+    // A window of 4 reaches slot 0. The ring (8 slots) reuses slot 0's place at slot 8:
+    // then range 30 is touched there and range 90 is in no window.
+    assert!(c.all_history(4).iter().any(|(r, _)| *r == 90));
+    clock.advance(4000);
+    db.get(&key(300)).unwrap();
+    clock.advance(1000);
+    let got: Vec<u64> = c.all_history(8).into_iter().map(|(r, _)| r).collect();
+    assert_eq!(got, vec![20, 30, 50, 70]);
+    db.close().unwrap();
+}
+
 #[test]
 fn bad_access_options_are_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -142,9 +142,12 @@ fn only_the_ranges_a_job_involves_are_inferred_once_per_slot() {
         c.clone(),
     )
     .unwrap();
-    // Reads in model ranges 0, 3 and 7 (keys 0..=19, 60..=79, 140..=159).
-    for r in [1, 6, 14] {
-        c.record_range(r, Access::Read);
+    // Reads in model ranges 0, 3 and 7 (keys 0..=19, 60..=79, 140..=159), one, two and
+    // three of them (rows that differ: equal rows share an evaluation).
+    for (n, r) in [1, 6, 14].into_iter().enumerate() {
+        for _ in 0..=n {
+            c.record_range(r, Access::Read);
+        }
     }
     clock.advance(1000);
     // A job over keys 50..=100 involves range 3 only (and ranges 2, 4, 5, never read).
@@ -163,6 +166,37 @@ fn only_the_ranges_a_job_involves_are_inferred_once_per_slot() {
     clock.advance(1000);
     let _ = p.hot_intervals(0..1, (0, 10));
     assert_eq!(p.inference_cost().0, 4);
+}
+
+/// Ranges with equal features share one evaluation per step and slot, and each keeps
+/// its own answer and read rate.
+#[test]
+fn ranges_with_equal_features_share_one_evaluation() {
+    let clock = ManualClock::new(0);
+    let c = collector(&clock);
+    let p = HotRangePredictor::new(
+        Arc::new(bundle(20, &[stump_on(0), stump_on(6)], BTreeMap::new())),
+        c.clone(),
+    )
+    .unwrap();
+    // Model ranges 0, 3 and 7 read once each; range 5 written once.
+    for r in [1, 6, 14] {
+        c.record_range(r, Access::Read);
+    }
+    c.record_range(10, Access::Write);
+    clock.advance(1000);
+    assert_eq!(
+        p.hot_intervals(0..1, ALL),
+        Some(vec![(0, 19), (60, 79), (140, 159)])
+    );
+    // Two distinct rows (read once; written once) through the first model.
+    assert_eq!(p.inference_cost().0, 2);
+    // The second step: the same two rows through the second model.
+    assert_eq!(p.hot_intervals(1..2, ALL), Some(vec![(100, 119)]));
+    assert_eq!(p.inference_cost().0, 4);
+    let scores = p.hot_scores(0..1, ALL).unwrap();
+    assert_eq!(scores.len(), 3);
+    assert!(scores.windows(2).all(|w| w[0].1 == w[1].1), "{scores:?}");
 }
 
 #[test]
