@@ -587,9 +587,8 @@ impl Db {
 
     /// Deletes every key in `[start, end)` of the default column family, atomically.
     ///
-    /// The range is expanded into point tombstones for the keys present when the write
-    /// commits (inside the group commit, so no concurrent write interleaves): the cost is
-    /// proportional to the number of keys deleted.
+    /// One range tombstone, whatever the range holds (one WAL record and one memtable
+    /// entry); reads skip what it covers, and compactions drop it (see `range_del.rs`).
     pub fn delete_range(&self, wo: &WriteOptions, start: &[u8], end: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete_range(start, end)?;
