@@ -168,6 +168,10 @@ pub struct LeaperArgs {
     /// Do not train: Leaper engines run without a model (their fallback).
     #[arg(long)]
     pub leaper_no_train: bool,
+    /// Retrain Leaper every N measured ops on the trace so far (the learner's periodic
+    /// retraining; the access clock stands still while it trains). Needs --threads 1.
+    #[arg(long, value_name = "N")]
+    pub leaper_retrain_ops: Option<u64>,
     /// Flushes only, no compactions (Leaper's Fig. 10): cairn's level-0 triggers are put
     /// out of reach, so tables pile up in level 0.
     #[arg(long)]
@@ -209,6 +213,7 @@ impl LeaperArgs {
                 .split_whitespace()
                 .map(str::to_string)
                 .collect(),
+            retrain_ops: self.leaper_retrain_ops.filter(|&n| n > 0),
         }
     }
 

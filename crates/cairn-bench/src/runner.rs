@@ -362,6 +362,41 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         None
     };
 
+    // Periodic retraining: every N measured ops the learner trains again on the trace so
+    // far (its latest slots) while the access clock stands still; one worker only, so no
+    // op runs meanwhile.
+    let retrain_every = req
+        .leaper
+        .retrain_ops
+        .filter(|_| leaper.as_ref().is_some_and(|t| t.loaded));
+    if retrain_every.is_some() && spec.threads > 1 {
+        bail!("--leaper-retrain-ops needs --threads 1 (no op may run while the learner trains)");
+    }
+    let retrain_settings = crate::leaper::LeaperSettings {
+        k: leaper.as_ref().map(|t| t.k),
+        ..req.leaper.clone()
+    };
+    let retrains = parking_lot::Mutex::new(Vec::new());
+    let retrain = |at_op: u64| {
+        clock.pause();
+        let work = parent.join(format!("leaper-{}-{at_op}", req.engine.file_stem()));
+        let r = crate::leaper::train::train(
+            engine.as_ref(),
+            &work,
+            &retrain_settings,
+            req.config.leaper_slot_ms,
+            req.config.window_ms(),
+            &[],
+        );
+        if !req.keep_data {
+            std::fs::remove_dir_all(&work).ok();
+        }
+        clock.resume();
+        retrains
+            .lock()
+            .push(crate::leaper::train::Retrain::from_result(at_op, r));
+    };
+
     // Measured phase.
     if let Some(o) = &oracle {
         o.mark();
@@ -512,6 +547,12 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                                 i += 1;
                                 if i.is_multiple_of(PROGRESS_BATCH) {
                                     pb.inc(PROGRESS_BATCH);
+                                }
+                                // Not after the last op: nothing would use the model.
+                                if retrain_every.is_some_and(|n| i.is_multiple_of(n))
+                                    && gen.peek().is_some()
+                                {
+                                    retrain(i);
                                 }
                             }
                             Ok(lat)
@@ -723,7 +764,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             engine_stats,
             invalidation: Some(invalidation),
             background_jobs,
-            leaper,
+            leaper: leaper.map(|mut t| {
+                t.retrains = std::mem::take(&mut *retrains.lock());
+                t
+            }),
             warmup_ops,
             mission_ops,
             missions,

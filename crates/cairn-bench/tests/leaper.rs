@@ -237,9 +237,8 @@ fn every_cairn_run_json_carries_the_invalidation_section() {
     assert!(s.contains("goals"), "{s}");
 }
 
-/// The learner runs only where the Python environment is (scripts/test.sh makes it).
-#[test]
-fn leaper_trains_on_the_warm_up_when_python_is_there() {
+/// The learner's interpreter, where the Python environment is (scripts/test.sh makes it).
+fn learner_python() -> Option<std::path::PathBuf> {
     let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pyenv/bin/python");
     let ok = py.exists()
         && Command::new(&py)
@@ -251,8 +250,65 @@ fn leaper_trains_on_the_warm_up_when_python_is_there() {
             "skipped: no Python environment with LightGBM at {}",
             py.display()
         );
-        return;
     }
+    ok.then_some(py)
+}
+
+/// Periodic retraining: every N measured ops the learner trains again and the engine
+/// loads the new bundle; with several request threads it is refused.
+#[test]
+fn leaper_retrains_every_n_measured_ops() {
+    let Some(py) = learner_python() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let j = tmp.path().join("leaper.json");
+    let out = Command::new(BIN)
+        .args(["run", "--engine", "cairn:leaper", "--workload", "leaper-im"])
+        .args(tiny(tmp.path()))
+        .args(["--warmup-secs", "2", "--leaper-max-k", "2"])
+        .args(["--leaper-retrain-ops", "2500", "--threads", "1"])
+        .arg("--python")
+        .arg(&py)
+        .arg("--json")
+        .arg(&j)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&j);
+    let r = v["leaper"]["retrains"].as_array().unwrap();
+    let at: Vec<u64> = r.iter().map(|t| t["at_op"].as_u64().unwrap()).collect();
+    assert_eq!(at, vec![2500, 5000], "6000 ops, every 2500");
+    for t in r {
+        assert_eq!(t["loaded"], true, "{t}");
+        assert!(t["trace_rows"].as_u64().unwrap() > 0, "{t}");
+    }
+    let refused = Command::new(BIN)
+        .args(["run", "--engine", "cairn:leaper", "--workload", "leaper-im"])
+        .args(tiny(tmp.path()))
+        .args(["--warmup-secs", "1", "--leaper-max-k", "1"])
+        .args(["--leaper-retrain-ops", "2500", "--threads", "2"])
+        .arg("--python")
+        .arg(&py)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--threads 1"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+#[test]
+fn leaper_trains_on_the_warm_up_when_python_is_there() {
+    let Some(py) = learner_python() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let j = tmp.path().join("leaper.json");
     let out = Command::new(BIN)

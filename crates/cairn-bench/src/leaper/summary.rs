@@ -145,10 +145,17 @@ fn invalidation_table(points: &Points, title: &str, x: &str) -> String {
             let v = r.invalidation.clone().unwrap_or_default();
             let lv = lru.and_then(|l| l.invalidation.clone()).unwrap_or_default();
             let model = match &r.leaper {
-                Some(l) if l.loaded && v.rollbacks.unwrap_or(0) > 0 => {
-                    format!("k={}, rolled back {}x", l.k, v.rollbacks.unwrap_or(0))
+                Some(l) if l.loaded => {
+                    let mut m = format!("k={}", l.k);
+                    let retrained = l.retrains.iter().filter(|t| t.loaded).count();
+                    if !l.retrains.is_empty() {
+                        m += &format!(", retrained {retrained}/{}x", l.retrains.len());
+                    }
+                    if v.rollbacks.unwrap_or(0) > 0 {
+                        m += &format!(", rolled back {}x", v.rollbacks.unwrap_or(0));
+                    }
+                    m
                 }
-                Some(l) if l.loaded => format!("k={}", l.k),
                 Some(_) => "none".into(),
                 None => "-".into(),
             };

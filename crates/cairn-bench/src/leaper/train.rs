@@ -34,6 +34,11 @@ pub struct LeaperSettings {
     /// Extra arguments for `python -m cairn.learn.leaper train` (e.g. `--max-multiplier 8`).
     #[serde(default)]
     pub learner_args: Vec<String>,
+    /// Retrain every this many measured ops on the trace so far (the access clock stands
+    /// still meanwhile), keeping the first training's k; None: train once, after the
+    /// warm-up.
+    #[serde(default)]
+    pub retrain_ops: Option<u64>,
 }
 
 fn default_max_k() -> usize {
@@ -54,6 +59,7 @@ impl Default for LeaperSettings {
             threads: 0,
             train: true,
             learner_args: Vec::new(),
+            retrain_ops: None,
         }
     }
 }
@@ -95,6 +101,46 @@ pub struct LeaperTraining {
     pub error: Option<String>,
     /// The last lines the learner printed.
     pub learner_output: String,
+    /// Retrainings in the measured phase (`retrain_ops`): each one's learner seconds, and
+    /// whether its bundle was loaded (a failed one keeps the model in use).
+    #[serde(default)]
+    pub retrains: Vec<Retrain>,
+}
+
+/// One retraining in the measured phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Retrain {
+    /// Measured ops before it.
+    pub at_op: u64,
+    pub train_seconds: f64,
+    pub trace_rows: usize,
+    pub loaded: bool,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl Retrain {
+    /// What a [`train`] call at `at_op` did (an error keeps the model in use).
+    pub fn from_result(at_op: u64, r: Result<Option<LeaperTraining>>) -> Self {
+        match r {
+            Ok(Some(t)) => Retrain {
+                at_op,
+                train_seconds: t.train_seconds,
+                trace_rows: t.trace_rows,
+                loaded: t.loaded,
+                error: None,
+            },
+            Ok(None) => Retrain {
+                at_op,
+                ..Default::default()
+            },
+            Err(e) => Retrain {
+                at_op,
+                error: Some(format!("{e:#}")),
+                ..Default::default()
+            },
+        }
+    }
 }
 
 fn repo_dir() -> PathBuf {
