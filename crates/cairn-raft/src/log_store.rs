@@ -1,0 +1,224 @@
+//! The Raft log and the vote in cairn (openraft's `RaftLogReader` and `RaftLogStorage`).
+
+use std::fmt::Debug;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use cairn::{ReadOptions, WriteBatch};
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogReader, StorageError, Vote};
+
+use crate::keys::{log_index, log_key, COMMITTED, LAST_PURGED, LOG_END, VOTE};
+use crate::store::{blocking, decode, encode, io_err, Shared};
+use crate::{Entry, NodeId, TypeConfig};
+
+/// A node's log, vote and committed log id. Clones share the database.
+#[derive(Clone)]
+pub struct LogStore {
+    shared: Arc<Shared>,
+}
+
+impl LogStore {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        LogStore { shared }
+    }
+
+    /// Appends `entries` in one synced write and returns when they are durable: what
+    /// `append` does, without openraft's callback (for tools and tests, which cannot make
+    /// one).
+    pub async fn append_durable(
+        &mut self,
+        entries: impl IntoIterator<Item = Entry>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let mut b = WriteBatch::new();
+        for entry in entries {
+            let value =
+                encode(&entry).map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
+            b.put_cf(self.shared.log.id(), &log_key(entry.log_id.index), &value)
+                .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
+        }
+        let s = self.shared.clone();
+        blocking(move || s.write(b, true, ErrorSubject::Logs)).await
+    }
+}
+
+/// The entries with indexes in `[start, end)` (`end` None: to the last).
+fn read_entries(
+    s: &Shared,
+    start: u64,
+    end: Option<u64>,
+) -> Result<Vec<Entry>, StorageError<NodeId>> {
+    fn read_err(e: &(impl std::error::Error + 'static)) -> StorageError<NodeId> {
+        io_err(ErrorSubject::Logs, ErrorVerb::Read, e)
+    }
+    if end.is_some_and(|e| e <= start) {
+        return Ok(Vec::new());
+    }
+    let ro = ReadOptions {
+        lower_bound: Some(log_key(start).to_vec()),
+        upper_bound: Some(end.map_or(LOG_END.to_vec(), |e| log_key(e).to_vec())),
+        ..ReadOptions::default()
+    };
+    let mut it = s.db.iter(&ro, &s.log).map_err(|e| read_err(&e))?;
+    it.seek(&log_key(start));
+    let mut out = Vec::new();
+    while it.valid() {
+        let entry: Entry = decode(it.value()).map_err(|e| read_err(&e))?;
+        // The key is the entry's index: a mismatch is a damaged store, not an answer.
+        if log_index(it.key()) != Some(entry.log_id.index) {
+            return Err(read_err(&std::io::Error::other(format!(
+                "log key {:?} holds the entry of index {}",
+                it.key(),
+                entry.log_id.index
+            ))));
+        }
+        out.push(entry);
+        it.next();
+    }
+    it.status().map_err(|e| read_err(&e))?;
+    Ok(out)
+}
+
+/// The last entry's log id, if the log holds one.
+fn last_log_id(s: &Shared) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
+    let mut it =
+        s.db.iter(&ReadOptions::default(), &s.log)
+            .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
+    it.seek_to_last();
+    if !it.valid() {
+        it.status()
+            .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
+        return Ok(None);
+    }
+    let entry: Entry =
+        decode(it.value()).map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
+    Ok(Some(entry.log_id))
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError<NodeId>> {
+        let start = match range.start_bound() {
+            Bound::Included(&x) => Some(x),
+            Bound::Excluded(&x) => x.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&x) => x.checked_add(1),
+            Bound::Excluded(&x) => Some(x),
+            Bound::Unbounded => None,
+        };
+        let Some(start) = start else {
+            return Ok(Vec::new());
+        };
+        let s = self.shared.clone();
+        blocking(move || read_entries(&s, start, end)).await
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
+        let s = self.shared.clone();
+        blocking(move || {
+            let last_purged_log_id: Option<LogId<NodeId>> = s.meta_get(LAST_PURGED)?;
+            let last_log_id = last_log_id(&s)?.or(last_purged_log_id);
+            Ok(LogState {
+                last_purged_log_id,
+                last_log_id,
+            })
+        })
+        .await
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
+        let s = self.shared.clone();
+        let vote = *vote;
+        blocking(move || {
+            let mut b = WriteBatch::new();
+            s.meta_put(&mut b, VOTE, &vote)?;
+            // A vote must survive a crash before it is answered (Raft's safety).
+            s.write(b, true, ErrorSubject::Vote)
+        })
+        .await
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
+        let s = self.shared.clone();
+        blocking(move || s.meta_get(VOTE)).await
+    }
+
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<NodeId>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let s = self.shared.clone();
+        blocking(move || {
+            let mut b = WriteBatch::new();
+            s.meta_put(&mut b, COMMITTED, &committed)?;
+            // Not synced: a committed id lost in a crash is learned again from the leader.
+            s.write(b, false, ErrorSubject::Store)
+        })
+        .await
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
+        let s = self.shared.clone();
+        blocking(move || Ok(s.meta_get::<Option<LogId<NodeId>>>(COMMITTED)?.flatten())).await
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        // One batch, synced: the entries are durable when the callback says so.
+        let res = self.append_durable(entries).await;
+        let io = res
+            .as_ref()
+            .map(|_| ())
+            .map_err(|e| std::io::Error::other(e.to_string()));
+        callback.log_io_completed(io);
+        res
+    }
+
+    async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        let s = self.shared.clone();
+        blocking(move || {
+            let mut b = WriteBatch::new();
+            b.delete_range_cf(s.log.id(), &log_key(log_id.index), &LOG_END)
+                .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e))?;
+            s.write(b, true, ErrorSubject::Logs)
+        })
+        .await
+    }
+
+    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        let s = self.shared.clone();
+        blocking(move || {
+            let mut b = WriteBatch::new();
+            // The purged id and the deletion land together: a reader never sees the id
+            // without the deletion or entries below a purged id.
+            s.meta_put(&mut b, LAST_PURGED, &log_id)?;
+            let end = log_id
+                .index
+                .checked_add(1)
+                .map_or(LOG_END.to_vec(), |e| log_key(e).to_vec());
+            b.delete_range_cf(s.log.id(), &log_key(0), &end)
+                .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e))?;
+            s.write(b, false, ErrorSubject::Logs)
+        })
+        .await
+    }
+}
