@@ -22,6 +22,9 @@ if [ -z "${CAIRN_SKIP_ROCKSDB:-}" ]; then
     export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
     cargo clippy -p cairn-bench --features rocksdb --all-targets -- -D warnings
     cargo test -p cairn-bench --features rocksdb "$@"
+    # cairn-raft's comparison store (RocksDB behind the same seam) against openraft's suite.
+    cargo clippy -p cairn-raft --features rocksdb --all-targets -- -D warnings
+    cargo test -p cairn-raft --features rocksdb --test suite "$@"
   else
     echo "test.sh: librocksdb could not be installed (apt-get needs root or sudo):" \
       "the RocksDB peer's tests are SKIPPED" >&2

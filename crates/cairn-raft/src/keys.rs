@@ -1,11 +1,5 @@
-//! Where each piece of Raft state lives: column family names and key encodings.
-
-/// The log's column family.
-pub(crate) const LOG_CF: &str = "raft_log";
-/// The vote, committed and purged log ids, and the state machine's applied state.
-pub(crate) const META_CF: &str = "raft_meta";
-/// The state machine's key-value pairs.
-pub(crate) const DATA_CF: &str = "raft_data";
+//! Where each piece of Raft state lives: the keys of the meta family and the encodings of
+//! log and data keys (the column families themselves: [`crate::engine::Family`]).
 
 pub(crate) const VOTE: &[u8] = b"vote";
 pub(crate) const COMMITTED: &[u8] = b"committed";

@@ -25,8 +25,11 @@
 #![allow(clippy::result_large_err)]
 
 pub mod client;
+pub mod engine;
 mod keys;
 mod log_store;
+#[cfg(feature = "rocksdb")]
+pub mod rocks;
 pub mod server;
 mod snapshot;
 mod state_machine;
@@ -34,7 +37,7 @@ mod store;
 
 pub use log_store::LogStore;
 pub use state_machine::{KvReader, StateMachine};
-pub use store::{open, open_with, StoreError};
+pub use store::{open, open_engine, open_with, StoreError};
 
 use std::io::Cursor;
 

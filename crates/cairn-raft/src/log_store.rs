@@ -4,10 +4,12 @@ use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use cairn::{ReadOptions, WriteBatch};
+use std::ops::ControlFlow;
+
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogReader, StorageError, Vote};
 
+use crate::engine::{BatchOp, Family};
 use crate::keys::{log_index, log_key, COMMITTED, LAST_PURGED, LOG_END, VOTE};
 use crate::store::{blocking, decode, encode, io_err, Shared};
 use crate::{Entry, NodeId, TypeConfig};
@@ -30,15 +32,18 @@ impl LogStore {
         &mut self,
         entries: impl IntoIterator<Item = Entry>,
     ) -> Result<(), StorageError<NodeId>> {
-        let mut b = WriteBatch::new();
+        let mut ops = Vec::new();
         for entry in entries {
             let value =
                 encode(&entry).map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
-            b.put_cf(self.shared.log.id(), &log_key(entry.log_id.index), &value)
-                .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e))?;
+            ops.push(BatchOp::Put(
+                Family::Log,
+                log_key(entry.log_id.index).to_vec(),
+                value,
+            ));
         }
         let s = self.shared.clone();
-        blocking(move || s.write(b, true, ErrorSubject::Logs)).await
+        blocking(move || s.write(ops, true, ErrorSubject::Logs)).await
     }
 }
 
@@ -54,44 +59,54 @@ fn read_entries(
     if end.is_some_and(|e| e <= start) {
         return Ok(Vec::new());
     }
-    let ro = ReadOptions {
-        lower_bound: Some(log_key(start).to_vec()),
-        upper_bound: Some(end.map_or(LOG_END.to_vec(), |e| log_key(e).to_vec())),
-        ..ReadOptions::default()
-    };
-    let mut it = s.db.iter(&ro, &s.log).map_err(|e| read_err(&e))?;
-    it.seek(&log_key(start));
+    let end_key = end.map(log_key);
     let mut out = Vec::new();
-    while it.valid() {
-        let entry: Entry = decode(it.value()).map_err(|e| read_err(&e))?;
-        // The key is the entry's index: a mismatch is a damaged store, not an answer.
-        if log_index(it.key()) != Some(entry.log_id.index) {
-            return Err(read_err(&std::io::Error::other(format!(
-                "log key {:?} holds the entry of index {}",
-                it.key(),
-                entry.log_id.index
-            ))));
-        }
-        out.push(entry);
-        it.next();
+    let mut bad = None;
+    s.engine
+        .view()
+        .scan(
+            Family::Log,
+            &log_key(start),
+            end_key.as_ref().map(|k| k.as_slice()),
+            &mut |k, v| match decode::<Entry>(v) {
+                // The key is the entry's index: a mismatch is a damaged store.
+                Ok(entry) if log_index(k) == Some(entry.log_id.index) => {
+                    out.push(entry);
+                    ControlFlow::Continue(())
+                }
+                Ok(entry) => {
+                    bad = Some(format!(
+                        "log key {k:?} holds the entry of index {}",
+                        entry.log_id.index
+                    ));
+                    ControlFlow::Break(())
+                }
+                Err(e) => {
+                    bad = Some(e.to_string());
+                    ControlFlow::Break(())
+                }
+            },
+        )
+        .map_err(|e| read_err(&e))?;
+    match bad {
+        Some(why) => Err(read_err(&std::io::Error::other(why))),
+        None => Ok(out),
     }
-    it.status().map_err(|e| read_err(&e))?;
-    Ok(out)
 }
 
 /// The last entry's log id, if the log holds one.
 fn last_log_id(s: &Shared) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
-    let mut it =
-        s.db.iter(&ReadOptions::default(), &s.log)
-            .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
-    it.seek_to_last();
-    if !it.valid() {
-        it.status()
-            .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
+    let err = |e: &(dyn std::error::Error + 'static)| {
+        io_err(
+            ErrorSubject::Logs,
+            ErrorVerb::Read,
+            &std::io::Error::other(e.to_string()),
+        )
+    };
+    let Some((_, v)) = s.engine.view().last(Family::Log).map_err(|e| err(&e))? else {
         return Ok(None);
-    }
-    let entry: Entry =
-        decode(it.value()).map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
+    };
+    let entry: Entry = decode(&v).map_err(|e| err(&e))?;
     Ok(Some(entry.log_id))
 }
 
@@ -124,7 +139,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
         let s = self.shared.clone();
         blocking(move || {
-            let last_purged_log_id: Option<LogId<NodeId>> = s.meta_get(LAST_PURGED)?;
+            let last_purged_log_id: Option<LogId<NodeId>> = s.meta_get(None, LAST_PURGED)?;
             let last_log_id = last_log_id(&s)?.or(last_purged_log_id);
             Ok(LogState {
                 last_purged_log_id,
@@ -142,17 +157,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let s = self.shared.clone();
         let vote = *vote;
         blocking(move || {
-            let mut b = WriteBatch::new();
-            s.meta_put(&mut b, VOTE, &vote)?;
+            let mut ops = Vec::new();
+            s.meta_put(&mut ops, VOTE, &vote)?;
             // A vote must survive a crash before it is answered (Raft's safety).
-            s.write(b, true, ErrorSubject::Vote)
+            s.write(ops, true, ErrorSubject::Vote)
         })
         .await
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
         let s = self.shared.clone();
-        blocking(move || s.meta_get(VOTE)).await
+        blocking(move || s.meta_get(None, VOTE)).await
     }
 
     async fn save_committed(
@@ -161,17 +176,21 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     ) -> Result<(), StorageError<NodeId>> {
         let s = self.shared.clone();
         blocking(move || {
-            let mut b = WriteBatch::new();
-            s.meta_put(&mut b, COMMITTED, &committed)?;
+            let mut ops = Vec::new();
+            s.meta_put(&mut ops, COMMITTED, &committed)?;
             // Not synced: a committed id lost in a crash is learned again from the leader.
-            s.write(b, false, ErrorSubject::Store)
+            s.write(ops, false, ErrorSubject::Store)
         })
         .await
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
         let s = self.shared.clone();
-        blocking(move || Ok(s.meta_get::<Option<LogId<NodeId>>>(COMMITTED)?.flatten())).await
+        blocking(move || {
+            Ok(s.meta_get::<Option<LogId<NodeId>>>(None, COMMITTED)?
+                .flatten())
+        })
+        .await
     }
 
     async fn append<I>(
@@ -196,10 +215,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
         let s = self.shared.clone();
         blocking(move || {
-            let mut b = WriteBatch::new();
-            b.delete_range_cf(s.log.id(), &log_key(log_id.index), &LOG_END)
-                .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e))?;
-            s.write(b, true, ErrorSubject::Logs)
+            let ops = vec![BatchOp::DeleteRange(
+                Family::Log,
+                log_key(log_id.index).to_vec(),
+                LOG_END.to_vec(),
+            )];
+            s.write(ops, true, ErrorSubject::Logs)
         })
         .await
     }
@@ -207,17 +228,16 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
         let s = self.shared.clone();
         blocking(move || {
-            let mut b = WriteBatch::new();
+            let mut ops = Vec::new();
             // The purged id and the deletion land together: a reader never sees the id
             // without the deletion or entries below a purged id.
-            s.meta_put(&mut b, LAST_PURGED, &log_id)?;
+            s.meta_put(&mut ops, LAST_PURGED, &log_id)?;
             let end = log_id
                 .index
                 .checked_add(1)
                 .map_or(LOG_END.to_vec(), |e| log_key(e).to_vec());
-            b.delete_range_cf(s.log.id(), &log_key(0), &end)
-                .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e))?;
-            s.write(b, false, ErrorSubject::Logs)
+            ops.push(BatchOp::DeleteRange(Family::Log, log_key(0).to_vec(), end));
+            s.write(ops, false, ErrorSubject::Logs)
         })
         .await
     }

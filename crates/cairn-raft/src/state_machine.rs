@@ -2,19 +2,20 @@
 //! `RaftSnapshotBuilder`).
 
 use std::io::Cursor;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use cairn::{ReadOptions, WriteBatch};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
     EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftSnapshotBuilder, SnapshotMeta,
     StorageError, StoredMembership,
 };
 
+use crate::engine::{BatchOp, EngineView, Family};
 use crate::keys::{app_key, data_key, APPLIED, DATA_END, DATA_START, MEMBERSHIP};
 use crate::snapshot::{self, SnapshotView, SnapshotWriter};
-use crate::store::{blocking, decode, io_err, Shared, StoreError};
+use crate::store::{blocking, Shared, StoreError};
 use crate::{Entry, Node, NodeId, Request, Response, TypeConfig};
 
 /// The state machine: the data family, with its applied state in the meta family.
@@ -35,7 +36,7 @@ impl StateMachine {
     }
 
     /// The value of `key` on this node (as far as it has applied the log).
-    pub fn get(&self, key: &[u8]) -> cairn::Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, crate::engine::EngineError> {
         self.reader().get(key)
     }
 
@@ -55,27 +56,22 @@ pub struct KvReader {
 
 impl KvReader {
     /// The value of `key` on this node.
-    pub fn get(&self, key: &[u8]) -> cairn::Result<Option<Vec<u8>>> {
-        self.shared.db.get_cf(&self.shared.data, &data_key(key))
-    }
-
-    /// The database (statistics, options).
-    pub fn db(&self) -> &cairn::Db {
-        &self.shared.db
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, crate::engine::EngineError> {
+        self.shared.engine.view().get(Family::Data, &data_key(key))
     }
 }
 
-/// Adds one request's effect to `b`; false when the engine refuses it (an oversized key
-/// or value, a range whose start is after its end): it then changes nothing.
-fn add_request(s: &Shared, b: &mut WriteBatch, req: &Request) -> bool {
-    let cf = s.data.id();
-    match req {
-        Request::Put { key, value } => b.put_cf(cf, &data_key(key), value).is_ok(),
-        Request::Delete { key } => b.delete_cf(cf, &data_key(key)).is_ok(),
-        Request::DeleteRange { start, end } => b
-            .delete_range_cf(cf, &data_key(start), &data_key(end))
-            .is_ok(),
-    }
+/// One request's effect as a batch op; None when the engine refuses it (an oversized
+/// key or value, a range whose start is after its end): it then changes nothing.
+fn request_op(s: &Shared, req: Request) -> Option<BatchOp> {
+    let op = match req {
+        Request::Put { key, value } => BatchOp::Put(Family::Data, data_key(&key), value),
+        Request::Delete { key } => BatchOp::Delete(Family::Data, data_key(&key)),
+        Request::DeleteRange { start, end } => {
+            BatchOp::DeleteRange(Family::Data, data_key(&start), data_key(&end))
+        }
+    };
+    s.engine.accepts(&op).then_some(op)
 }
 
 /// Applies `entries` in one batch with the last applied log id (and the membership, when
@@ -84,14 +80,17 @@ fn apply_entries(s: &Shared, entries: Vec<Entry>) -> Result<Vec<Response>, Stora
     let Some(last) = entries.last().map(|e| e.log_id) else {
         return Ok(Vec::new());
     };
-    let mut b = WriteBatch::new();
+    let mut ops = Vec::with_capacity(entries.len() + 2);
     let mut membership = None;
     let mut out = Vec::with_capacity(entries.len());
     for e in entries {
         let mut applied = true;
         match e.payload {
             EntryPayload::Blank => {}
-            EntryPayload::Normal(req) => applied = add_request(s, &mut b, &req),
+            EntryPayload::Normal(req) => match request_op(s, req) {
+                Some(op) => ops.push(op),
+                None => applied = false,
+            },
             EntryPayload::Membership(m) => membership = Some(Membership::new(Some(e.log_id), m)),
         }
         out.push(Response {
@@ -99,54 +98,46 @@ fn apply_entries(s: &Shared, entries: Vec<Entry>) -> Result<Vec<Response>, Stora
             refused: !applied,
         });
     }
-    s.meta_put(&mut b, APPLIED, &Some(last))?;
+    s.meta_put(&mut ops, APPLIED, &Some(last))?;
     if let Some(m) = &membership {
-        s.meta_put(&mut b, MEMBERSHIP, m)?;
+        s.meta_put(&mut ops, MEMBERSHIP, m)?;
     }
     // Not synced: the log is, and entries after the applied id are applied again.
-    s.write(b, false, ErrorSubject::StateMachine)?;
+    s.write(ops, false, ErrorSubject::StateMachine)?;
     Ok(out)
 }
 
-/// The applied state read at `ro`'s snapshot (or now).
+/// The applied state as `view` sees it.
 fn applied_at(
     s: &Shared,
-    ro: &ReadOptions,
+    view: &dyn EngineView,
 ) -> Result<(Option<LogId<NodeId>>, Membership), StorageError<NodeId>> {
-    let read = |key: &'static [u8]| -> Result<Option<Vec<u8>>, StorageError<NodeId>> {
-        s.db.get_opt(ro, &s.meta, key)
-            .map_err(|e| io_err(ErrorSubject::StateMachine, ErrorVerb::Read, &e))
-    };
-    let decode_err =
-        |e: rmp_serde::decode::Error| io_err(ErrorSubject::StateMachine, ErrorVerb::Read, &e);
-    let applied = match read(APPLIED)? {
-        Some(b) => decode::<Option<LogId<NodeId>>>(&b).map_err(decode_err)?,
-        None => None,
-    };
-    let membership = match read(MEMBERSHIP)? {
-        Some(b) => decode(&b).map_err(decode_err)?,
-        None => Membership::default(),
-    };
+    let applied = s
+        .meta_get::<Option<LogId<NodeId>>>(Some(view), APPLIED)?
+        .flatten();
+    let membership = s.meta_get(Some(view), MEMBERSHIP)?.unwrap_or_default();
     Ok((applied, membership))
+}
+
+/// A snapshot error (what failed, and the snapshot if known).
+fn snap_err(
+    sig: Option<openraft::storage::SnapshotSignature<NodeId>>,
+    verb: ErrorVerb,
+    e: &(dyn std::error::Error + 'static),
+) -> StorageError<NodeId> {
+    StorageError::from(openraft::StorageIOError::new(
+        ErrorSubject::Snapshot(sig),
+        verb,
+        openraft::AnyError::error(e.to_string()),
+    ))
 }
 
 /// Builds a snapshot from a consistent view of the data and the applied state, and keeps
 /// it as the current one.
 fn build(s: &Shared, seq: u64) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
-    let snap_err = |e: &(dyn std::error::Error + 'static)| {
-        StorageError::from(openraft::StorageIOError::new(
-            ErrorSubject::Snapshot(None),
-            ErrorVerb::Write,
-            openraft::AnyError::error(e.to_string()),
-        ))
-    };
-    let view = ReadOptions {
-        snapshot: Some(s.db.snapshot()),
-        lower_bound: Some(DATA_START.to_vec()),
-        upper_bound: Some(DATA_END.to_vec()),
-        ..ReadOptions::default()
-    };
-    let (last_log_id, last_membership) = applied_at(s, &view)?;
+    let err = |e: &(dyn std::error::Error + 'static)| snap_err(None, ErrorVerb::Write, e);
+    let view = s.engine.view();
+    let (last_log_id, last_membership) = applied_at(s, view.as_ref())?;
     let snapshot_id = match last_log_id {
         Some(id) => format!("{}-{}-{seq}", id.leader_id, id.index),
         None => format!("--{seq}"),
@@ -156,17 +147,27 @@ fn build(s: &Shared, seq: u64) -> Result<Snapshot<TypeConfig>, StorageError<Node
         last_membership,
         snapshot_id,
     };
-    let mut w = SnapshotWriter::new(&meta).map_err(|e| snap_err(&e))?;
-    let mut it = s.db.iter(&view, &s.data).map_err(|e| snap_err(&e))?;
-    it.seek(DATA_START);
-    while it.valid() {
-        w.add(app_key(it.key()), it.value())
-            .map_err(|e| snap_err(&e))?;
-        it.next();
+    let mut w = SnapshotWriter::new(&meta).map_err(|e| err(&e))?;
+    let mut failed = None;
+    view.scan(
+        Family::Data,
+        DATA_START,
+        Some(DATA_END),
+        &mut |k, v| match w.add(app_key(k), v) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failed = Some(e);
+                ControlFlow::Break(())
+            }
+        },
+    )
+    .map_err(|e| err(&e))?;
+    if let Some(e) = failed {
+        return Err(err(&e));
     }
-    it.status().map_err(|e| snap_err(&e))?;
+    drop(view);
     let bytes = w.finish();
-    snapshot::save(&s.snapshot_dir, &bytes).map_err(|e| snap_err(&e))?;
+    snapshot::save(&s.snapshot_dir, &bytes).map_err(|e| err(&e))?;
     Ok(Snapshot {
         meta,
         snapshot: Box::new(Cursor::new(bytes)),
@@ -180,37 +181,26 @@ fn install(
     bytes: &[u8],
 ) -> Result<(), StorageError<NodeId>> {
     let sig = Some(meta.signature());
-    let bad = |e: &(dyn std::error::Error + 'static)| {
-        StorageError::from(openraft::StorageIOError::new(
-            ErrorSubject::Snapshot(sig.clone()),
-            ErrorVerb::Write,
-            openraft::AnyError::error(e.to_string()),
-        ))
-    };
+    let bad = |e: &(dyn std::error::Error + 'static)| snap_err(sig.clone(), ErrorVerb::Write, e);
     let view = SnapshotView::parse(bytes).map_err(|e| bad(&e))?;
-    let mut b = WriteBatch::new();
-    b.delete_range_cf(s.data.id(), DATA_START, DATA_END)
-        .map_err(|e| bad(&e))?;
+    let mut ops = vec![BatchOp::DeleteRange(
+        Family::Data,
+        DATA_START.to_vec(),
+        DATA_END.to_vec(),
+    )];
     for pair in view.pairs() {
         let (k, v) = pair.map_err(|e| bad(&e))?;
-        b.put_cf(s.data.id(), &data_key(k), v)
-            .map_err(|e| bad(&e))?;
+        ops.push(BatchOp::Put(Family::Data, data_key(k), v.to_vec()));
     }
-    s.meta_put(&mut b, APPLIED, &meta.last_log_id)?;
-    s.meta_put(&mut b, MEMBERSHIP, &meta.last_membership)?;
-    s.write(b, true, ErrorSubject::Snapshot(sig.clone()))?;
+    s.meta_put(&mut ops, APPLIED, &meta.last_log_id)?;
+    s.meta_put(&mut ops, MEMBERSHIP, &meta.last_membership)?;
+    s.write(ops, true, ErrorSubject::Snapshot(sig.clone()))?;
     snapshot::save(&s.snapshot_dir, bytes).map_err(|e| bad(&e))
 }
 
 /// The current snapshot, if one was built or installed.
 fn current(s: &Shared) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
-    let bad = |e: &(dyn std::error::Error + 'static)| {
-        StorageError::from(openraft::StorageIOError::new(
-            ErrorSubject::Snapshot(None),
-            ErrorVerb::Read,
-            openraft::AnyError::error(e.to_string()),
-        ))
-    };
+    let bad = |e: &(dyn std::error::Error + 'static)| snap_err(None, ErrorVerb::Read, e);
     let Some(bytes) = snapshot::load(&s.snapshot_dir).map_err(|e| bad(&e))? else {
         return Ok(None);
     };
@@ -241,7 +231,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         &mut self,
     ) -> Result<(Option<LogId<NodeId>>, Membership), StorageError<NodeId>> {
         let s = self.shared.clone();
-        blocking(move || applied_at(&s, &ReadOptions::default())).await
+        blocking(move || applied_at(&s, s.engine.view().as_ref())).await
     }
 
     async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError<NodeId>>

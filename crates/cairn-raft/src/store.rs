@@ -4,23 +4,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cairn::{ColumnFamily, Db, Options, WriteBatch, WriteOptions};
 use openraft::{AnyError, ErrorSubject, ErrorVerb, StorageError, StorageIOError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::keys::{DATA_CF, LOG_CF, META_CF};
+use crate::engine::{BatchOp, CairnEngine, EngineView, Family, RaftEngine};
 use crate::{LogStore, NodeId, StateMachine};
 
 /// Why a store could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The engine refused (I/O, corruption, options).
-    #[error("cairn: {0}")]
-    Engine(#[from] cairn::Error),
-    /// A stored value did not decode.
-    #[error("stored {what} does not decode: {detail}")]
-    Decode { what: &'static str, detail: String },
+    #[error("engine: {0}")]
+    Engine(String),
     /// The snapshot directory could not be made or read.
     #[error("snapshot directory {path}: {source}")]
     Io {
@@ -29,19 +25,21 @@ pub enum StoreError {
     },
 }
 
-/// The database and its three column families.
+impl From<cairn::Error> for StoreError {
+    fn from(e: cairn::Error) -> Self {
+        StoreError::Engine(e.to_string())
+    }
+}
+
+/// The engine and where the current snapshot lives.
 pub(crate) struct Shared {
-    pub(crate) db: Db,
-    pub(crate) log: ColumnFamily,
-    pub(crate) meta: ColumnFamily,
-    pub(crate) data: ColumnFamily,
-    /// Where the current snapshot's file lives.
+    pub(crate) engine: Box<dyn RaftEngine>,
     pub(crate) snapshot_dir: PathBuf,
 }
 
 /// Opens (or creates) a node's store in `dir` with cairn's default options.
 pub fn open(dir: impl AsRef<Path>) -> Result<(LogStore, StateMachine), StoreError> {
-    open_with(dir, Options::default())
+    open_with(dir, cairn::Options::default())
 }
 
 /// Opens (or creates) a node's store in `dir`: the database in `dir/db` with `opts` (any
@@ -49,26 +47,26 @@ pub fn open(dir: impl AsRef<Path>) -> Result<(LogStore, StateMachine), StoreErro
 /// the current snapshot in `dir/snapshot`.
 pub fn open_with(
     dir: impl AsRef<Path>,
-    opts: Options,
+    opts: cairn::Options,
 ) -> Result<(LogStore, StateMachine), StoreError> {
     let dir = dir.as_ref();
+    let engine = CairnEngine::open(&dir.join("db"), opts)?;
+    open_engine(dir, Box::new(engine))
+}
+
+/// A store over any engine behind the seam (the bench's RocksDB store uses it); the
+/// current snapshot in `dir/snapshot`.
+pub fn open_engine(
+    dir: &Path,
+    engine: Box<dyn RaftEngine>,
+) -> Result<(LogStore, StateMachine), StoreError> {
     let snapshot_dir = dir.join("snapshot");
     std::fs::create_dir_all(&snapshot_dir).map_err(|source| StoreError::Io {
         path: snapshot_dir.clone(),
         source,
     })?;
-    let db = Db::open(dir.join("db"), opts)?;
-    let family = |name: &str| -> Result<ColumnFamily, cairn::Error> {
-        match db.cf(name) {
-            Some(cf) => Ok(cf),
-            None => db.create_cf(name),
-        }
-    };
     let shared = Arc::new(Shared {
-        log: family(LOG_CF)?,
-        meta: family(META_CF)?,
-        data: family(DATA_CF)?,
-        db,
+        engine,
         snapshot_dir,
     });
     let sm = StateMachine::new(shared.clone())?;
@@ -76,49 +74,51 @@ pub fn open_with(
 }
 
 impl Shared {
-    /// A value of the meta family, decoded.
+    /// A value of the meta family at `view` (now when None), decoded.
     pub(crate) fn meta_get<T: DeserializeOwned>(
         &self,
+        view: Option<&dyn EngineView>,
         key: &'static [u8],
     ) -> Result<Option<T>, StorageError<NodeId>> {
-        let Some(bytes) = self
-            .db
-            .get_cf(&self.meta, key)
-            .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))?
-        else {
+        let err = |e: &(dyn std::error::Error + 'static)| {
+            StorageError::from(StorageIOError::new(
+                ErrorSubject::Store,
+                ErrorVerb::Read,
+                AnyError::error(e.to_string()),
+            ))
+        };
+        let bytes = match view {
+            Some(v) => v.get(Family::Meta, key),
+            None => self.engine.view().get(Family::Meta, key),
+        }
+        .map_err(|e| err(&e))?;
+        let Some(bytes) = bytes else {
             return Ok(None);
         };
-        decode(&bytes)
-            .map(Some)
-            .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))
+        decode(&bytes).map(Some).map_err(|e| err(&e))
     }
 
-    /// Adds a meta value to `batch`.
+    /// A meta value as a batch op.
     pub(crate) fn meta_put<T: Serialize>(
         &self,
-        batch: &mut WriteBatch,
+        ops: &mut Vec<BatchOp>,
         key: &'static [u8],
         value: &T,
     ) -> Result<(), StorageError<NodeId>> {
         let bytes = encode(value).map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Write, &e))?;
-        batch
-            .put_cf(self.meta.id(), key, &bytes)
-            .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Write, &e))
+        ops.push(BatchOp::Put(Family::Meta, key.to_vec(), bytes));
+        Ok(())
     }
 
-    /// Writes `batch`, synced to the write-ahead log before it returns when `sync`.
+    /// Writes `ops` atomically, synced before it returns when `sync`.
     pub(crate) fn write(
         &self,
-        batch: WriteBatch,
+        ops: Vec<BatchOp>,
         sync: bool,
         subject: ErrorSubject<NodeId>,
     ) -> Result<(), StorageError<NodeId>> {
-        let wo = WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
-        self.db
-            .write(&wo, batch)
+        self.engine
+            .write(ops, sync)
             .map_err(|e| io_err(subject, ErrorVerb::Write, &e))
     }
 }

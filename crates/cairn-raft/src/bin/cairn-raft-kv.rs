@@ -23,6 +23,10 @@ struct Args {
     /// otherwise.
     #[arg(long)]
     preset: Option<String>,
+    /// The engine under the store: cairn, or rocksdb (built with feature `rocksdb`; the
+    /// bench's comparison).
+    #[arg(long, default_value = "cairn")]
+    engine: String,
     /// Build a snapshot every this many applied entries and keep a tenth of them in the
     /// log (default 10,000).
     #[arg(long, default_value_t = 10_000)]
@@ -35,11 +39,21 @@ fn main() -> Result<(), cairn_raft::server::ServeError> {
         Some(p) => cairn::presets::by_name(p).ok_or_else(|| format!("no preset named `{p}`"))?,
         None => cairn::Options::default(),
     };
+    let engine = match a.engine.as_str() {
+        "cairn" => cairn_raft::server::EngineChoice::Cairn(Box::new(options)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => cairn_raft::server::EngineChoice::Rocksdb,
+        other => {
+            return Err(
+                format!("unknown engine `{other}` (cairn, or rocksdb with the feature)").into(),
+            )
+        }
+    };
     let cfg = cairn_raft::server::NodeConfig {
         id: a.id,
         addr: a.addr,
         dir: a.dir,
-        options,
+        engine,
         raft: openraft::Config {
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(a.snapshot_logs),
             max_in_snapshot_log_to_keep: a.snapshot_logs / 10,

@@ -23,6 +23,15 @@ pub use network::Network;
 
 use crate::NodeId;
 
+/// The engine under a node's store.
+pub enum EngineChoice {
+    /// cairn with these options (any preset).
+    Cairn(Box<cairn::Options>),
+    /// RocksDB with its defaults (feature `rocksdb`): the bench's comparison.
+    #[cfg(feature = "rocksdb")]
+    Rocksdb,
+}
+
 /// How to run one node.
 pub struct NodeConfig {
     pub id: NodeId,
@@ -30,8 +39,7 @@ pub struct NodeConfig {
     pub addr: SocketAddr,
     /// Its store (database and snapshot).
     pub dir: PathBuf,
-    /// The engine's options (any preset).
-    pub options: cairn::Options,
+    pub engine: EngineChoice,
     pub raft: openraft::Config,
 }
 
@@ -55,7 +63,14 @@ pub type ServeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Opens the store, starts the Raft node and serves until the process ends.
 pub async fn serve(cfg: NodeConfig) -> Result<(), ServeError> {
-    let (log, sm) = crate::open_with(&cfg.dir, cfg.options)?;
+    let (log, sm) = match cfg.engine {
+        EngineChoice::Cairn(options) => crate::open_with(&cfg.dir, *options)?,
+        #[cfg(feature = "rocksdb")]
+        EngineChoice::Rocksdb => {
+            let engine = crate::rocks::RocksEngine::open(&cfg.dir.join("db"))?;
+            crate::open_engine(&cfg.dir, Box::new(engine))?
+        }
+    };
     let reader = sm.reader();
     let config = Arc::new(cfg.raft.validate()?);
     let raft = crate::Raft::new(cfg.id, config, Network::new(), log, sm).await?;
