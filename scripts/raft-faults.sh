@@ -11,7 +11,7 @@ OUT=${OUT:-bench-out/raft-faults.md}
 mkdir -p "$(dirname "$OUT")"
 log=$(mktemp)
 start=$(date +%s)
-CAIRN_RAFT_KILLS=$KILLS cargo test -q -p cairn-raft --test cluster_faults -- --nocapture >"$log" 2>&1 ||
+CAIRN_RAFT_KILLS=$KILLS cargo test --release -q -p cairn-raft --test cluster_faults -- --nocapture >"$log" 2>&1 ||
   { tail -40 "$log"; exit 1; }
 secs=$(($(date +%s) - start))
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)

@@ -8,7 +8,7 @@
 //! - `GET /kv/get?key=K`: a linearizable read on the leader; `&local=true` reads this
 //!   node's applied state instead (may be stale).
 //! - `POST /cluster/init {"1":"host:port",...}`, `POST /cluster/add-learner
-//!   {"id","addr"}`, `POST /cluster/change-membership [ids]`, `GET /cluster/metrics`.
+//!   {"id","addr","blocking"}` (blocking: answer once it has caught up), `POST /cluster/change-membership [ids]`, `GET /cluster/metrics`.
 //! - `POST /raft/{append,vote,snapshot}`: Raft's messages, MessagePack.
 
 mod http;
