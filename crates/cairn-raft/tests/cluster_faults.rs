@@ -88,12 +88,20 @@ async fn leader_of(client: &KvClient, nodes: &[Node]) -> Option<u64> {
 }
 
 async fn wait_for_leader(client: &KvClient, nodes: &[Node]) -> u64 {
+    wait_for_leader_other_than(client, nodes, None).await
+}
+
+/// Waits until a running node names a running leader other than `not`.
+async fn wait_for_leader_other_than(client: &KvClient, nodes: &[Node], not: Option<u64>) -> u64 {
     let start = Instant::now();
     loop {
         if let Some(l) = leader_of(client, nodes).await {
-            return l;
+            let running = nodes.iter().any(|n| n.id == l && n.child.is_some());
+            if running && Some(l) != not {
+                return l;
+            }
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "no leader");
+        assert!(start.elapsed() < Duration::from_secs(30), "no new leader");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -206,14 +214,19 @@ async fn acknowledged_writes_survive_leader_kills_and_a_wiped_node_rejoins() {
     let writer = spawn_writer(addrs.clone(), acked.clone(), stop.clone());
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
     let mut checked_to = 0u64;
+    let mut leaders = BTreeSet::new();
     for round in 0..kills {
         tokio::time::sleep(Duration::from_millis(rng.random_range(100..700))).await;
         let leader = wait_for_leader(&client, &nodes).await;
-        let node = nodes.iter_mut().find(|n| n.id == leader).unwrap();
-        node.kill();
+        leaders.insert(leader);
+        let at = nodes.iter().position(|n| n.id == leader).unwrap();
+        nodes[at].kill();
+        // The other two elect a leader among themselves (a failover), then the killed
+        // node comes back.
+        let new = wait_for_leader_other_than(&client, &nodes, Some(leader)).await;
+        leaders.insert(new);
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..300))).await;
-        node.start();
-        wait_for_leader(&client, &nodes).await;
+        nodes[at].start();
         // This round's acknowledged writes, and a sample of the older ones.
         let snapshot: Vec<(u64, String)> = {
             let a = acked.lock().unwrap();
@@ -274,9 +287,13 @@ async fn acknowledged_writes_survive_leader_kills_and_a_wiped_node_rejoins() {
         "the wiped node caught up without a snapshot: {m}"
     );
     check_every_node(&client, &nodes[victim..=victim], &acked).await;
+    if kills > 1 {
+        assert!(leaders.len() > 1, "leadership never moved: {leaders:?}");
+    }
     eprintln!(
-        "{kills} leader kills: {} of {attempted} writes acknowledged, none lost; \
-         node {id} wiped and rejoined by snapshot",
+        "{kills} leader kills, each followed by a new leader among the others (nodes that \
+         led: {leaders:?}): {} of {attempted} writes acknowledged, none lost; node {id} wiped \
+         and rejoined by snapshot",
         acked.len()
     );
 }
