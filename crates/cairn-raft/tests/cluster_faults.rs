@@ -6,7 +6,8 @@
 //! back as a learner (it catches up by a snapshot: the log it would need is purged) and
 //! made a voter again.
 //!
-//! Rounds: `CAIRN_RAFT_KILLS` (default 8; `scripts/raft-faults.sh` runs 100).
+//! Rounds: `CAIRN_RAFT_KILLS` (default 8; `scripts/raft-faults.sh` runs 100, with a
+//! snapshot every `CAIRN_RAFT_SNAPSHOT_LOGS` = 20,000 entries instead of 300).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
@@ -38,7 +39,7 @@ impl Node {
             .args(["--id", &self.id.to_string(), "--addr", &self.addr])
             .arg("--dir")
             .arg(&self.dir)
-            .args(["--snapshot-logs", "300"])
+            .args(["--snapshot-logs", &snapshot_logs().to_string()])
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
             .spawn()
@@ -59,6 +60,16 @@ impl Drop for Node {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Entries between snapshots (`CAIRN_RAFT_SNAPSHOT_LOGS`, default 300): few enough that the
+/// log a wiped node would need is purged. Each snapshot copies the whole state machine, so
+/// long runs with many writes take a larger one.
+fn snapshot_logs() -> u64 {
+    std::env::var("CAIRN_RAFT_SNAPSHOT_LOGS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300)
 }
 
 fn free_port() -> u16 {
