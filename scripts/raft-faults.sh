@@ -16,7 +16,7 @@ start=$(date +%s)
 # behind for minutes.
 export CAIRN_RAFT_SNAPSHOT_LOGS=${CAIRN_RAFT_SNAPSHOT_LOGS:-20000}
 CAIRN_RAFT_KILLS=$KILLS RUST_BACKTRACE=0 cargo test --release -q -p cairn-raft --test cluster_faults -- --nocapture >"$log" 2>&1 ||
-  { grep -A3 panicked "$log" || tail -40 "$log"; exit 1; }
+  { grep 'leader kills' "$log"; grep -A3 panicked "$log" || tail -40 "$log"; exit 1; }
 secs=$(($(date +%s) - start))
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
 {
@@ -27,5 +27,5 @@ cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
   echo "- machine: ${cpu:-unknown CPU}, $(nproc) cores, $(uname -m)"
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
-  echo "Result: $(grep 'leader kills' "$log" | tail -1) ($secs s with the build)."
+  echo "Result: $(grep 'leader kills' "$log" | tail -1); $(grep 'rejoined' "$log" | tail -1) ($secs s with the build)."
 } | tee "$OUT"
