@@ -117,13 +117,15 @@ impl KvClient {
         )
     }
 
-    /// Adds a learner (through the leader); returns when it has caught up.
+    /// Adds a learner (through the leader); with `blocking`, answers once it has caught up
+    /// (within the client's request timeout of 5 s), else at once (watch its metrics).
     pub async fn add_learner(
         &self,
         id: NodeId,
         addr: &str,
+        blocking: bool,
     ) -> Result<serde_json::Value, ClientError> {
-        let body = serde_json::json!({ "id": id, "addr": addr });
+        let body = serde_json::json!({ "id": id, "addr": addr, "blocking": blocking });
         self.on_leader(|c, a| c.post_once(a, "/cluster/add-learner", &body))
             .await
     }

@@ -201,12 +201,16 @@ async fn cluster_init(
 struct LearnerBody {
     id: NodeId,
     addr: String,
+    /// Answer only once the learner has caught up (a large state takes a while: a client
+    /// may rather watch its metrics).
+    #[serde(default)]
+    blocking: bool,
 }
 
 async fn cluster_add_learner(State(app): State<Arc<App>>, Json(b): Json<LearnerBody>) -> Response {
     match app
         .raft
-        .add_learner(b.id, Node { addr: b.addr }, true)
+        .add_learner(b.id, Node { addr: b.addr }, b.blocking)
         .await
     {
         Ok(r) => Json(serde_json::json!({ "index": r.log_id.index })).into_response(),
