@@ -1018,6 +1018,13 @@ impl DbInner {
         for cf in cfs {
             let v = cf.sv.load().version.clone();
             let deepest = v.deepest_nonempty();
+            // Not level 0: flushes install runs there beside this step (they take no
+            // compaction lock), and the rewrite's new run would go above one flushed
+            // meanwhile, its older versions then read before the newer ones. Level 0's
+            // deletions go with its next compaction.
+            if deepest == 0 {
+                continue;
+            }
             let seed = v.levels[deepest]
                 .runs
                 .iter()
