@@ -156,8 +156,9 @@ async fn caught_up(client: &KvClient, nodes: &[Node]) {
     loop {
         let mut applied = BTreeSet::new();
         for n in nodes {
-            let m = client.metrics(&n.addr).await.unwrap();
-            applied.insert(m["last_applied"]["index"].as_u64());
+            // A node just restarted may not listen yet (it opens its store first).
+            let m = client.metrics(&n.addr).await.ok();
+            applied.insert(m.and_then(|m| m["last_applied"]["index"].as_u64()));
         }
         if applied.len() == 1 && !applied.contains(&None) {
             return;
