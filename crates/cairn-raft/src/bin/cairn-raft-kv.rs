@@ -31,6 +31,10 @@ struct Args {
     /// log (default 10,000).
     #[arg(long, default_value_t = 10_000)]
     snapshot_logs: u64,
+    /// How long the leader waits for each snapshot segment's answer, the last one's
+    /// including the follower's install of the whole state machine (milliseconds).
+    #[arg(long, default_value_t = cairn_raft::server::default_raft_config().install_snapshot_timeout)]
+    install_snapshot_timeout_ms: u64,
 }
 
 fn main() -> Result<(), cairn_raft::server::ServeError> {
@@ -57,6 +61,7 @@ fn main() -> Result<(), cairn_raft::server::ServeError> {
         raft: openraft::Config {
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(a.snapshot_logs),
             max_in_snapshot_log_to_keep: a.snapshot_logs / 10,
+            install_snapshot_timeout: a.install_snapshot_timeout_ms,
             ..cairn_raft::server::default_raft_config()
         },
     };

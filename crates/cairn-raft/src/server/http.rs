@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -24,11 +24,21 @@ pub(crate) struct App {
     pub(crate) reader: KvReader,
 }
 
+/// The largest Raft message a node takes. axum's default (2 MB) refused openraft's
+/// snapshot segments (3 MiB, in MessagePack up to twice that) once a state machine
+/// outgrew it, and the leader resent the refused segment forever (a wiped node never
+/// rejoined after 478,165 writes); an append carries up to 300 entries of up to the
+/// client API's 2 MB each.
+pub(crate) const RAFT_BODY_LIMIT: usize = 1 << 30;
+
 pub(crate) fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let raft = Router::new()
         .route("/raft/append", post(raft_append))
         .route("/raft/vote", post(raft_vote))
         .route("/raft/snapshot", post(raft_snapshot))
+        .layer(DefaultBodyLimit::max(RAFT_BODY_LIMIT));
+    Router::new()
+        .merge(raft)
         .route("/kv/put", post(kv_put))
         .route("/kv/delete", post(kv_delete))
         .route("/kv/get", get(kv_get))
