@@ -240,13 +240,7 @@ pub fn generate_with(spec: &AwpiSpec, p: &AwpiProfile) -> Result<AwpiStream> {
             col: 0,
         });
         if krng.next_f64() < p.scan_share {
-            ops.push(AwpiOp {
-                t_ms: t,
-                rec,
-                kind: AwpiKind::Scan,
-                len: krng.range_inclusive(2, 10) as u16,
-                col: 0,
-            });
+            ops.push(AwpiOp::scan(t, rec, &mut krng));
         }
     }
     Ok(finish(

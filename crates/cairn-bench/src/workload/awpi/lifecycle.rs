@@ -815,13 +815,7 @@ pub fn generate(spec: &AwpiSpec, p: &LifecycleProfile, ablate: Ablation) -> Resu
             col,
         });
         if kind == AwpiKind::Read && krng.next_f64() < p.scan_share {
-            ops.push(AwpiOp {
-                t_ms: t,
-                rec,
-                kind: AwpiKind::Scan,
-                len: krng.range_inclusive(2, 10) as u16,
-                col: 0,
-            });
+            ops.push(AwpiOp::scan(t, rec, &mut krng));
         }
     }
     let insert_ms = paths.insert_ms.clone();

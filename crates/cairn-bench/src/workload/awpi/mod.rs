@@ -152,6 +152,20 @@ pub struct AwpiOp {
     pub col: u8,
 }
 
+impl AwpiOp {
+    /// A scan of 2-10 records from `rec` (both generators follow a read with one at the
+    /// profile's scan share); draws its length from `rng`.
+    pub fn scan(t_ms: u64, rec: u32, rng: &mut crate::rng::Rng) -> AwpiOp {
+        AwpiOp {
+            t_ms,
+            rec,
+            kind: AwpiKind::Scan,
+            len: rng.range_inclusive(2, 10) as u16,
+            col: 0,
+        }
+    }
+}
+
 /// The ground truth and shape of a generated stream (the run JSON's `awpi` section).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AwpiStats {
