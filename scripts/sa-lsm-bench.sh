@@ -20,6 +20,12 @@
 #      replays 3 more days with the tiers' device latencies (x $SCALE_LAT), measured:
 #      Figs. 15-17 (throughput, p99, cold-tier reads per op) and the engine-side cold_fir
 #      (over reads); cairn:sa-lsm also measures Table 5;
+#   3b. open loop (virtual clock, unless OPEN_LOAD is empty): the same compare with the
+#      measured ops arriving at one offered rate (--salsm-arrival-rate), the rate at which
+#      sa-gbdt-naive's busiest device (the hdd) would be busy $OPEN_LOAD of the time by
+#      its closed-loop device time per op: Figs. 15-16 as the paper's rate-driven replay
+#      measures them (requests queue at a busy cold tier), in $OUT/open/, with
+#      $OPEN_ENGINES (default $ENGINES; ENGINES must hold cairn:sa-gbdt-naive);
 #   4. `cairn-bench salsm-summary --dir $OUT`: $OUT/salsm-summary.md with the tables and
 #      the paper's goals marked met / not met.
 #
@@ -27,6 +33,8 @@
 #   QUICK=1 scripts/sa-lsm-bench.sh          # smaller streams, one seed: a few minutes
 #   COMPARE="order" ENGINES=cairn:sa-lru,cairn:sa-lsm QUICK=1 scripts/sa-lsm-bench.sh
 #   GENERATOR=decay scripts/sa-lsm-bench.sh  # the control generator
+#   TRACES= SWEEPS= ENGINES=cairn:sa-gbdt-naive OPEN_ENGINES=cairn:sa-lru,cairn:sa-lsm \
+#     scripts/sa-lsm-bench.sh                # the open-loop replays alone
 #   ABLATE=revival scripts/sa-lsm-bench.sh   # a lifecycle ingredient switched off
 #
 # CLOCK=virtual (the default): the compare runs on cairn-bench's virtual device clock (each
@@ -55,6 +63,8 @@ ALPHA=${ALPHA:-30}
 GENERATOR=${GENERATOR:-lifecycle}
 ABLATE=${ABLATE:-}
 SWEEPS=${SWEEPS-1}
+OPEN_LOAD=${OPEN_LOAD-0.8}
+OPEN_ENGINES=${OPEN_ENGINES:-$ENGINES}
 SERVICE_ARGS=${SERVICE_ARGS:-}
 # tau by cross-validation on the training window (the cost truth is a read, so long taus
 # are candidates too); the compare runs use the tau the alpha step chose.
@@ -145,6 +155,21 @@ for p in $COMPARE; do
       --salsm-service-args "--tau-days $tau${SERVICE_ARGS:+ $SERVICE_ARGS}" "${CLOCK_ARGS[@]}" $EXTRA --out "$dir" \
       >"$dir/stdout.txt"
     echo "compare $p seed $seed: $(($(date +%s) - t)) s" >>"$log"
+    if [ -n "$OPEN_LOAD" ] && [ "$CLOCK" = virtual ] &&
+      rate=$("$PY" scripts/salsm_open_rate.py "$dir" "$OPEN_LOAD"); then
+      t=$(date +%s)
+      odir="$OUT/open/$p-seed$seed"
+      mkdir -p "$odir"
+      echo "== open loop awpi-$p seed $seed at $rate ops/s (load $OPEN_LOAD of sa-gbdt-naive's busiest device)" >&2
+      # shellcheck disable=SC2086
+      "$BIN" compare --engines "$OPEN_ENGINES" --workload "awpi-$p" --awpi-scale "$SCALE" \
+        --seed "$seed" "${GEN_ARGS[@]}" --python "$PY" --salsm-budget "$budget" \
+        --salsm-latency-scale "$SCALE_LAT" --timeline-ms 250 --salsm-no-table5 \
+        --salsm-arrival-rate "$rate" \
+        --salsm-service-args "--tau-days $tau${SERVICE_ARGS:+ $SERVICE_ARGS}" "${CLOCK_ARGS[@]}" $EXTRA --out "$odir" \
+        >"$odir/stdout.txt"
+      echo "open loop $p seed $seed: $(($(date +%s) - t)) s" >>"$log"
+    fi
   done
 done
 
@@ -153,7 +178,7 @@ done
   echo
   echo "Settings: generator $GENERATOR${ABLATE:+ without $ABLATE}, traces at --awpi-scale $TRACE_SCALE"
   echo "(seed $SEED), compare runs at $SCALE (seeds $SEEDS) on the $CLOCK clock, device latency x $SCALE_LAT,"
-  echo "alpha $ALPHA days, service args '${SERVICE_ARGS}'. Times:"
+  echo "alpha $ALPHA days, service args '${SERVICE_ARGS}', open-loop load ${OPEN_LOAD:-none}. Times:"
   echo
   sed 's/^/    /' "$log"
   echo

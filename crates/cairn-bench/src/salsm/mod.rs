@@ -6,6 +6,7 @@
 //! Python service, `layout` reads which records ended up on the cold tier, `summary` makes
 //! the paper's tables.
 
+pub mod arrivals;
 pub mod layout;
 pub mod run;
 pub mod service;
@@ -55,6 +56,13 @@ pub struct SalsmArgs {
     /// paper warms up for 60 s).
     #[arg(long, default_value_t = 0.1, value_name = "FRACTION")]
     pub salsm_warmup_share: f64,
+    /// An open-loop replay (virtual clock only): the measured ops arrive at this rate, in
+    /// ops per second of virtual time (Poisson arrivals, seeded), as from many concurrent
+    /// clients; each waits at a tier's device for what the requests before it left
+    /// there, and its latency counts from its arrival (the paper's rate-driven replay,
+    /// where a busy cold tier queues) [default: closed loop, one client].
+    #[arg(long, value_name = "OPS_PER_SEC")]
+    pub salsm_arrival_rate: Option<f64>,
     /// Extra arguments for `python -m cairn.learn.salsm train`, one string split at
     /// spaces (e.g. `--pivots 5 --seed 1`).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
@@ -79,6 +87,7 @@ impl SalsmArgs {
             cache_share: self.salsm_cache_share,
             horizon_days: self.salsm_horizon_days,
             warmup_share: self.salsm_warmup_share,
+            arrival_rate: self.salsm_arrival_rate,
             service_args: self
                 .salsm_service_args
                 .as_deref()
@@ -110,6 +119,9 @@ pub struct SalsmSettings {
     #[serde(default)]
     pub horizon_days: Option<f64>,
     pub warmup_share: f64,
+    /// Open-loop arrivals per second of virtual time (None: closed loop).
+    #[serde(default)]
+    pub arrival_rate: Option<f64>,
     #[serde(default)]
     pub service_args: Vec<String>,
     pub table5: bool,
@@ -135,6 +147,7 @@ impl Default for SalsmSettings {
             cache_share: 0.3,
             horizon_days: None,
             warmup_share: 0.1,
+            arrival_rate: None,
             service_args: Vec::new(),
             table5: true,
             artifacts: None,
@@ -193,6 +206,8 @@ pub struct PlacementSummary {
     pub placement_seconds: f64,
     /// Replay ops run unmeasured to warm the cache.
     pub warmup_ops: u64,
+    /// The open-loop replay's arrival rate, ops per second (None: closed loop).
+    pub arrival_rate: Option<f64>,
 }
 
 /// What a compaction cost (Table 5).

@@ -17,6 +17,7 @@
 //! them warms the cache unmeasured, the rest is measured (throughput, latency, cold-tier
 //! reads per op).
 
+use super::arrivals::Arrivals;
 use super::{layout, service, thread_cpu_ns, CompactionCost, PlacementSummary, SalsmArgs};
 use crate::engines::ClockKind;
 use crate::engines::{Engine, EngineExtras, EngineName, SalsmOpen};
@@ -240,6 +241,9 @@ fn derive(req: &RunRequest, stream: &AwpiStream) -> Result<Derived> {
     }
     if !(0.0..1.0).contains(&s.warmup_share) {
         bail!("--salsm-warmup-share must be within [0, 1)");
+    }
+    if s.arrival_rate.is_some() && req.config.clock != ClockKind::Virtual {
+        bail!("--salsm-arrival-rate (an open-loop replay) needs --clock virtual");
     }
     let data = st.live_bytes as f64 * TABLE_OVERHEAD;
     let level1 = req
@@ -574,11 +578,22 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     if let Some(v) = drv.virt() {
         v.begin(engine.as_ref(), 0);
     }
+    // Open loop: each op moves the virtual clock to its arrival.
+    let mut arrivals = match (req.salsm.arrival_rate, drv.virt()) {
+        (Some(rate), Some(v)) => Some((
+            Arrivals::new(rate, aspec.seed, v.clock.now_ns())?,
+            v.clock.clone(),
+        )),
+        _ => None,
+    };
+    pl.arrival_rate = req.salsm.arrival_rate;
     let live = Live::default();
     let period = Duration::from_millis(req.timeline_period_ms.max(10));
     let pb = progress(measured.len() as u64, format!("{name} replay"));
     let t0 = clock::now();
     let mut lat = OpLatencies::default();
+    // The latest end so far (open-loop ops may end out of order).
+    let mut frontier = t0;
     let (mut found, mut missing, mut scanned) = (0u64, 0u64, 0u64);
     let rows = std::thread::scope(|s| -> Result<Vec<TimelineRow>> {
         // On the virtual clock the replay loop takes the rows, at virtual times.
@@ -591,9 +606,13 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         };
         let r = (|| -> Result<()> {
             for (i, op) in measured.iter().enumerate() {
+                if let Some((a, c)) = arrivals.as_mut() {
+                    c.arrive(a.next_ns());
+                }
                 let t = clock::now();
                 let hit = drv.exec(engine.as_ref(), op, op.t_ms)?;
                 let end = clock::now();
+                frontier = frontier.max(end);
                 let nanos = end.duration_since(t).as_nanos() as u64;
                 match op.kind {
                     AwpiKind::Read if hit => found += 1,
@@ -614,7 +633,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                 live.record(nanos);
                 if drv.virt().is_some() {
                     if let Some(s) = live.inline.lock().as_mut() {
-                        s.poll(engine.as_ref(), &live, end);
+                        s.poll(engine.as_ref(), &live, frontier);
                     }
                 }
                 if i % 4096 == 0 {
@@ -628,13 +647,13 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             Some(s) => s.join().expect("sampler panicked"),
             None => {
                 let mut inline = live.inline.lock().take().expect("the inline sampler");
-                inline.take(engine.as_ref(), &live, clock::now(), true);
+                inline.take(engine.as_ref(), &live, frontier.max(clock::now()), true);
                 inline.rows
             }
         };
         r.map(|_| rows)
     })?;
-    let seconds = clock::now().duration_since(t0).as_secs_f64();
+    let seconds = frontier.max(clock::now()).duration_since(t0).as_secs_f64();
     let virtual_clock = drv.virt().map(|v| v.report_with(&rows));
     drv.virt = None;
     pb.finish_and_clear();

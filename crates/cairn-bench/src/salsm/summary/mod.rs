@@ -4,8 +4,9 @@
 //! directory per seed). Writes `DIR/salsm-summary.md`: the workloads against the shapes
 //! they are fitted to, Table 3 (Harrell's and Uno's c-index, gains over the paper's GBDT),
 //! Fig. 12 (cold_fir at Algorithm 3's count), the cold-reads curve, Figs. 13-14 (sweeps),
-//! Figs. 15-17 (the engine's replays, median and range over seeds), Table 5 and the
-//! paper's goals marked met or not met. [`service`] makes the service's tables,
+//! Figs. 15-17 (the engine's replays, median and range over seeds; the open-loop replays
+//! at an offered rate from `DIR/open/PROFILE-seedN/`), Table 5 and the paper's goals
+//! marked met or not met. [`service`] makes the service's tables,
 //! [`engine`] the engine's.
 
 mod engine;
@@ -108,11 +109,12 @@ pub fn read_traces(dir: &Path) -> Vec<TraceDir> {
         .collect()
 }
 
-/// `compare/PROFILE-seedN/` directories grouped by profile (a directory without a seed
-/// suffix is one seed of its own).
-pub fn read_runs(dir: &Path) -> Result<Vec<ProfileRuns>> {
+/// `DIR/SUB/PROFILE-seedN/` directories (`compare`: the closed-loop replays, `open`: the
+/// open-loop ones) grouped by profile (a directory without a seed suffix is one seed of
+/// its own).
+pub fn read_runs(dir: &Path, sub: &str) -> Result<Vec<ProfileRuns>> {
     let mut out: Vec<ProfileRuns> = Vec::new();
-    for (name, p) in subdirs(&dir.join("compare")) {
+    for (name, p) in subdirs(&dir.join(sub)) {
         if !p.join("runs.list").exists() {
             continue;
         }
@@ -165,7 +167,7 @@ fn count(v: &[bool]) -> String {
     format!("{} of {}", v.iter().filter(|&&x| x).count(), v.len())
 }
 
-pub fn summary(traces: &[TraceDir], runs: &[ProfileRuns]) -> String {
+pub fn summary(traces: &[TraceDir], runs: &[ProfileRuns], open: &[ProfileRuns]) -> String {
     let mut s = String::from("# SA-LSM on cairn (cairn-bench, scripts/sa-lsm-bench.sh)\n\n");
     s.push_str(
         "The workloads are synthetic AWPI streams (`crates/cairn-bench/src/workload/awpi/`), \
@@ -189,6 +191,9 @@ pub fn summary(traces: &[TraceDir], runs: &[ProfileRuns]) -> String {
         engine::replays(&mut s, runs, &mut goals);
         engine::table5(&mut s, runs);
     }
+    if !open.is_empty() {
+        engine::open_replays(&mut s, open, &mut goals);
+    }
     s.push_str("## Goals\n\n| goal | status | detail |\n|---|---|---|\n");
     for (g, ok, d) in &goals {
         s.push_str(&format!("| {g} | {} | {d} |\n", met(*ok)));
@@ -201,14 +206,15 @@ pub fn summary_cmd(a: &SalsmSummaryArgs) -> Result<()> {
         bail!("{} is not a directory", a.dir.display());
     }
     let traces = read_traces(&a.dir);
-    let runs = read_runs(&a.dir)?;
+    let runs = read_runs(&a.dir, "compare")?;
+    let open = read_runs(&a.dir, "open")?;
     if traces.is_empty() && runs.is_empty() {
         bail!(
             "{} holds neither traces/PROFILE/awpi.json nor compare/PROFILE/runs.list",
             a.dir.display()
         );
     }
-    let mut text = summary(&traces, &runs);
+    let mut text = summary(&traces, &runs, &open);
     if let Some(command) = &a.provenance {
         text = crate::report::provenance::with_provenance(text, command);
     }
