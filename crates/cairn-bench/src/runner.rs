@@ -727,6 +727,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
             settled_ops_per_sec: settled_seconds.filter(|s| *s > 0.0).map(|s| ops as f64 / s),
             stall_seconds: d.stall_micros as f64 / 1e6,
             counters_source: counters_source(&req.engine, &req.config).to_string(),
+            engine_version: req.engine.version(),
             repeats: None,
             latency_us: summarize(&lat.all),
             per_op_latency_us: per_op,
@@ -817,6 +818,7 @@ pub fn counters_source(engine: &EngineName, cfg: &BenchConfig) -> &'static str {
         EngineName::Rocksdb if cfg.rocksdb_statistics => "rocksdb statistics (timed with them on)",
         EngineName::Rocksdb => "none: statistics off while timed",
         EngineName::Btree => "none: in memory",
+        EngineName::Fjall => "fjall's block metrics (always on)",
         EngineName::Cairn { .. } => "cairn's own counters (always on)",
     }
 }

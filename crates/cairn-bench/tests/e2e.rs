@@ -28,7 +28,7 @@ const WORKLOADS: &[&str] = &[
 ];
 
 fn engines() -> Vec<&'static str> {
-    let mut e = vec!["btree", "cairn"];
+    let mut e = vec!["btree", "cairn", "fjall"];
     if cfg!(feature = "rocksdb") {
         e.push("rocksdb");
     }

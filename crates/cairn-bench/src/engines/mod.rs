@@ -2,6 +2,7 @@
 
 pub mod btree;
 mod cairn;
+pub mod fjall;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 
@@ -626,6 +627,7 @@ pub trait Engine: Send + Sync {
 pub enum EngineName {
     Btree,
     Rocksdb,
+    Fjall,
     Cairn { preset: Option<String> },
 }
 
@@ -635,12 +637,15 @@ impl EngineName {
         Ok(match s {
             "btree" => EngineName::Btree,
             "rocksdb" => EngineName::Rocksdb,
+            "fjall" => EngineName::Fjall,
             "cairn" => EngineName::Cairn { preset: None },
             _ => match s.strip_prefix("cairn:") {
                 Some(p) if !p.is_empty() => EngineName::Cairn {
                     preset: Some(p.to_string()),
                 },
-                _ => bail!("unknown engine `{s}` (expected btree, rocksdb, cairn or cairn:PRESET)"),
+                _ => bail!(
+                    "unknown engine `{s}` (expected btree, rocksdb, fjall, cairn or cairn:PRESET)"
+                ),
             },
         })
     }
@@ -648,7 +653,7 @@ impl EngineName {
     /// Fails early, before any engine runs, when this binary cannot open the engine.
     pub fn check_available(&self) -> Result<()> {
         match self {
-            EngineName::Btree => Ok(()),
+            EngineName::Btree | EngineName::Fjall => Ok(()),
             EngineName::Rocksdb if cfg!(feature = "rocksdb") => Ok(()),
             EngineName::Rocksdb => bail!(
                 "engine `rocksdb` is not built in: rebuild with `--features rocksdb` \
@@ -669,6 +674,16 @@ impl EngineName {
                         .join(", ")
                 ),
             },
+        }
+    }
+
+    /// The engine and its version, for every report.
+    pub fn version(&self) -> String {
+        match self {
+            EngineName::Btree => "std BTreeMap (in memory)".into(),
+            EngineName::Rocksdb => "RocksDB 7.8.3 (Debian's librocksdb, crate rocksdb 0.20)".into(),
+            EngineName::Fjall => format!("fjall {}", fjall::VERSION),
+            EngineName::Cairn { .. } => format!("cairn {}", env!("CARGO_PKG_VERSION")),
         }
     }
 
@@ -695,6 +710,7 @@ impl EngineName {
         self.check_available()?;
         match self {
             EngineName::Btree => Ok(Box::new(btree::BTreeEngine::open(dir, cfg)?)),
+            EngineName::Fjall => Ok(Box::new(fjall::FjallEngine::open(dir, cfg)?)),
             #[cfg(feature = "rocksdb")]
             EngineName::Rocksdb => Ok(Box::new(rocksdb::RocksEngine::open(dir, cfg)?)),
             EngineName::Cairn { preset } => Ok(Box::new(cairn::CairnEngine::open_preset(
@@ -714,6 +730,7 @@ impl std::fmt::Display for EngineName {
         match self {
             EngineName::Btree => write!(f, "btree"),
             EngineName::Rocksdb => write!(f, "rocksdb"),
+            EngineName::Fjall => write!(f, "fjall"),
             EngineName::Cairn { preset: None } => write!(f, "cairn"),
             EngineName::Cairn { preset: Some(p) } => write!(f, "cairn:{p}"),
         }
@@ -743,6 +760,9 @@ mod tests {
             .is_ok());
         assert!(EngineName::parse("cairn:").is_err());
         assert!(EngineName::parse("leveldb").is_err());
+        let f = EngineName::parse("fjall").unwrap();
+        assert_eq!(f.to_string(), "fjall");
+        assert!(f.check_available().is_ok());
         assert_eq!(
             EngineName::parse("rocksdb")
                 .unwrap()

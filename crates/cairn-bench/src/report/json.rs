@@ -147,6 +147,9 @@ pub struct RunResult {
     /// Where `storage`, `cache` and the write amplification come from.
     #[serde(default)]
     pub counters_source: String,
+    /// The engine's name and version (`EngineName::version`).
+    #[serde(default)]
+    pub engine_version: String,
     /// `compare --repeat R`: every run's figures; this record is the median run's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,

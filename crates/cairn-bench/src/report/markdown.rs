@@ -461,6 +461,15 @@ pub fn report(results: &[RunResult], plots: &[String]) -> String {
             c.device.name()
         );
         let _ = writeln!(s, "{}\n", clock_line(r));
+        let mut versions: Vec<String> = results
+            .iter()
+            .filter(|r| !r.engine_version.is_empty())
+            .map(|r| format!("{}: {}", r.engine, r.engine_version))
+            .collect();
+        versions.dedup();
+        if !versions.is_empty() {
+            let _ = writeln!(s, "Versions: {}.\n", versions.join("; "));
+        }
     }
     s.push_str("## Results\n\n");
     s.push_str(&table(results));
