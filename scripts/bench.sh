@@ -14,6 +14,7 @@
 #   DIRECT=1 scripts/bench.sh             # O_DIRECT reads for both: reads reach storage
 #   COMPRESSION="lz4 none" scripts/bench.sh   # block compression of both (default lz4)
 #   WORKLOADS="readrandom ycsb-a" ENGINES=rocksdb,cairn,cairn:tiering scripts/bench.sh
+#   ENGINES=fjall,cairn scripts/bench.sh  # against fjall (the first engine is each ratio's base)
 #   EXTRA="--value-size 1024" scripts/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
