@@ -18,6 +18,10 @@ pub struct SummaryArgs {
     /// Also write the table to this file.
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
+    /// Head the output with this command, the commit, the machine and the date (a
+    /// results page under docs/results/).
+    #[arg(long, value_name = "COMMAND")]
+    pub provenance: Option<String>,
 }
 
 fn range(r: &RunResult) -> String {
@@ -95,6 +99,16 @@ pub fn table(dirs: &[(PathBuf, Vec<(String, RunResult)>)]) -> Result<String> {
          fills also to the end of the flushes and compactions they caused. Storage bytes are \
          the engines' own counts (RocksDB's from an untimed pass with statistics on).\n",
     );
+    let mut versions: Vec<String> = Vec::new();
+    for (_, r) in dirs.iter().flat_map(|(_, runs)| runs) {
+        let v = format!("{}: {}", r.engine, r.engine_version);
+        if !r.engine_version.is_empty() && !versions.contains(&v) {
+            versions.push(v);
+        }
+    }
+    if !versions.is_empty() {
+        let _ = writeln!(s, "\nVersions: {}.", versions.join("; "));
+    }
     Ok(s)
 }
 
@@ -104,7 +118,10 @@ pub fn summary_cmd(a: &SummaryArgs) -> Result<()> {
         .iter()
         .map(|d| Ok((d.clone(), read_dir(d)?)))
         .collect::<Result<Vec<_>>>()?;
-    let t = table(&dirs)?;
+    let mut t = table(&dirs)?;
+    if let Some(command) = &a.provenance {
+        t = crate::report::provenance::with_provenance(t, command);
+    }
     print!("{t}");
     if let Some(p) = &a.out {
         std::fs::write(p, &t)?;
