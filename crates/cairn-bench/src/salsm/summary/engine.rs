@@ -61,6 +61,24 @@ fn spread(
     })
 }
 
+/// How many seeds ran `engine`.
+fn seed_count(p: &ProfileRuns, engine: &str) -> usize {
+    p.seeds
+        .iter()
+        .filter(|(_, rs)| rs.iter().any(|(_, r)| r.engine == engine))
+        .count()
+}
+
+/// A share as a percentage, for [`fmt_spread`].
+fn pc(v: f64) -> String {
+    pct(Some(v))
+}
+
+/// A whole number, for [`fmt_spread`].
+fn d0(v: f64) -> String {
+    format!("{v:.0}")
+}
+
 /// `median [min-max]`, each by `show`.
 fn fmt_spread(x: Option<Spread>, show: impl Fn(f64) -> String) -> String {
     match x {
@@ -101,11 +119,7 @@ pub fn replays(s: &mut String, runs: &[ProfileRuns], goals: &mut Vec<Goal>) {
     s.push_str("## Figs. 15-17: the replay days after each placement (engine)\n\nEach run: the trace days replayed on a simulated clock, the placement, then the replay days with the tiers' device latencies (ssd hot, hdd cold, Table 4). Median [min-max] over the seeds. `migrated` is read from the tiers' tables after the placement; `cold_fir` counts a cold-tier record the replay reads (a point read or inside a scan; a blind update reads nothing) as a false positive. Cold reads/op: cold-tier storage reads per measured op (Fig. 17's I/O). Times are virtual when the run says `virtual`.\n\n| profile | engine | seeds | migrated % | cold_fir % | cold reads/op | hdd busy % (busiest window) | ops/s | p99 us | mean us | proactive CPU ms | clock |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for p in runs {
         for e in engines(p) {
-            let n = p
-                .seeds
-                .iter()
-                .filter(|(_, rs)| rs.iter().any(|(_, r)| r.engine == e))
-                .count();
+            let n = seed_count(p, &e);
             let clock = p
                 .seeds
                 .iter()
@@ -115,8 +129,6 @@ pub fn replays(s: &mut String, runs: &[ProfileRuns], goals: &mut Vec<Goal>) {
             let show = |m: fn(&RunResult) -> Option<f64>, how: fn(f64) -> String| {
                 fmt_spread(spread(p, &e, m), how)
             };
-            let pc: fn(f64) -> String = |v| pct(Some(v));
-            let d0: fn(f64) -> String = |v| format!("{v:.0}");
             let _ = writeln!(
                 s,
                 "| {} | {e} | {n} | {} | {} | {} | {} ({}) | {} | {} | {} | {} | {clock} |",
@@ -226,16 +238,10 @@ The same placements and replay days, the measured ops arriving at one rate for e
     let mut p99_ok = Vec::new();
     for p in runs {
         for e in engines(p) {
-            let n = p
-                .seeds
-                .iter()
-                .filter(|(_, rs)| rs.iter().any(|(_, r)| r.engine == e))
-                .count();
+            let n = seed_count(p, &e);
             let show = |m: fn(&RunResult) -> Option<f64>, how: fn(f64) -> String| {
                 fmt_spread(spread(p, &e, m), how)
             };
-            let pc: fn(f64) -> String = |v| pct(Some(v));
-            let d0: fn(f64) -> String = |v| format!("{v:.0}");
             let _ = writeln!(
                 s,
                 "| {} | {e} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
