@@ -21,7 +21,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -202,43 +202,15 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let started_at_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-
-    let tmp;
-    let parent = match &req.data_dir {
-        Some(d) => d.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("cairn-bench-").tempdir()?;
-            tmp.path().to_path_buf()
-        }
-    };
-    // A directory named after the engine that this run owns outright, so clearing it is safe.
-    let dir = parent.join(format!("cairn-bench-{}", req.engine.file_stem()));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(&dir)?;
+    let (_tmp, parent) = data_parent(req)?;
+    let dir = fresh_engine_dir(&parent, &req.engine)?;
     let rss_at_open = current_rss_bytes();
     // The access statistics' clock, stopped while the model trains; the oracle's future.
     let clock = Arc::new(match req.config.clock {
         crate::engines::ClockKind::Virtual => PausableClock::on_virtual_time(),
         crate::engines::ClockKind::Wall => PausableClock::new(),
     });
-    if req.engine.is_oracle() && spec.warmup_secs.is_some() {
-        bail!(
-            "cairn:oracle reads the whole stream up front, so its warm-up must be a fixed \
-             count: give --warmup-ops, or list another engine first in `compare` (which pins \
-             the first engine's count)"
-        );
-    }
-    let oracle = req.engine.is_oracle().then(|| {
-        Arc::new(OracleSource::new(
-            &plan,
-            spec,
-            &keyspace,
-            req.config.leaper_slot_ms,
-            clock.clone(),
-        ))
-    });
+    let oracle = oracle_source(req, &plan, &keyspace, &clock)?;
     let extras = EngineExtras {
         clock: Some(clock.clone()),
         oracle: oracle
@@ -251,103 +223,285 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
     let _installed = virt.as_ref().map(VirtualRun::install);
     let op_count = oracle.as_ref().map(|o| o.progress());
     let tally = Tally::default();
-    let ctx = Ctx {
-        engine: engine.as_ref(),
-        keys: &keyspace,
-        values: &values,
-        tally: &tally,
-        progress: op_count.as_deref(),
-        virt: virt.as_ref(),
+    let bench = Bench {
+        req,
+        spec,
+        plan: &plan,
+        clock: &clock,
+        parent: &parent,
+        name: req.engine.to_string(),
+        ctx: Ctx {
+            engine: engine.as_ref(),
+            keys: &keyspace,
+            values: &values,
+            tally: &tally,
+            progress: op_count.as_deref(),
+            virt: virt.as_ref(),
+        },
     };
-    let settle = |engine: &dyn Engine| -> Result<Instant> {
-        match &virt {
-            Some(v) => v.settle(engine),
-            None => Ok(settle(engine)),
-        }
-    };
-    let name = req.engine.to_string();
 
-    // Load phase: every record in a seeded random order (fills are the measured phase).
+    let order = load_order(spec);
+    let c_start = engine.counters();
+    let load = bench.load(&order, &c_start)?;
+    let key_count = KeyCounter::new(spec.records);
+    let mut gens = bench.generators(&key_count);
+    let (warmup_ops, leaper) = bench.warm_up_and_train(&mut gens, oracle.as_deref())?;
+    let retrainer = bench.retrainer(leaper.as_ref())?;
+    if let Some(o) = &oracle {
+        o.mark();
+    }
+    let before = Before::take(engine.as_ref(), c_start);
+    let measured = bench.measure(gens, &order, &key_count, &retrainer)?;
+    let mut outcome = bench.outcome(&before, measured)?;
+    outcome.load = load;
+    outcome.warmup_ops = warmup_ops;
+    outcome.leaper = leaper.map(|mut t| {
+        t.retrains = retrainer.done.into_inner();
+        t
+    });
+    let disk_bytes = dir_size(&dir);
+    engine.close()?;
+    let peak_rss = peak_rss_bytes();
+    if !req.keep_data {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    let rows = std::mem::take(&mut outcome.rows);
+    let result = outcome.into_result(req, started_at_unix, rss_at_open, disk_bytes, peak_rss);
+    Ok((result, rows))
+}
+
+/// Where the engine's directory goes: `--db-dir`, or a temporary directory (kept alive by
+/// the first value) when none is given.
+fn data_parent(req: &RunRequest) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
+    Ok(match &req.data_dir {
+        Some(d) => (None, d.clone()),
+        None => {
+            let tmp = tempfile::Builder::new().prefix("cairn-bench-").tempdir()?;
+            let path = tmp.path().to_path_buf();
+            (Some(tmp), path)
+        }
+    })
+}
+
+/// A directory named after the engine that this run owns outright, so clearing it is safe.
+fn fresh_engine_dir(parent: &Path, engine: &EngineName) -> Result<PathBuf> {
+    let dir = parent.join(format!("cairn-bench-{}", engine.file_stem()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// `cairn:oracle`'s view of the whole stream, or None for every other engine.
+fn oracle_source(
+    req: &RunRequest,
+    plan: &Plan,
+    keyspace: &KeySpace,
+    clock: &Arc<PausableClock>,
+) -> Result<Option<Arc<OracleSource>>> {
+    if !req.engine.is_oracle() {
+        return Ok(None);
+    }
+    if req.spec.warmup_secs.is_some() {
+        bail!(
+            "cairn:oracle reads the whole stream up front, so its warm-up must be a fixed \
+             count: give --warmup-ops, or list another engine first in `compare` (which pins \
+             the first engine's count)"
+        );
+    }
+    Ok(Some(Arc::new(OracleSource::new(
+        plan,
+        &req.spec,
+        keyspace,
+        req.config.leaper_slot_ms,
+        clock.clone(),
+    ))))
+}
+
+/// The load phase's order: every record, seeded random unless the workload is fillseq.
+fn load_order(spec: &WorkloadSpec) -> Vec<u64> {
     let mut order: Vec<u64> = (0..spec.records).collect();
     if spec.workload != WorkloadName::FillSeq {
         Rng::derive(spec.seed, 0x10AD).shuffle(&mut order);
     }
-    let load_start = clock::now();
-    let c_start = engine.counters();
-    let mut load = LoadPhase::default();
-    if !spec.workload.is_fill() {
-        let pb = progress(spec.records, format!("{name} load"));
+    order
+}
+
+/// One run's fixed parts, shared by its phases.
+struct Bench<'a> {
+    req: &'a RunRequest,
+    spec: &'a WorkloadSpec,
+    plan: &'a Plan,
+    /// The access statistics' clock.
+    clock: &'a PausableClock,
+    /// Where the engine's directory and the learner's work directories go.
+    parent: &'a Path,
+    /// The engine's name in progress lines and the result.
+    name: String,
+    ctx: Ctx<'a>,
+}
+
+/// Periodic retraining of Leaper's learner during the measured phase.
+struct Retrainer {
+    /// Every this many measured ops; None when the run does not retrain.
+    every: Option<u64>,
+    settings: LeaperSettings,
+    done: parking_lot::Mutex<Vec<crate::leaper::train::Retrain>>,
+}
+
+impl Retrainer {
+    /// Whether the learner retrains after `at_op` measured ops.
+    fn due(&self, at_op: u64) -> bool {
+        self.every.is_some_and(|n| at_op.is_multiple_of(n))
+    }
+}
+
+/// The engine's gauges when the measured phase starts.
+struct Before {
+    /// Counters at the start of the load, for the whole life's write amplification.
+    c_start: EngineCounters,
+    counters: EngineCounters,
+    read_cache: Option<crate::engines::ReadCacheGauges>,
+    prefetch: Option<crate::engines::PrefetchCounters>,
+    block_trace: Option<Arc<crate::measure::belady::BlockTrace>>,
+    io: ProcIo,
+    cpu: CpuTime,
+}
+
+impl Before {
+    fn take(engine: &dyn Engine, c_start: EngineCounters) -> Before {
+        let prefetch = engine.prefetch();
+        let block_trace = engine.block_trace();
+        if let Some(t) = &block_trace {
+            t.start();
+        }
+        Before {
+            c_start,
+            counters: engine.counters(),
+            read_cache: engine.read_cache(),
+            prefetch,
+            block_trace,
+            io: ProcIo::now(),
+            cpu: CpuTime::now(),
+        }
+    }
+}
+
+/// What the measured phase's request loop returns.
+struct Measured<'a> {
+    lat: OpLatencies,
+    /// readwhilewriting's writer.
+    bg: Option<OpLatencies>,
+    rows: Vec<TimelineRow>,
+    t0: Instant,
+    last_op: Instant,
+    /// When the background work of a write-only run settled.
+    settled: Option<Instant>,
+    period: Duration,
+    missions: Option<Missions<'a>>,
+    mission_ops: Option<u64>,
+}
+
+impl<'a> Bench<'a> {
+    fn engine(&self) -> &'a dyn Engine {
+        self.ctx.engine
+    }
+
+    /// Waits until the engine's background work is done: on the virtual clock by running
+    /// it, on the wall clock by watching for quiet.
+    fn settle(&self) -> Result<Instant> {
+        match self.ctx.virt {
+            Some(v) => v.settle(self.engine()),
+            None => Ok(settle(self.engine())),
+        }
+    }
+
+    /// The load phase: every record in `order` (fills are the measured phase instead).
+    fn load(&self, order: &[u64], c_start: &EngineCounters) -> Result<LoadPhase> {
+        let spec = self.spec;
+        if spec.workload.is_fill() {
+            return Ok(LoadPhase::default());
+        }
+        let load_start = clock::now();
+        let pb = progress(spec.records, format!("{} load", self.name));
         let mut kbuf = vec![0u8; spec.key_size];
         let mut vrng = Rng::derive(spec.seed, 0x5123);
         for (i, &idx) in order.iter().enumerate() {
-            keyspace.encode_into(idx, &mut kbuf);
+            self.ctx.keys.encode_into(idx, &mut kbuf);
             let len = spec.value_size.draw(&mut vrng);
-            ctx.put(&kbuf, idx, 0, len)?;
-            ctx.op_done()?;
+            self.ctx.put(&kbuf, idx, 0, len)?;
+            self.ctx.op_done()?;
             if (i as u64).is_multiple_of(PROGRESS_BATCH) {
                 pb.set_position(i as u64);
             }
         }
-        engine.flush()?;
+        self.engine().flush()?;
         if spec.settle {
-            settle(engine.as_ref())?;
+            self.settle()?;
         }
         pb.finish_and_clear();
-        load = LoadPhase {
+        Ok(LoadPhase {
             records: spec.records,
             seconds: clock::now().duration_since(load_start).as_secs_f64(),
-            storage: storage(&engine.counters().since(&c_start)),
-        };
+            storage: storage(&self.engine().counters().since(c_start)),
+        })
     }
 
-    // One op generator per worker, shared by the warm-up and the measured part.
-    let key_count = KeyCounter::new(spec.records);
-    let mut gens: Vec<OpGen> = if spec.workload.is_fill() {
-        Vec::new()
-    } else {
+    /// One op generator per worker, shared by the warm-up and the measured part.
+    fn generators(&self, key_count: &'a KeyCounter) -> Vec<OpGen<'a>> {
+        let spec = self.spec;
+        if spec.workload.is_fill() {
+            return Vec::new();
+        }
         (0..spec.threads)
-            .map(|t| plan.stream(spec.seed, t, spec.threads, spec.value_size, &key_count))
+            .map(|t| {
+                self.plan
+                    .stream(spec.seed, t, spec.threads, spec.value_size, key_count)
+            })
             .collect()
-    };
-    let mut warmup_ops = 0;
-    let leaper = if plan.warmup > 0 {
-        if let Some(o) = &oracle {
+    }
+
+    /// Runs the warm-up part, then trains Leaper's learner on its access trace while the
+    /// access clock stands still, and lets every engine's background work finish so all
+    /// measure from a quiet tree. Returns the warm-up's op count and the training.
+    fn warm_up_and_train(
+        &self,
+        gens: &mut [OpGen<'a>],
+        oracle: Option<&OracleSource>,
+    ) -> Result<(u64, Option<crate::leaper::LeaperTraining>)> {
+        if self.plan.warmup == 0 {
+            return Ok((0, None));
+        }
+        if let Some(o) = oracle {
             o.mark();
         }
         let warm_start = clock::now();
-        warmup_ops = warm_up(
-            &ctx,
-            &mut gens,
-            spec.key_size,
-            spec.warmup_secs,
-            &format!("{name} warm-up"),
+        let label = format!("{} warm-up", self.name);
+        let warmup_ops = warm_up(
+            &self.ctx,
+            gens,
+            self.spec.key_size,
+            self.spec.warmup_secs,
+            &label,
         )?;
-        // Train on the warm-up's access trace while the access clock stands still, then
-        // let every engine's background work finish so all measure from a quiet tree.
-        clock.pause();
-        let warm_jobs: Vec<f64> = engine
+        self.clock.pause();
+        let warm_jobs: Vec<f64> = self
+            .engine()
             .jobs()
             .iter()
             .filter(|j| j.kind != JobKind::Move && j.start >= warm_start)
             .filter_map(|j| Some(j.end?.duration_since(j.start).as_secs_f64()))
             .collect();
-        let work = parent.join(format!("leaper-{}", req.engine.file_stem()));
-        let trained = crate::leaper::train::train(
-            engine.as_ref(),
-            &work,
-            &req.leaper,
-            req.config.leaper_slot_ms,
-            req.config.window_ms(),
-            &warm_jobs,
-        );
-        if !req.keep_data {
-            std::fs::remove_dir_all(&work).ok();
-        }
+        let trained = self.train("", &self.req.leaper, &warm_jobs);
         // Without a model the Leaper engine runs on its fallback; the JSON says why.
         let mut trained = trained.unwrap_or_else(|e| {
-            eprintln!("warning: {name}: no Leaper model, measuring without one: {e:#}");
+            eprintln!(
+                "warning: {}: no Leaper model, measuring without one: {e:#}",
+                self.name
+            );
             Some(crate::leaper::LeaperTraining {
-                slot_ms: req.config.leaper_slot_ms,
+                slot_ms: self.req.config.leaper_slot_ms,
                 error: Some(format!("{e:#}")),
                 ..Default::default()
             })
@@ -355,324 +509,539 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         if let Some(t) = &mut trained {
             t.warmup_ops = warmup_ops;
         }
-        settle(engine.as_ref())?;
-        clock.resume();
-        trained
-    } else {
-        None
-    };
-
-    // Periodic retraining: every N measured ops the learner trains again on the trace so
-    // far (its latest slots) while the access clock stands still; one worker only, so no
-    // op runs meanwhile.
-    let retrain_every = req
-        .leaper
-        .retrain_ops
-        .filter(|_| leaper.as_ref().is_some_and(|t| t.loaded));
-    if retrain_every.is_some() && spec.threads > 1 {
-        bail!("--leaper-retrain-ops needs --threads 1 (no op may run while the learner trains)");
+        self.settle()?;
+        self.clock.resume();
+        Ok((warmup_ops, trained))
     }
-    let retrain_settings = crate::leaper::LeaperSettings {
-        k: leaper.as_ref().map(|t| t.k),
-        ..req.leaper.clone()
-    };
-    let retrains = parking_lot::Mutex::new(Vec::new());
-    let retrain = |at_op: u64| {
-        clock.pause();
-        let work = parent.join(format!("leaper-{}-{at_op}", req.engine.file_stem()));
-        let r = crate::leaper::train::train(
-            engine.as_ref(),
+
+    /// Trains Leaper's learner on the access trace so far, in a work directory named
+    /// with `suffix` (removed afterwards unless the run keeps its data).
+    fn train(
+        &self,
+        suffix: &str,
+        settings: &LeaperSettings,
+        warm_jobs: &[f64],
+    ) -> Result<Option<crate::leaper::LeaperTraining>> {
+        let stem = self.req.engine.file_stem();
+        let work = self.parent.join(format!("leaper-{stem}{suffix}"));
+        let trained = crate::leaper::train::train(
+            self.engine(),
             &work,
-            &retrain_settings,
-            req.config.leaper_slot_ms,
-            req.config.window_ms(),
-            &[],
+            settings,
+            self.req.config.leaper_slot_ms,
+            self.req.config.window_ms(),
+            warm_jobs,
         );
-        if !req.keep_data {
+        if !self.req.keep_data {
             std::fs::remove_dir_all(&work).ok();
         }
-        clock.resume();
-        retrains
+        trained
+    }
+
+    /// Periodic retraining: every N measured ops the learner trains again on the trace
+    /// so far (its latest slots) while the access clock stands still; one worker only, so
+    /// no op runs meanwhile.
+    fn retrainer(&self, leaper: Option<&crate::leaper::LeaperTraining>) -> Result<Retrainer> {
+        let every = self
+            .req
+            .leaper
+            .retrain_ops
+            .filter(|_| leaper.is_some_and(|t| t.loaded));
+        if every.is_some() && self.spec.threads > 1 {
+            bail!(
+                "--leaper-retrain-ops needs --threads 1 (no op may run while the learner trains)"
+            );
+        }
+        Ok(Retrainer {
+            every,
+            settings: LeaperSettings {
+                k: leaper.map(|t| t.k),
+                ..self.req.leaper.clone()
+            },
+            done: parking_lot::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Trains the learner again after `at_op` measured ops while the access clock stands
+    /// still.
+    fn retrain(&self, r: &Retrainer, at_op: u64) {
+        self.clock.pause();
+        let trained = self.train(&format!("-{at_op}"), &r.settings, &[]);
+        self.clock.resume();
+        r.done
             .lock()
-            .push(crate::leaper::train::Retrain::from_result(at_op, r));
-    };
+            .push(crate::leaper::train::Retrain::from_result(at_op, trained));
+    }
 
-    // Measured phase.
-    if let Some(o) = &oracle {
-        o.mark();
-    }
-    let p0 = engine.prefetch();
-    let block_trace = engine.block_trace();
-    if let Some(t) = &block_trace {
-        t.start();
-    }
-    let c0 = engine.counters();
-    let g0 = engine.read_cache();
-    let io0 = ProcIo::now();
-    let cpu0 = CpuTime::now();
-    if let Some(v) = &virt {
-        v.begin(engine.as_ref(), tally.scanned.load(Ordering::Relaxed));
-    }
-    let live = Live::default();
-    let period = Duration::from_millis(req.timeline_period_ms.max(10));
-    let total = if spec.workload.is_fill() {
-        spec.records
-    } else {
-        plan.total_ops()
-    };
-    let pb = progress(total, format!("{name} {}", spec.workload.name()));
-    // RusKey's per-mission series: for multi-phase workloads, or when a size is given.
-    let want_missions =
-        !spec.workload.is_fill() && (plan.phases.len() > 1 || req.config.mission_ops.is_some());
-    let mission_ops = want_missions.then(|| req.config.mission_ops());
-    let t0 = clock::now();
-    let tracker = mission_ops
-        .map(|m| Missions::new(m, Some(engine.as_ref()), t0).with_k_change(req.config.set_k_at));
-    let missions = tracker.as_ref();
-    let (lat, bg, rows, last_op, settled) = std::thread::scope(|s| -> Result<_> {
-        // On the virtual clock the request loop takes the rows, at virtual times.
-        let sampler = match &virt {
-            Some(_) => {
-                *live.inline.lock() = Some(timeline::Sampler::new(engine.as_ref(), period, t0));
-                None
-            }
-            None => Some(s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0))),
+    /// The measured phase: the requests (the fill, or the generators' ops with
+    /// readwhilewriting's writer beside them) while the timeline samples the engine.
+    fn measure(
+        &self,
+        gens: Vec<OpGen<'a>>,
+        order: &[u64],
+        key_count: &KeyCounter,
+        retrainer: &Retrainer,
+    ) -> Result<Measured<'a>> {
+        let (spec, engine) = (self.spec, self.engine());
+        if let Some(v) = self.ctx.virt {
+            v.begin(engine, self.ctx.tally.scanned.load(Ordering::Relaxed));
+        }
+        let live = Live::default();
+        let period = Duration::from_millis(self.req.timeline_period_ms.max(10));
+        let total = if spec.workload.is_fill() {
+            spec.records
+        } else {
+            self.plan.total_ops()
         };
-        let result = (|| -> Result<(OpLatencies, Option<OpLatencies>)> {
-            if spec.workload.is_fill() {
-                // The records in load order, dealt round-robin to the writer threads
-                // (db_bench's --threads: group commit gets concurrent writers).
-                let threads = spec.threads.max(1);
-                let lens: Vec<usize> = {
-                    let mut vrng = Rng::derive(spec.seed, 0x5123);
-                    order
-                        .iter()
-                        .map(|_| spec.value_size.draw(&mut vrng))
-                        .collect()
-                };
-                let lat = std::thread::scope(|s2| -> Result<OpLatencies> {
-                    let workers: Vec<_> = (0..threads)
-                        .map(|t| {
-                            let (ctx, live, pb, order, lens) = (&ctx, &live, &pb, &order, &lens);
-                            s2.spawn(move || -> Result<OpLatencies> {
-                                let mut lat = OpLatencies::default();
-                                let mut kbuf = vec![0u8; spec.key_size];
-                                let mine = (t..order.len()).step_by(threads);
-                                let share = mine.len();
-                                for (n, i) in mine.enumerate() {
-                                    let op = Op {
-                                        kind: OpKind::Insert,
-                                        key: order[i],
-                                        len: lens[i],
-                                        phase: 0,
-                                    };
-                                    let class = OpClass {
-                                        write: true,
-                                        tail: n >= share / 2,
-                                    };
-                                    timed(ctx, &op, &mut kbuf, 0, &mut lat, class, None, live)?;
-                                    if (n as u64 + 1).is_multiple_of(PROGRESS_BATCH) {
-                                        pb.inc(PROGRESS_BATCH);
-                                    }
-                                }
-                                Ok(lat)
-                            })
-                        })
-                        .collect();
-                    let mut lat = OpLatencies::default();
-                    for w in workers {
-                        lat.merge(&w.join().expect("fill worker panicked")?);
-                    }
-                    Ok(lat)
-                })?;
-                return Ok((lat, None));
-            }
-            let done = std::sync::atomic::AtomicBool::new(false);
-            std::thread::scope(|s2| {
-                let writer = (spec.workload == WorkloadName::ReadWhileWriting).then(|| {
-                    let (ctx, done, keys) = (&ctx, &done, &key_count);
-                    s2.spawn(move || background_writer(ctx, spec, keys, done))
+        let pb = progress(total, format!("{} {}", self.name, spec.workload.name()));
+        // RusKey's per-mission series: for multi-phase workloads, or when a size is given.
+        let want_missions = !spec.workload.is_fill()
+            && (self.plan.phases.len() > 1 || self.req.config.mission_ops.is_some());
+        let mission_ops = want_missions.then(|| self.req.config.mission_ops());
+        let t0 = clock::now();
+        let missions = mission_ops
+            .map(|m| Missions::new(m, Some(engine), t0).with_k_change(self.req.config.set_k_at));
+        let requests = Requests {
+            bench: self,
+            live: &live,
+            pb: &pb,
+            missions: missions.as_ref(),
+        };
+        let (lat, bg, rows, last_op, settled) = std::thread::scope(|s| -> Result<_> {
+            // On the virtual clock the request loop takes the rows, at virtual times.
+            let sampler = match self.ctx.virt {
+                Some(_) => {
+                    *live.inline.lock() = Some(timeline::Sampler::new(engine, period, t0));
+                    None
+                }
+                None => Some(s.spawn(|| timeline::sample(engine, &live, period, t0))),
+            };
+            let result = if spec.workload.is_fill() {
+                requests.fill(order).map(|lat| (lat, None))
+            } else {
+                requests.mixed(gens, key_count, retrainer)
+            };
+            let last_op = clock::now();
+            // A write-only run's work is not done at its last write: time the flushes and
+            // compactions it caused too (the timeline keeps sampling them).
+            let settled = match &result {
+                Ok(_) if spec.workload.is_fill() || spec.workload == WorkloadName::Overwrite => {
+                    engine.flush().and_then(|()| self.settle().map(Some))
+                }
+                _ => Ok(None),
+            };
+            live.stop.store(true, Ordering::Release);
+            let rows = match sampler {
+                Some(s) => s.join().expect("sampler panicked"),
+                None => {
+                    let mut inline = live.inline.lock().take().expect("the inline sampler");
+                    inline.take(engine, &live, clock::now(), true);
+                    inline.rows
+                }
+            };
+            let (lat, bg) = result?;
+            Ok((lat, bg, rows, last_op, settled?))
+        })?;
+        pb.finish_and_clear();
+        Ok(Measured {
+            lat,
+            bg,
+            rows,
+            t0,
+            last_op,
+            settled,
+            period,
+            missions,
+            mission_ops,
+        })
+    }
+
+    /// What the run measured, read from the engine before it closes.
+    fn outcome(&self, before: &Before, m: Measured<'a>) -> Result<Outcome> {
+        let engine = self.engine();
+        let seconds = m.last_op.duration_since(m.t0).as_secs_f64();
+        let cpu = CpuTime::now().since(&before.cpu);
+        let virtual_clock = self.ctx.virt.map(|v| v.report_with(&m.rows));
+        let c1 = engine.counters();
+        let g1 = engine.read_cache();
+        let p1 = engine.prefetch();
+        let engine_stats = engine.extra_stats();
+        let background_jobs = match p1 {
+            // Engines that report their jobs as they happen.
+            Some(_) => windows::from_spans(&engine.jobs(), m.t0, seconds),
+            None => windows::from_timeline(&m.rows),
+        };
+        let d = c1.since(&before.counters);
+        let invalidation = self.invalidation(before, &m, &background_jobs, p1, &d);
+        let point_reads = ["read", "rmw"]
+            .iter()
+            .filter_map(|k| m.lat.by_op.get(*k))
+            .map(|h| h.len())
+            .sum();
+        let g0 = before.read_cache.clone().unwrap_or_default();
+        let missions = m.missions.map(Missions::finish).transpose()?;
+        let tally = self.ctx.tally;
+        Ok(Outcome {
+            name: self.name.clone(),
+            seconds,
+            settled_seconds: m.settled.map(|t| t.duration_since(m.t0).as_secs_f64()),
+            phases: phase_results(&m.lat, self.plan),
+            read_cache: g1.map(|g1| read_cache_summary(&g0, &g1, point_reads)),
+            lat: m.lat,
+            bg: m.bg,
+            rows: m.rows,
+            life: c1.since(&before.c_start),
+            d,
+            cpu,
+            io: ProcIo::now().since(&before.io),
+            virtual_clock,
+            engine_stats,
+            invalidation,
+            background_jobs,
+            missions: missions.unwrap_or_default(),
+            mission_ops: m.mission_ops,
+            user_bytes: tally.user_bytes.load(Ordering::Relaxed),
+            reads_found: tally.found.load(Ordering::Relaxed),
+            reads_missing: tally.missing.load(Ordering::Relaxed),
+            scan_entries: tally.scanned.load(Ordering::Relaxed),
+            load: LoadPhase::default(),
+            warmup_ops: 0,
+            leaper: None,
+        })
+    }
+
+    /// Leaper's metrics over the measured phase.
+    fn invalidation(
+        &self,
+        before: &Before,
+        m: &Measured<'_>,
+        jobs: &[BackgroundJob],
+        p1: Option<crate::engines::PrefetchCounters>,
+        d: &EngineCounters,
+    ) -> InvalidationSummary {
+        let cfg = &self.req.config;
+        let window_source =
+            self.req
+                .window_source
+                .clone()
+                .unwrap_or_else(|| match cfg.invalidation_window_ms {
+                    Some(_) => "--invalidation-window-ms".into(),
+                    None => "cairn's default".into(),
                 });
-                let workers: Vec<_> = gens
-                    .into_iter()
-                    .enumerate()
-                    .map(|(t, gen)| {
-                        let (ctx, live, pb, plan) = (&ctx, &live, &pb, &plan);
-                        s2.spawn(move || -> Result<OpLatencies> {
-                            let mut lat = OpLatencies::default();
-                            let mut kbuf = vec![0u8; spec.key_size];
-                            // This worker's share of each phase and its ops so far there,
-                            // to tell the phase's last half ("after convergence").
-                            let threads = spec.threads.max(1) as u64;
-                            let share: Vec<u64> = plan
-                                .phases
-                                .iter()
-                                .map(|p| p.ops / threads + u64::from((t as u64) < p.ops % threads))
-                                .collect();
-                            let mut seen = vec![0u64; share.len()];
-                            let mut gen = gen.peekable();
-                            let mut i = 0u64;
-                            // Generating an op early takes an insert's key early, which
-                            // other workers would then see before it is written: look
-                            // ahead only when this is the one worker.
-                            let look_ahead = threads == 1;
-                            while let Some(op) = gen.next() {
-                                if look_ahead {
-                                    if let Some(next) = gen.peek() {
-                                        ctx.keys.prefetch(next.key);
-                                    }
-                                }
-                                let k = seen.get_mut(op.phase);
-                                let tail = match k {
-                                    Some(k) => {
-                                        *k += 1;
-                                        *k > share[op.phase] / 2
-                                    }
-                                    None => false,
-                                };
-                                let class = OpClass {
-                                    write: op.kind.writes(),
-                                    tail,
-                                };
-                                timed(
-                                    ctx,
-                                    &op,
-                                    &mut kbuf,
-                                    op.phase as u64 + 1,
-                                    &mut lat,
-                                    class,
-                                    missions,
-                                    live,
-                                )?;
-                                i += 1;
-                                if i.is_multiple_of(PROGRESS_BATCH) {
-                                    pb.inc(PROGRESS_BATCH);
-                                }
-                                // Not after the last op: nothing would use the model.
-                                if retrain_every.is_some_and(|n| i.is_multiple_of(n))
-                                    && gen.peek().is_some()
-                                {
-                                    retrain(i);
-                                }
-                            }
-                            Ok(lat)
-                        })
-                    })
-                    .collect();
-                let mut lat = OpLatencies::default();
-                let mut first_err = None;
-                for w in workers {
-                    match w.join().expect("worker panicked") {
-                        Ok(l) => lat.merge(&l),
-                        Err(e) => first_err = first_err.or(Some(e)),
-                    }
-                }
-                done.store(true, Ordering::Release);
-                let bg = match writer.map(|w| w.join().expect("writer panicked")) {
-                    Some(Ok(l)) => Some(l),
-                    Some(Err(e)) => return Err(e),
-                    None => None,
-                };
-                match first_err {
-                    Some(e) => Err(e),
-                    None => Ok((lat, bg)),
-                }
-            })
-        })();
-        let last_op = clock::now();
-        // A write-only run's work is not done at its last write: time the flushes and
-        // compactions it caused too (the timeline keeps sampling them).
-        let settled = match &result {
-            Ok(_) if spec.workload.is_fill() || spec.workload == WorkloadName::Overwrite => engine
-                .flush()
-                .and_then(|()| settle(engine.as_ref()).map(Some)),
-            _ => Ok(None),
+        let mut invalidation = invalidation_summary(
+            &m.rows,
+            jobs,
+            p1.map(|p1| p1.since(&before.prefetch.unwrap_or_default())),
+            cfg.window_ms(),
+            window_source,
+            m.period.as_secs_f64(),
+        );
+        // Precision since the engine opened: a block counts as hit once, so hits never
+        // exceed the blocks warmed. Counted from a later point, blocks warmed before it
+        // (during the load, by warm-all and the oracle) and hit after it put the ratio
+        // above 1.
+        if let Some(p) = p1 {
+            invalidation.precision =
+                (p.warmed_blocks > 0).then(|| p.warmed_hits as f64 / p.warmed_blocks as f64);
+        }
+        if let Some(misses) = d.data_block_misses {
+            per_read_misses(&mut invalidation, &m.lat, misses);
+        }
+        let bounds = before.block_trace.as_ref();
+        if let Some(b) = bounds.and_then(|t| t.bounds(cfg.cache_bytes)) {
+            let reads = invalidation.reads.unwrap_or(0);
+            let per_read = |m: u64| (reads > 0).then(|| m as f64 / reads as f64);
+            invalidation.belady_misses_per_read = per_read(b.demand_misses);
+            invalidation.belady_warmed_misses_per_read = per_read(b.warmed_misses);
+        }
+        invalidation
+    }
+}
+
+/// The measured phase's request workers.
+struct Requests<'b, 'a> {
+    bench: &'b Bench<'a>,
+    live: &'b Live,
+    pb: &'b ProgressBar,
+    missions: Option<&'b Missions<'a>>,
+}
+
+impl Requests<'_, '_> {
+    /// A fill: the records in load order, dealt round-robin to the writer threads
+    /// (db_bench's --threads: group commit gets concurrent writers).
+    fn fill(&self, order: &[u64]) -> Result<OpLatencies> {
+        let spec = self.bench.spec;
+        let threads = spec.threads.max(1);
+        let lens: Vec<usize> = {
+            let mut vrng = Rng::derive(spec.seed, 0x5123);
+            order
+                .iter()
+                .map(|_| spec.value_size.draw(&mut vrng))
+                .collect()
         };
-        live.stop.store(true, std::sync::atomic::Ordering::Release);
-        let rows = match sampler {
-            Some(s) => s.join().expect("sampler panicked"),
-            None => {
-                let mut inline = live.inline.lock().take().expect("the inline sampler");
-                inline.take(engine.as_ref(), &live, clock::now(), true);
-                inline.rows
+        std::thread::scope(|s| -> Result<OpLatencies> {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let lens = &lens;
+                    s.spawn(move || self.fill_share(order, lens, t, threads))
+                })
+                .collect();
+            let mut lat = OpLatencies::default();
+            for w in workers {
+                lat.merge(&w.join().expect("fill worker panicked")?);
             }
-        };
-        let (lat, bg) = result?;
-        Ok((lat, bg, rows, last_op, settled?))
-    })?;
-    let seconds = last_op.duration_since(t0).as_secs_f64();
-    let settled_seconds = settled.map(|t| t.duration_since(t0).as_secs_f64());
-    pb.finish_and_clear();
-    let cpu = CpuTime::now().since(&cpu0);
-    let vreport = virt.as_ref().map(|v| v.report_with(&rows));
-    let c1 = engine.counters();
-    let g1 = engine.read_cache();
-    let p1 = engine.prefetch();
-    let engine_stats = engine.extra_stats();
-    let background_jobs = match p1 {
-        // Engines that report their jobs as they happen.
-        Some(_) => windows::from_spans(&engine.jobs(), t0, seconds),
-        None => windows::from_timeline(&rows),
-    };
-    let window_source =
-        req.window_source
-            .clone()
-            .unwrap_or_else(|| match req.config.invalidation_window_ms {
-                Some(_) => "--invalidation-window-ms".into(),
-                None => "cairn's default".into(),
+            Ok(lat)
+        })
+    }
+
+    /// Writer `t` of `threads`: every `threads`-th record of the fill from the `t`-th.
+    fn fill_share(
+        &self,
+        order: &[u64],
+        lens: &[usize],
+        t: usize,
+        threads: usize,
+    ) -> Result<OpLatencies> {
+        let mut lat = OpLatencies::default();
+        let mut kbuf = vec![0u8; self.bench.spec.key_size];
+        let mine = (t..order.len()).step_by(threads);
+        let share = mine.len();
+        for (n, i) in mine.enumerate() {
+            let op = Op {
+                kind: OpKind::Insert,
+                key: order[i],
+                len: lens[i],
+                phase: 0,
+            };
+            let class = OpClass {
+                write: true,
+                tail: n >= share / 2,
+            };
+            let ctx = &self.bench.ctx;
+            timed(ctx, &op, &mut kbuf, 0, &mut lat, class, None, self.live)?;
+            if (n as u64 + 1).is_multiple_of(PROGRESS_BATCH) {
+                self.pb.inc(PROGRESS_BATCH);
+            }
+        }
+        Ok(lat)
+    }
+
+    /// The generators' ops, one worker each, with readwhilewriting's writer beside them.
+    fn mixed(
+        &self,
+        gens: Vec<OpGen<'_>>,
+        key_count: &KeyCounter,
+        retrainer: &Retrainer,
+    ) -> Result<(OpLatencies, Option<OpLatencies>)> {
+        let spec = self.bench.spec;
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let writer = (spec.workload == WorkloadName::ReadWhileWriting).then(|| {
+                let (ctx, done) = (&self.bench.ctx, &done);
+                s.spawn(move || background_writer(ctx, spec, key_count, done))
             });
-    let mut invalidation = invalidation_summary(
-        &rows,
-        &background_jobs,
-        p1.map(|p1| p1.since(&p0.unwrap_or_default())),
-        req.config.window_ms(),
-        window_source,
-        period.as_secs_f64(),
-    );
-    // Precision since the engine opened: a block counts as hit once, so hits never exceed
-    // the blocks warmed. Counted from a later point, blocks warmed before it (during the
-    // load, by warm-all and the oracle) and hit after it put the ratio above 1.
-    if let Some(p) = p1 {
-        invalidation.precision =
-            (p.warmed_blocks > 0).then(|| p.warmed_hits as f64 / p.warmed_blocks as f64);
-    }
-    let io = ProcIo::now().since(&io0);
-    let d = c1.since(&c0);
-    let life = c1.since(&c_start);
-    if let Some(m) = d.data_block_misses {
-        per_read_misses(&mut invalidation, &lat, m);
-    }
-    if let Some(b) = block_trace.and_then(|t| t.bounds(req.config.cache_bytes)) {
-        let reads = invalidation.reads.unwrap_or(0);
-        let per_read = |m: u64| (reads > 0).then(|| m as f64 / reads as f64);
-        invalidation.belady_misses_per_read = per_read(b.demand_misses);
-        invalidation.belady_warmed_misses_per_read = per_read(b.warmed_misses);
+            let workers: Vec<_> = gens
+                .into_iter()
+                .enumerate()
+                .map(|(t, gen)| s.spawn(move || self.worker(t, gen, retrainer)))
+                .collect();
+            let mut lat = OpLatencies::default();
+            let mut first_err = None;
+            for w in workers {
+                match w.join().expect("worker panicked") {
+                    Ok(l) => lat.merge(&l),
+                    Err(e) => first_err = first_err.or(Some(e)),
+                }
+            }
+            done.store(true, Ordering::Release);
+            let bg = match writer.map(|w| w.join().expect("writer panicked")) {
+                Some(Ok(l)) => Some(l),
+                Some(Err(e)) => return Err(e),
+                None => None,
+            };
+            match first_err {
+                Some(e) => Err(e),
+                None => Ok((lat, bg)),
+            }
+        })
     }
 
-    let missions = tracker
-        .map(Missions::finish)
-        .transpose()?
-        .unwrap_or_default();
-    let user_bytes = tally.user_bytes.load(Ordering::Relaxed);
-    let disk_bytes = dir_size(&dir);
-    engine.close()?;
-    let peak_rss = peak_rss_bytes();
-    if !req.keep_data {
-        std::fs::remove_dir_all(&dir).ok();
+    /// Worker `t`: its generator's ops, timed.
+    fn worker(&self, t: usize, gen: OpGen<'_>, retrainer: &Retrainer) -> Result<OpLatencies> {
+        let (spec, plan, ctx) = (self.bench.spec, self.bench.plan, &self.bench.ctx);
+        let mut lat = OpLatencies::default();
+        let mut kbuf = vec![0u8; spec.key_size];
+        // This worker's share of each phase and its ops so far there, to tell the phase's
+        // last half ("after convergence").
+        let threads = spec.threads.max(1) as u64;
+        let share: Vec<u64> = plan
+            .phases
+            .iter()
+            .map(|p| p.ops / threads + u64::from((t as u64) < p.ops % threads))
+            .collect();
+        let mut seen = vec![0u64; share.len()];
+        let mut gen = gen.peekable();
+        let mut i = 0u64;
+        // Generating an op early takes an insert's key early, which other workers would
+        // then see before it is written: look ahead only when this is the one worker.
+        let look_ahead = threads == 1;
+        while let Some(op) = gen.next() {
+            if look_ahead {
+                if let Some(next) = gen.peek() {
+                    ctx.keys.prefetch(next.key);
+                }
+            }
+            let tail = match seen.get_mut(op.phase) {
+                Some(k) => {
+                    *k += 1;
+                    *k > share[op.phase] / 2
+                }
+                None => false,
+            };
+            let class = OpClass {
+                write: op.kind.writes(),
+                tail,
+            };
+            let salt = op.phase as u64 + 1;
+            timed(
+                ctx,
+                &op,
+                &mut kbuf,
+                salt,
+                &mut lat,
+                class,
+                self.missions,
+                self.live,
+            )?;
+            i += 1;
+            if i.is_multiple_of(PROGRESS_BATCH) {
+                self.pb.inc(PROGRESS_BATCH);
+            }
+            // Not after the last op: nothing would use the model.
+            if retrainer.due(i) && gen.peek().is_some() {
+                self.bench.retrain(retrainer, i);
+            }
+        }
+        Ok(lat)
     }
+}
 
-    let mut per_op: std::collections::BTreeMap<_, _> = lat
-        .by_op
-        .iter()
-        .map(|(k, h)| (k.clone(), summarize(h)))
-        .collect();
-    let background_write_ops = bg.as_ref().map_or(0, |b| b.all.len());
-    if let Some(b) = &bg {
-        per_op.insert("background_update".to_string(), summarize(&b.all));
+/// What a run measured, gathered before the engine closes.
+struct Outcome {
+    name: String,
+    seconds: f64,
+    settled_seconds: Option<f64>,
+    lat: OpLatencies,
+    bg: Option<OpLatencies>,
+    rows: Vec<TimelineRow>,
+    phases: Vec<PhaseResult>,
+    /// Counters over the measured phase, and over the engine's life.
+    d: EngineCounters,
+    life: EngineCounters,
+    cpu: CpuTime,
+    io: ProcIo,
+    virtual_clock: Option<crate::report::json::VirtualClockReport>,
+    read_cache: Option<ReadCacheSummary>,
+    engine_stats: std::collections::BTreeMap<String, f64>,
+    invalidation: InvalidationSummary,
+    background_jobs: Vec<BackgroundJob>,
+    missions: Vec<crate::report::json::MissionRow>,
+    mission_ops: Option<u64>,
+    user_bytes: u64,
+    reads_found: u64,
+    reads_missing: u64,
+    scan_entries: u64,
+    load: LoadPhase,
+    warmup_ops: u64,
+    leaper: Option<crate::leaper::LeaperTraining>,
+}
+
+impl Outcome {
+    fn into_result(
+        self,
+        req: &RunRequest,
+        started_at_unix: u64,
+        rss_at_open: u64,
+        disk_bytes: u64,
+        peak_rss: u64,
+    ) -> RunResult {
+        let (d, life, lat) = (&self.d, &self.life, &self.lat);
+        let mut per_op: std::collections::BTreeMap<_, _> = lat
+            .by_op
+            .iter()
+            .map(|(k, h)| (k.clone(), summarize(h)))
+            .collect();
+        if let Some(b) = &self.bg {
+            per_op.insert("background_update".to_string(), summarize(&b.all));
+        }
+        let ops = lat.all.len();
+        let per_sec = |secs: f64| if secs > 0.0 { ops as f64 / secs } else { 0.0 };
+        let lookups = d.cache_hits + d.cache_misses;
+        let user_bytes = self.user_bytes;
+        RunResult {
+            engine: self.name,
+            workload: req.spec.workload.name(),
+            records: req.spec.records,
+            ops,
+            seconds: self.seconds,
+            ops_per_sec: per_sec(self.seconds),
+            settled_seconds: self.settled_seconds,
+            settled_ops_per_sec: self.settled_seconds.filter(|s| *s > 0.0).map(per_sec),
+            stall_seconds: d.stall_micros as f64 / 1e6,
+            counters_source: counters_source(&req.engine, &req.config).to_string(),
+            engine_version: req.engine.version(),
+            repeats: None,
+            latency_us: summarize(&lat.all),
+            per_op_latency_us: per_op,
+            latency_cdf_us: cdf(&lat.all),
+            phases: self.phases,
+            storage: storage(d),
+            cache: CacheStats {
+                hits: d.cache_hits,
+                misses: d.cache_misses,
+                hit_ratio: (lookups > 0).then(|| d.cache_hits as f64 / lookups as f64),
+            },
+            write_amplification: (life.write_bytes > 0 && user_bytes > 0)
+                .then(|| life.write_bytes as f64 / user_bytes as f64),
+            user_bytes_written: user_bytes,
+            flush_bytes_written: life.flush_bytes_written,
+            compaction_bytes_written: life.compaction_bytes_written,
+            load: self.load,
+            disk_bytes,
+            peak_rss_bytes: peak_rss,
+            rss_at_open_bytes: rss_at_open,
+            rss_note: "peak RSS of the whole process (VmHWM): harness key tables and value pool \
+                       included; per engine only when each engine runs in its own process"
+                .to_string(),
+            os_io: self.io,
+            reads_found: self.reads_found,
+            reads_missing: self.reads_missing,
+            scan_entries: self.scan_entries,
+            background_write_ops: self.bg.as_ref().map_or(0, |b| b.all.len()),
+            threads: req.spec.threads,
+            spec: req.spec.clone(),
+            config: req.config.clone(),
+            started_at_unix,
+            cpu: self.cpu,
+            read_cache: self.read_cache,
+            engine_stats: self.engine_stats,
+            invalidation: Some(self.invalidation),
+            background_jobs: self.background_jobs,
+            leaper: self.leaper,
+            warmup_ops: self.warmup_ops,
+            mission_ops: self.mission_ops,
+            missions: self.missions,
+            placement: None,
+            awpi: None,
+            clock: req.config.clock.name().to_string(),
+            virtual_clock: self.virtual_clock,
+        }
     }
-    let ops = lat.all.len();
-    let phases = lat
-        .phases
+}
+
+/// Per phase of the plan: its ops, time, latency and the means of its converged half.
+fn phase_results(lat: &OpLatencies, plan: &Plan) -> Vec<PhaseResult> {
+    lat.phases
         .iter()
         .enumerate()
         .filter_map(|(i, p)| {
@@ -703,82 +1072,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
                 converged_ops_per_sec: tail_secs.filter(|s| *s > 0.0).map(|s| p.tail.n as f64 / s),
             })
         })
-        .collect();
-    let lookups = d.cache_hits + d.cache_misses;
-    let point_reads = ["read", "rmw"]
-        .iter()
-        .filter_map(|k| lat.by_op.get(*k))
-        .map(|h| h.len())
-        .sum();
-    let read_cache = g1.map(|g1| read_cache_summary(&g0.unwrap_or_default(), &g1, point_reads));
-    Ok((
-        RunResult {
-            engine: name,
-            workload: spec.workload.name(),
-            records: spec.records,
-            ops,
-            seconds,
-            ops_per_sec: if seconds > 0.0 {
-                ops as f64 / seconds
-            } else {
-                0.0
-            },
-            settled_seconds,
-            settled_ops_per_sec: settled_seconds.filter(|s| *s > 0.0).map(|s| ops as f64 / s),
-            stall_seconds: d.stall_micros as f64 / 1e6,
-            counters_source: counters_source(&req.engine, &req.config).to_string(),
-            engine_version: req.engine.version(),
-            repeats: None,
-            latency_us: summarize(&lat.all),
-            per_op_latency_us: per_op,
-            latency_cdf_us: cdf(&lat.all),
-            phases,
-            storage: storage(&d),
-            cache: CacheStats {
-                hits: d.cache_hits,
-                misses: d.cache_misses,
-                hit_ratio: (lookups > 0).then(|| d.cache_hits as f64 / lookups as f64),
-            },
-            write_amplification: (life.write_bytes > 0 && user_bytes > 0)
-                .then(|| life.write_bytes as f64 / user_bytes as f64),
-            user_bytes_written: user_bytes,
-            flush_bytes_written: life.flush_bytes_written,
-            compaction_bytes_written: life.compaction_bytes_written,
-            load,
-            disk_bytes,
-            peak_rss_bytes: peak_rss,
-            rss_at_open_bytes: rss_at_open,
-            rss_note: "peak RSS of the whole process (VmHWM): harness key tables and value pool \
-                       included; per engine only when each engine runs in its own process"
-                .to_string(),
-            os_io: io,
-            reads_found: tally.found.load(Ordering::Relaxed),
-            reads_missing: tally.missing.load(Ordering::Relaxed),
-            scan_entries: tally.scanned.load(Ordering::Relaxed),
-            background_write_ops,
-            threads: spec.threads,
-            spec: spec.clone(),
-            config: req.config.clone(),
-            started_at_unix,
-            cpu,
-            read_cache,
-            engine_stats,
-            invalidation: Some(invalidation),
-            background_jobs,
-            leaper: leaper.map(|mut t| {
-                t.retrains = std::mem::take(&mut *retrains.lock());
-                t
-            }),
-            warmup_ops,
-            mission_ops,
-            missions,
-            placement: None,
-            awpi: None,
-            clock: req.config.clock.name().to_string(),
-            virtual_clock: vreport,
-        },
-        rows,
-    ))
+        .collect()
 }
 
 /// The driver of a run on the virtual clock, or None on the wall clock. Refuses what
