@@ -272,7 +272,7 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
 
 /// Where the engine's directory goes: `--db-dir`, or a temporary directory (kept alive by
 /// the first value) when none is given.
-fn data_parent(req: &RunRequest) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
+pub(crate) fn data_parent(req: &RunRequest) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
     Ok(match &req.data_dir {
         Some(d) => (None, d.clone()),
         None => {
@@ -284,7 +284,7 @@ fn data_parent(req: &RunRequest) -> Result<(Option<tempfile::TempDir>, PathBuf)>
 }
 
 /// A directory named after the engine that this run owns outright, so clearing it is safe.
-fn fresh_engine_dir(parent: &Path, engine: &EngineName) -> Result<PathBuf> {
+pub(crate) fn fresh_engine_dir(parent: &Path, engine: &EngineName) -> Result<PathBuf> {
     let dir = parent.join(format!("cairn-bench-{}", engine.file_stem()));
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;

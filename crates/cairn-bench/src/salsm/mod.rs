@@ -240,15 +240,3 @@ impl From<&ProactiveSummary> for CompactionCost {
         }
     }
 }
-
-/// CPU time of the calling thread, nanoseconds.
-pub fn thread_cpu_ns() -> u64 {
-    // SAFETY: clock_gettime writes only the struct we hand it.
-    unsafe {
-        let mut ts: libc::timespec = std::mem::zeroed();
-        if libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) != 0 {
-            return 0;
-        }
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-}

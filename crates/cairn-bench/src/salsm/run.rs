@@ -18,22 +18,25 @@
 //! reads per op).
 
 use super::arrivals::Arrivals;
-use super::{layout, service, thread_cpu_ns, CompactionCost, PlacementSummary, SalsmArgs};
+use super::{layout, service, CompactionCost, PlacementSummary, SalsmArgs};
 use crate::engines::ClockKind;
-use crate::engines::{Engine, EngineExtras, EngineName, SalsmOpen};
-use crate::measure::clock::{self, Installed, VirtualRun};
+use crate::engines::{BenchConfig, Engine, EngineCounters, EngineExtras, EngineName, SalsmOpen};
+use crate::measure::clock::{self, thread_cpu_ns, Installed, VirtualRun};
 use crate::measure::cpu_price::PriceFile;
 use crate::measure::latency::{cdf, summarize, OpClass, OpLatencies};
 use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, CpuTime, ProcIo};
 use crate::measure::timeline::{self, Live, TimelineRow};
 use crate::report::json::{CacheStats, LoadPhase, PhaseResult, RunResult};
-use crate::runner::{dir_size, progress, settle, storage, RunRequest, Values};
+use crate::runner::{
+    data_parent, dir_size, fresh_engine_dir, progress, settle, storage, RunRequest, Values,
+};
 use crate::workload::awpi::{self, AwpiKind, AwpiOp, AwpiSpec, AwpiStream, DAY_MS};
 use crate::workload::dataset::{Dataset, KeySpace};
 use crate::workload::{ValueSize, WorkloadSpec};
 use anyhow::{bail, Context, Result};
 use cairn::access::ManualClock;
 use clap::Args;
+use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -369,16 +372,13 @@ fn train(
     Ok(cold)
 }
 
+/// Runs an SA-LSM experiment (an awpi-* workload): trace days, placement, replay days.
 pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
-    let spec = &req.spec;
-    let aspec = awpi_spec(spec, &req.salsm)?;
+    let aspec = awpi_spec(&req.spec, &req.salsm)?;
     let t_gen = Instant::now();
     let stream = awpi::generate(&aspec)?;
     let d = derive(req, &stream)?;
     let name = req.engine.to_string();
-    let stem = req.engine.file_stem();
-    let preset = preset_of(&req.engine);
-    let method = preset.and_then(cairn::presets::salsm_method);
     eprintln!(
         "{name}: {} records ({} trace), {} + {} ops, B = {:.3}, level 1 {} KiB, cache {} KiB (generated in {:.1} s)",
         aspec.records,
@@ -390,30 +390,10 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         d.cache >> 10,
         t_gen.elapsed().as_secs_f64()
     );
-    let mut cfg = req.config.clone();
-    cfg.level1_bytes = Some(d.level1);
-    cfg.cache_bytes = d.cache as usize;
-    if cfg.clock == ClockKind::Wall {
-        cfg.device = crate::engines::Device::None;
-    } else if cfg.device == crate::engines::Device::None {
-        // The model of tiers without a device profile; SA-LSM's presets give both of
-        // theirs one (ssd hot, hdd cold), which the virtual clock keeps.
-        cfg.device = crate::engines::Device::Ssd;
-    }
-
-    let tmp;
-    let parent = match &req.data_dir {
-        Some(p) => p.clone(),
-        None => {
-            tmp = tempfile::Builder::new().prefix("cairn-bench-").tempdir()?;
-            tmp.path().to_path_buf()
-        }
-    };
-    let dir = parent.join(format!("cairn-bench-{stem}"));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(&dir)?;
+    let cfg = run_config(req, &d);
+    let (_tmp, parent) = data_parent(req)?;
+    let dir = fresh_engine_dir(&parent, &req.engine)?;
+    let stem = req.engine.file_stem();
     let work = parent.join(format!("salsm-{stem}"));
     std::fs::create_dir_all(&work)?;
     let started_at_unix = std::time::SystemTime::now()
@@ -436,301 +416,38 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         kbuf: vec![0u8; aspec.key_size],
         virt: None,
     };
-
-    // The trace days, no added latency.
-    let mut engine = req.engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
-    drv.attach(engine.as_ref(), req)?;
-    let t_trace = clock::now();
-    let c_start = engine.counters();
-    drv.run_untimed(
-        engine.as_ref(),
-        stream.trace(),
-        &format!("{name} trace days"),
-    )?;
-    engine.flush()?;
-    drv.settle(engine.as_ref())?;
-    clock.set(aspec.trace_end_ms());
-    let trace_seconds = clock::now().duration_since(t_trace).as_secs_f64();
-    let load = LoadPhase {
-        records: stream.stats.trace_records,
-        seconds: trace_seconds,
-        storage: storage(&engine.counters().since(&c_start)),
+    let preset = preset_of(&req.engine);
+    let r = SalsmRun {
+        req,
+        aspec: &aspec,
+        stream: &stream,
+        d: &d,
+        cfg: &cfg,
+        clock: &clock,
+        parent: &parent,
+        dir: &dir,
+        work: &work,
+        name,
+        stem,
+        preset,
+        method: preset.and_then(cairn::presets::salsm_method),
     };
 
-    // The placement.
-    let t_place = Instant::now();
-    let mut pl = PlacementSummary {
-        method: method
-            .map(str::to_string)
-            .or(preset.map(str::to_string))
-            .unwrap_or_else(|| name.clone()),
-        budget: d.budget,
-        budget_source: d.budget_source.clone(),
-        level1_bytes: d.level1,
-        hot_level_slack: d.slack,
-        cache_bytes: d.cache,
-        latency_scale: req.salsm.latency_scale,
-        age_days: d.age_ms.map(|a| a as f64 / DAY_MS as f64),
-        trace_seconds,
-        ..Default::default()
-    };
-    let mut cold_set = None;
-    if let Some(m) = method {
-        let oracle = (m == "oracle").then_some((&stream, &keys));
-        let cold = train(
-            engine.as_ref(),
-            req,
-            m,
-            d.budget,
-            &work,
-            &stem,
-            &mut pl,
-            oracle,
-        )?;
-        if req.salsm.table5 && preset == Some("sa-lsm") {
-            // Table 5's passive side, on a copy of the data the proactive compaction gets.
-            drv.virt = None;
-            engine.close()?;
-            let copy = parent.join(format!("salsm-{stem}-passive"));
-            pl.passive_compaction = Some(passive_compaction(
-                &req.engine,
-                &dir,
-                &copy,
-                &cfg,
-                &extras(&clock, &d, 0.0),
-            )?);
-            engine = req.engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
-            drv.attach(engine.as_ref(), req)?;
-        }
-        engine.load_cold_set(&cold)?;
-        cold_set = Some(cairn::learned::ColdSet::read(&cold)?);
-    }
-    if method.is_some() || preset == Some("age-tier") {
-        let r = engine.proactive_compact()?;
-        if let Some(r) = &r {
-            if let Some(why) = &r.skipped {
-                eprintln!("warning: {name}: the proactive compaction did nothing: {why}");
-                pl.note = Some(format!("proactive compaction skipped: {why}"));
-            }
-            pl.proactive_cpu_ms = Some(r.cpu_ns as f64 / 1e6);
-            pl.proactive_wall_ms = Some(r.wall_ns as f64 / 1e6);
-        }
-        pl.proactive = r;
-    }
-    drv.settle(engine.as_ref())?;
-    pl.placement_seconds = t_place.elapsed().as_secs_f64();
-    let level_bytes = engine.level_bytes();
-    drv.virt = None;
-    engine.close()?;
-
-    // Where the records are now.
-    let lay = layout::read(&dir)?;
-    let trace_n = stream.stats.trace_records;
-    let on_cold = lay.cold.iter().filter(|&&r| r < trace_n).count();
-    pl.migrated_share = (trace_n > 0).then(|| on_cold as f64 / trace_n as f64);
-    pl.hot_bytes = lay.hot_bytes;
-    pl.cold_bytes = lay.cold_bytes;
-    let all = lay.hot_bytes + lay.cold_bytes;
-    pl.migrated_bytes_share = (all > 0).then(|| lay.cold_bytes as f64 / all as f64);
-    pl.cold_fir = layout::cold_fir(lay.cold.iter().copied(), &stream.replay_accessed);
-    if pl.cold_fir.is_none() {
-        pl.note
-            .get_or_insert_with(|| "no record of the trace is on the cold tier".into());
-    }
-    if let Some(set) = &cold_set {
-        pl.cold_set_keys = Some(set.len());
-        pl.cold_set_fir = layout::cold_fir(
-            set.keys().iter().filter_map(|k| layout::record_of(k)),
-            &stream.replay_accessed,
-        );
-    }
-    if let Some(lb) = level_bytes {
-        let (h, c): (u64, u64) = (lb.iter().take(2).sum(), lb.iter().skip(2).sum());
-        if h != lay.hot_bytes || c != lay.cold_bytes {
-            eprintln!(
-                "note: {name}: tier directories hold {}/{} bytes, levels {h}/{c} (hot/cold)",
-                lay.hot_bytes, lay.cold_bytes
-            );
-        }
-    }
-    eprintln!(
-        "{name}: placement {} moved {:.1}% of the trace's records ({:.1}% of bytes), cold_fir {}",
-        pl.method,
-        pl.migrated_share.unwrap_or(0.0) * 100.0,
-        pl.migrated_bytes_share.unwrap_or(0.0) * 100.0,
-        pl.cold_fir
-            .map_or("-".to_string(), |f| format!("{:.1}%", f * 100.0))
-    );
-
-    // The replay days, with the tiers' (scaled) latencies.
-    let engine = req
-        .engine
-        .open_with(&dir, &cfg, &extras(&clock, &d, req.salsm.latency_scale))?;
-    drv.attach(engine.as_ref(), req)?;
-    let replay = stream.replay();
-    let warm = (replay.len() as f64 * req.salsm.warmup_share) as usize;
-    drv.run_untimed(engine.as_ref(), &replay[..warm], &format!("{name} warm-up"))?;
-    pl.warmup_ops = warm as u64;
-    let measured = &replay[warm..];
-    let c0 = engine.counters();
-    let io0 = ProcIo::now();
-    let cpu0 = CpuTime::now();
-    if let Some(v) = drv.virt() {
-        v.begin(engine.as_ref(), 0);
-    }
-    // Open loop: each op moves the virtual clock to its arrival.
-    let mut arrivals = match (req.salsm.arrival_rate, drv.virt()) {
-        (Some(rate), Some(v)) => Some((
-            Arrivals::new(rate, aspec.seed, v.clock.now_ns())?,
-            v.clock.clone(),
-        )),
-        _ => None,
-    };
-    pl.arrival_rate = req.salsm.arrival_rate;
-    let live = Live::default();
-    let period = Duration::from_millis(req.timeline_period_ms.max(10));
-    let pb = progress(measured.len() as u64, format!("{name} replay"));
-    let t0 = clock::now();
-    let mut lat = OpLatencies::default();
-    // The latest end so far (open-loop ops may end out of order).
-    let mut frontier = t0;
-    let (mut found, mut missing, mut scanned) = (0u64, 0u64, 0u64);
-    let rows = std::thread::scope(|s| -> Result<Vec<TimelineRow>> {
-        // On the virtual clock the replay loop takes the rows, at virtual times.
-        let sampler = match drv.virt() {
-            Some(_) => {
-                *live.inline.lock() = Some(timeline::Sampler::new(engine.as_ref(), period, t0));
-                None
-            }
-            None => Some(s.spawn(|| timeline::sample(engine.as_ref(), &live, period, t0))),
-        };
-        let r = (|| -> Result<()> {
-            for (i, op) in measured.iter().enumerate() {
-                if let Some((a, c)) = arrivals.as_mut() {
-                    c.arrive(a.next_ns());
-                }
-                let t = clock::now();
-                let hit = drv.exec(engine.as_ref(), op, op.t_ms)?;
-                let end = clock::now();
-                frontier = frontier.max(end);
-                let nanos = end.duration_since(t).as_nanos() as u64;
-                match op.kind {
-                    AwpiKind::Read if hit => found += 1,
-                    AwpiKind::Read => missing += 1,
-                    AwpiKind::Scan => scanned += 1,
-                    _ => {}
-                }
-                lat.record(op.kind.name(), nanos);
-                lat.record_phase(
-                    0,
-                    t,
-                    nanos,
-                    OpClass {
-                        write: op.kind.writes(),
-                        tail: i >= measured.len() / 2,
-                    },
-                );
-                live.record(nanos);
-                if drv.virt().is_some() {
-                    if let Some(s) = live.inline.lock().as_mut() {
-                        s.poll(engine.as_ref(), &live, frontier);
-                    }
-                }
-                if i % 4096 == 0 {
-                    pb.set_position(i as u64);
-                }
-            }
-            Ok(())
-        })();
-        live.stop.store(true, std::sync::atomic::Ordering::Release);
-        let rows = match sampler {
-            Some(s) => s.join().expect("sampler panicked"),
-            None => {
-                let mut inline = live.inline.lock().take().expect("the inline sampler");
-                inline.take(engine.as_ref(), &live, frontier.max(clock::now()), true);
-                inline.rows
-            }
-        };
-        r.map(|_| rows)
-    })?;
-    let seconds = frontier.max(clock::now()).duration_since(t0).as_secs_f64();
-    let virtual_clock = drv.virt().map(|v| v.report_with(&rows));
-    drv.virt = None;
-    pb.finish_and_clear();
-    let cpu = CpuTime::now().since(&cpu0);
-    let io = ProcIo::now().since(&io0);
-    let c1 = engine.counters();
-    let dd = c1.since(&c0);
-    let life = c1.since(&c_start);
-    let engine_stats = engine.extra_stats();
-    let ops = lat.all.len();
-    pl.cold_tier_reads = dd.cold_read_ops;
-    pl.cold_tier_reads_per_op = if ops > 0 {
-        dd.cold_read_ops as f64 / ops as f64
-    } else {
-        0.0
-    };
+    let (engine, load, c_start) = r.trace_days(&mut drv)?;
+    let mut pl = r.placement_summary(load.seconds);
+    let (cold_set, level_bytes) = r.place(&mut drv, engine, &mut pl)?;
+    r.locate(&mut pl, cold_set.as_ref(), level_bytes)?;
+    let engine = r.open(&mut drv, req.salsm.latency_scale)?;
+    let replayed = r.replay(&mut drv, engine.as_ref(), &mut pl)?;
+    let life = engine.counters().since(&c_start);
     let disk_bytes = dir_size(&dir);
     engine.close()?;
     if !req.keep_data {
         std::fs::remove_dir_all(&dir).ok();
         std::fs::remove_dir_all(&work).ok();
     }
-    let lookups = dd.cache_hits + dd.cache_misses;
-    let phases = lat
-        .phases
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let p = p.as_ref()?;
-            let secs = p.end.duration_since(p.start).as_secs_f64();
-            Some(PhaseResult {
-                index: i,
-                mix: format!("{} replay days", aspec.replay_days),
-                ops: p.hist.len(),
-                seconds: secs,
-                ops_per_sec: if secs > 0.0 {
-                    p.hist.len() as f64 / secs
-                } else {
-                    0.0
-                },
-                latency_us: summarize(&p.hist),
-                mean_us: p.all.mean_us().unwrap_or(0.0),
-                read_ops: p.reads.n,
-                read_mean_us: p.reads.mean_us(),
-                write_ops: p.writes.n,
-                write_mean_us: p.writes.mean_us(),
-                converged_ops: p.tail.n,
-                converged_mean_us: p.tail.mean_us(),
-                converged_ops_per_sec: None,
-            })
-        })
-        .collect();
+    let (measured, rows) = r.result(replayed);
     let result = RunResult {
-        engine: name,
-        workload: spec.workload.name(),
-        records: aspec.records,
-        ops,
-        seconds,
-        ops_per_sec: if seconds > 0.0 {
-            ops as f64 / seconds
-        } else {
-            0.0
-        },
-        latency_us: summarize(&lat.all),
-        per_op_latency_us: lat
-            .by_op
-            .iter()
-            .map(|(k, h)| (k.clone(), summarize(h)))
-            .collect(),
-        latency_cdf_us: cdf(&lat.all),
-        phases,
-        storage: storage(&dd),
-        cache: CacheStats {
-            hits: dd.cache_hits,
-            misses: dd.cache_misses,
-            hit_ratio: (lookups > 0).then(|| dd.cache_hits as f64 / lookups as f64),
-        },
         write_amplification: (life.write_bytes > 0 && drv.user_bytes > 0)
             .then(|| life.write_bytes as f64 / drv.user_bytes as f64),
         user_bytes_written: drv.user_bytes,
@@ -740,25 +457,466 @@ pub fn run(req: &RunRequest) -> Result<(RunResult, Vec<TimelineRow>)> {
         disk_bytes,
         peak_rss_bytes: peak_rss_bytes(),
         rss_at_open_bytes: rss_at_open,
-        rss_note: "peak RSS of the whole process (VmHWM), the AWPI stream included".into(),
-        os_io: io,
-        reads_found: found,
-        reads_missing: missing,
-        scan_entries: scanned,
-        threads: 1,
-        spec: spec.clone(),
-        config: cfg,
         started_at_unix,
-        cpu,
-        engine_stats,
-        warmup_ops: warm as u64,
         placement: Some(pl),
-        awpi: Some(stream.stats.clone()),
-        clock: req.config.clock.name().to_string(),
-        virtual_clock,
-        ..Default::default()
+        ..measured
     };
     Ok((result, rows))
+}
+
+/// The bench's config for a run: level 1 and the cache sized from the stream, and the
+/// device model the clock needs.
+fn run_config(req: &RunRequest, d: &Derived) -> BenchConfig {
+    let mut cfg = req.config.clone();
+    cfg.level1_bytes = Some(d.level1);
+    cfg.cache_bytes = d.cache as usize;
+    if cfg.clock == ClockKind::Wall {
+        cfg.device = crate::engines::Device::None;
+    } else if cfg.device == crate::engines::Device::None {
+        // The model of tiers without a device profile; SA-LSM's presets give both of
+        // theirs one (ssd hot, hdd cold), which the virtual clock keeps.
+        cfg.device = crate::engines::Device::Ssd;
+    }
+    cfg
+}
+
+/// One SA-LSM run's fixed parts, shared by its phases.
+struct SalsmRun<'a> {
+    req: &'a RunRequest,
+    aspec: &'a AwpiSpec,
+    stream: &'a AwpiStream,
+    d: &'a Derived,
+    cfg: &'a BenchConfig,
+    clock: &'a ManualClock,
+    parent: &'a Path,
+    /// The engine's directory.
+    dir: &'a Path,
+    /// The service's work directory.
+    work: &'a Path,
+    name: String,
+    stem: String,
+    preset: Option<&'a str>,
+    /// The service's method (sa-* presets).
+    method: Option<&'a str>,
+}
+
+/// What the replay days measured.
+struct Replayed {
+    lat: OpLatencies,
+    rows: Vec<TimelineRow>,
+    seconds: f64,
+    tally: ReplayTally,
+    virtual_clock: Option<crate::report::json::VirtualClockReport>,
+    cpu: CpuTime,
+    io: ProcIo,
+    /// The engine's counters over the measured part.
+    counters: EngineCounters,
+    engine_stats: std::collections::BTreeMap<String, f64>,
+    warmup_ops: u64,
+}
+
+/// The measured replay's reads found and missing, and scans.
+#[derive(Default)]
+struct ReplayTally {
+    found: u64,
+    missing: u64,
+    scanned: u64,
+}
+
+impl SalsmRun<'_> {
+    /// Opens the engine with the tiers' latencies times `scale`, driven by `drv`.
+    fn open(&self, drv: &mut Driver<'_>, scale: f64) -> Result<Box<dyn Engine>> {
+        let engine =
+            self.req
+                .engine
+                .open_with(self.dir, self.cfg, &extras(self.clock, self.d, scale))?;
+        drv.attach(engine.as_ref(), self.req)?;
+        Ok(engine)
+    }
+
+    /// The trace days, no added latency. Returns the engine, the phase's summary and the
+    /// counters at its start.
+    fn trace_days(
+        &self,
+        drv: &mut Driver<'_>,
+    ) -> Result<(Box<dyn Engine>, LoadPhase, EngineCounters)> {
+        let engine = self.open(drv, 0.0)?;
+        let t_trace = clock::now();
+        let c_start = engine.counters();
+        let label = format!("{} trace days", self.name);
+        drv.run_untimed(engine.as_ref(), self.stream.trace(), &label)?;
+        engine.flush()?;
+        drv.settle(engine.as_ref())?;
+        self.clock.set(self.aspec.trace_end_ms());
+        let load = LoadPhase {
+            records: self.stream.stats.trace_records,
+            seconds: clock::now().duration_since(t_trace).as_secs_f64(),
+            storage: storage(&engine.counters().since(&c_start)),
+        };
+        Ok((engine, load, c_start))
+    }
+
+    /// The placement's summary before it runs.
+    fn placement_summary(&self, trace_seconds: f64) -> PlacementSummary {
+        let d = self.d;
+        PlacementSummary {
+            method: self
+                .method
+                .or(self.preset)
+                .map_or_else(|| self.name.clone(), str::to_string),
+            budget: d.budget,
+            budget_source: d.budget_source.clone(),
+            level1_bytes: d.level1,
+            hot_level_slack: d.slack,
+            cache_bytes: d.cache,
+            latency_scale: self.req.salsm.latency_scale,
+            age_days: d.age_ms.map(|a| a as f64 / DAY_MS as f64),
+            trace_seconds,
+            ..Default::default()
+        }
+    }
+
+    /// The placement: the service's cold set loaded (sa-* presets) and the proactive
+    /// compaction (those and age-tier). Closes the engine; returns the cold set and the
+    /// bytes per level.
+    fn place(
+        &self,
+        drv: &mut Driver<'_>,
+        mut engine: Box<dyn Engine>,
+        pl: &mut PlacementSummary,
+    ) -> Result<(Option<cairn::learned::ColdSet>, Option<Vec<u64>>)> {
+        let t_place = Instant::now();
+        let mut cold_set = None;
+        if let Some(m) = self.method {
+            let (cold, e) = self.learned_cold_set(drv, engine, m, pl)?;
+            engine = e;
+            engine.load_cold_set(&cold)?;
+            cold_set = Some(cairn::learned::ColdSet::read(&cold)?);
+        }
+        if self.method.is_some() || self.preset == Some("age-tier") {
+            let r = engine.proactive_compact()?;
+            if let Some(r) = &r {
+                if let Some(why) = &r.skipped {
+                    eprintln!(
+                        "warning: {}: the proactive compaction did nothing: {why}",
+                        self.name
+                    );
+                    pl.note = Some(format!("proactive compaction skipped: {why}"));
+                }
+                pl.proactive_cpu_ms = Some(r.cpu_ns as f64 / 1e6);
+                pl.proactive_wall_ms = Some(r.wall_ns as f64 / 1e6);
+            }
+            pl.proactive = r;
+        }
+        drv.settle(engine.as_ref())?;
+        pl.placement_seconds = t_place.elapsed().as_secs_f64();
+        let level_bytes = engine.level_bytes();
+        drv.virt = None;
+        engine.close()?;
+        Ok((cold_set, level_bytes))
+    }
+
+    /// The service's cold-key set for `method`; for cairn:sa-lsm with Table 5 on, also
+    /// the passive compaction of a copy (the engine is reopened for it, so it is returned).
+    fn learned_cold_set(
+        &self,
+        drv: &mut Driver<'_>,
+        mut engine: Box<dyn Engine>,
+        method: &str,
+        pl: &mut PlacementSummary,
+    ) -> Result<(PathBuf, Box<dyn Engine>)> {
+        let oracle = (method == "oracle").then_some((self.stream, drv.keys));
+        let (budget, req) = (self.d.budget, self.req);
+        let cold = train(
+            engine.as_ref(),
+            req,
+            method,
+            budget,
+            self.work,
+            &self.stem,
+            pl,
+            oracle,
+        )?;
+        if req.salsm.table5 && self.preset == Some("sa-lsm") {
+            // Table 5's passive side, on a copy of the data the proactive compaction gets.
+            drv.virt = None;
+            engine.close()?;
+            let copy = self.parent.join(format!("salsm-{}-passive", self.stem));
+            let extras = extras(self.clock, self.d, 0.0);
+            let cost = passive_compaction(&req.engine, self.dir, &copy, self.cfg, &extras)?;
+            pl.passive_compaction = Some(cost);
+            engine = self.open(drv, 0.0)?;
+        }
+        Ok((cold, engine))
+    }
+
+    /// Where the records are after the placement: the tiers' tables read back, the
+    /// migrated share and cold_fir against the replay's accesses.
+    fn locate(
+        &self,
+        pl: &mut PlacementSummary,
+        cold_set: Option<&cairn::learned::ColdSet>,
+        level_bytes: Option<Vec<u64>>,
+    ) -> Result<()> {
+        let (stream, name) = (self.stream, &self.name);
+        let lay = layout::read(self.dir)?;
+        let trace_n = stream.stats.trace_records;
+        let on_cold = lay.cold.iter().filter(|&&r| r < trace_n).count();
+        pl.migrated_share = (trace_n > 0).then(|| on_cold as f64 / trace_n as f64);
+        pl.hot_bytes = lay.hot_bytes;
+        pl.cold_bytes = lay.cold_bytes;
+        let all = lay.hot_bytes + lay.cold_bytes;
+        pl.migrated_bytes_share = (all > 0).then(|| lay.cold_bytes as f64 / all as f64);
+        pl.cold_fir = layout::cold_fir(lay.cold.iter().copied(), &stream.replay_accessed);
+        if pl.cold_fir.is_none() {
+            pl.note
+                .get_or_insert_with(|| "no record of the trace is on the cold tier".into());
+        }
+        if let Some(set) = cold_set {
+            pl.cold_set_keys = Some(set.len());
+            pl.cold_set_fir = layout::cold_fir(
+                set.keys().iter().filter_map(|k| layout::record_of(k)),
+                &stream.replay_accessed,
+            );
+        }
+        if let Some(lb) = level_bytes {
+            let (h, c): (u64, u64) = (lb.iter().take(2).sum(), lb.iter().skip(2).sum());
+            if h != lay.hot_bytes || c != lay.cold_bytes {
+                eprintln!(
+                    "note: {name}: tier directories hold {}/{} bytes, levels {h}/{c} (hot/cold)",
+                    lay.hot_bytes, lay.cold_bytes
+                );
+            }
+        }
+        eprintln!(
+            "{name}: placement {} moved {:.1}% of the trace's records ({:.1}% of bytes), cold_fir {}",
+            pl.method,
+            pl.migrated_share.unwrap_or(0.0) * 100.0,
+            pl.migrated_bytes_share.unwrap_or(0.0) * 100.0,
+            pl.cold_fir
+                .map_or("-".to_string(), |f| format!("{:.1}%", f * 100.0))
+        );
+        Ok(())
+    }
+
+    /// The replay days on `engine` (opened with the tiers' scaled latencies): a share warms
+    /// the cache unmeasured, the rest is measured.
+    fn replay(
+        &self,
+        drv: &mut Driver<'_>,
+        engine: &dyn Engine,
+        pl: &mut PlacementSummary,
+    ) -> Result<Replayed> {
+        let (req, name) = (self.req, &self.name);
+        let replay = self.stream.replay();
+        let warm = (replay.len() as f64 * req.salsm.warmup_share) as usize;
+        drv.run_untimed(engine, &replay[..warm], &format!("{name} warm-up"))?;
+        pl.warmup_ops = warm as u64;
+        let measured = &replay[warm..];
+        let c0 = engine.counters();
+        let io0 = ProcIo::now();
+        let cpu0 = CpuTime::now();
+        if let Some(v) = drv.virt() {
+            v.begin(engine, 0);
+        }
+        pl.arrival_rate = req.salsm.arrival_rate;
+        let pb = progress(measured.len() as u64, format!("{name} replay"));
+        let (lat, rows, tally, t0, end) = self.replay_measured(drv, engine, measured, &pb)?;
+        let seconds = end.duration_since(t0).as_secs_f64();
+        let virtual_clock = drv.virt().map(|v| v.report_with(&rows));
+        drv.virt = None;
+        pb.finish_and_clear();
+        let cpu = CpuTime::now().since(&cpu0);
+        let io = ProcIo::now().since(&io0);
+        let counters = engine.counters().since(&c0);
+        let ops = lat.all.len();
+        pl.cold_tier_reads = counters.cold_read_ops;
+        pl.cold_tier_reads_per_op = if ops > 0 {
+            counters.cold_read_ops as f64 / ops as f64
+        } else {
+            0.0
+        };
+        Ok(Replayed {
+            lat,
+            rows,
+            seconds,
+            tally,
+            virtual_clock,
+            cpu,
+            io,
+            counters,
+            engine_stats: engine.extra_stats(),
+            warmup_ops: warm as u64,
+        })
+    }
+
+    /// The measured replay ops, timed, while the timeline samples the engine; on the
+    /// virtual clock in an open loop when an arrival rate is given. Returns the latencies,
+    /// the rows, the tally, and the start and end times.
+    #[allow(clippy::type_complexity)]
+    fn replay_measured(
+        &self,
+        drv: &mut Driver<'_>,
+        engine: &dyn Engine,
+        measured: &[AwpiOp],
+        pb: &ProgressBar,
+    ) -> Result<(OpLatencies, Vec<TimelineRow>, ReplayTally, Instant, Instant)> {
+        // Open loop: each op moves the virtual clock to its arrival.
+        let mut arrivals = match (self.req.salsm.arrival_rate, drv.virt()) {
+            (Some(rate), Some(v)) => Some((
+                Arrivals::new(rate, self.aspec.seed, v.clock.now_ns())?,
+                v.clock.clone(),
+            )),
+            _ => None,
+        };
+        let live = Live::default();
+        let period = Duration::from_millis(self.req.timeline_period_ms.max(10));
+        let t0 = clock::now();
+        let mut lat = OpLatencies::default();
+        // The latest end so far (open-loop ops may end out of order).
+        let mut frontier = t0;
+        let mut tally = ReplayTally::default();
+        let rows = std::thread::scope(|s| -> Result<Vec<TimelineRow>> {
+            // On the virtual clock the replay loop takes the rows, at virtual times.
+            let sampler = match drv.virt() {
+                Some(_) => {
+                    *live.inline.lock() = Some(timeline::Sampler::new(engine, period, t0));
+                    None
+                }
+                None => Some(s.spawn(|| timeline::sample(engine, &live, period, t0))),
+            };
+            let r = (|| -> Result<()> {
+                for (i, op) in measured.iter().enumerate() {
+                    if let Some((a, c)) = arrivals.as_mut() {
+                        c.arrive(a.next_ns());
+                    }
+                    let t = clock::now();
+                    let hit = drv.exec(engine, op, op.t_ms)?;
+                    let end = clock::now();
+                    frontier = frontier.max(end);
+                    let nanos = end.duration_since(t).as_nanos() as u64;
+                    tally.count(op.kind, hit);
+                    lat.record(op.kind.name(), nanos);
+                    let tail = i >= measured.len() / 2;
+                    let class = OpClass {
+                        write: op.kind.writes(),
+                        tail,
+                    };
+                    lat.record_phase(0, t, nanos, class);
+                    live.record(nanos);
+                    if drv.virt().is_some() {
+                        if let Some(s) = live.inline.lock().as_mut() {
+                            s.poll(engine, &live, frontier);
+                        }
+                    }
+                    if i % 4096 == 0 {
+                        pb.set_position(i as u64);
+                    }
+                }
+                Ok(())
+            })();
+            live.stop.store(true, std::sync::atomic::Ordering::Release);
+            let rows = match sampler {
+                Some(s) => s.join().expect("sampler panicked"),
+                None => {
+                    let mut inline = live.inline.lock().take().expect("the inline sampler");
+                    inline.take(engine, &live, frontier.max(clock::now()), true);
+                    inline.rows
+                }
+            };
+            r.map(|_| rows)
+        })?;
+        Ok((lat, rows, tally, t0, frontier.max(clock::now())))
+    }
+
+    /// The run's result from the replay (the caller adds the trace days and placement).
+    fn result(&self, r: Replayed) -> (RunResult, Vec<TimelineRow>) {
+        let (dd, lat) = (&r.counters, &r.lat);
+        let ops = lat.all.len();
+        let lookups = dd.cache_hits + dd.cache_misses;
+        let phases = lat
+            .phases
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let p = p.as_ref()?;
+                let secs = p.end.duration_since(p.start).as_secs_f64();
+                Some(PhaseResult {
+                    index: i,
+                    mix: format!("{} replay days", self.aspec.replay_days),
+                    ops: p.hist.len(),
+                    seconds: secs,
+                    ops_per_sec: if secs > 0.0 {
+                        p.hist.len() as f64 / secs
+                    } else {
+                        0.0
+                    },
+                    latency_us: summarize(&p.hist),
+                    mean_us: p.all.mean_us().unwrap_or(0.0),
+                    read_ops: p.reads.n,
+                    read_mean_us: p.reads.mean_us(),
+                    write_ops: p.writes.n,
+                    write_mean_us: p.writes.mean_us(),
+                    converged_ops: p.tail.n,
+                    converged_mean_us: p.tail.mean_us(),
+                    converged_ops_per_sec: None,
+                })
+            })
+            .collect();
+        let result = RunResult {
+            engine: self.name.clone(),
+            workload: self.req.spec.workload.name(),
+            records: self.aspec.records,
+            ops,
+            seconds: r.seconds,
+            ops_per_sec: if r.seconds > 0.0 {
+                ops as f64 / r.seconds
+            } else {
+                0.0
+            },
+            latency_us: summarize(&lat.all),
+            per_op_latency_us: lat
+                .by_op
+                .iter()
+                .map(|(k, h)| (k.clone(), summarize(h)))
+                .collect(),
+            latency_cdf_us: cdf(&lat.all),
+            phases,
+            storage: storage(dd),
+            cache: CacheStats {
+                hits: dd.cache_hits,
+                misses: dd.cache_misses,
+                hit_ratio: (lookups > 0).then(|| dd.cache_hits as f64 / lookups as f64),
+            },
+            rss_note: "peak RSS of the whole process (VmHWM), the AWPI stream included".into(),
+            os_io: r.io,
+            reads_found: r.tally.found,
+            reads_missing: r.tally.missing,
+            scan_entries: r.tally.scanned,
+            threads: 1,
+            spec: self.req.spec.clone(),
+            config: self.cfg.clone(),
+            cpu: r.cpu,
+            engine_stats: r.engine_stats,
+            warmup_ops: r.warmup_ops,
+            awpi: Some(self.stream.stats.clone()),
+            clock: self.req.config.clock.name().to_string(),
+            virtual_clock: r.virtual_clock,
+            ..Default::default()
+        };
+        (result, r.rows)
+    }
+}
+
+impl ReplayTally {
+    fn count(&mut self, kind: AwpiKind, hit: bool) {
+        match kind {
+            AwpiKind::Read if hit => self.found += 1,
+            AwpiKind::Read => self.missing += 1,
+            AwpiKind::Scan => self.scanned += 1,
+            _ => {}
+        }
+    }
 }
 
 /// Fig. 13's censored shares (20 feature days, labels over 10 and over 65 days) of the same
