@@ -553,6 +553,14 @@ impl Options {
 
     /// Checks every option; returns the first problem found.
     pub fn validate(&self) -> Result<()> {
+        self.validate_families()?;
+        self.validate_buffers()?;
+        self.validate_shape()?;
+        self.validate_learned_parts()
+    }
+
+    /// Each column family's options laid over these, and one learner's parameters.
+    fn validate_families(&self) -> Result<()> {
         // One learner serves every family: its learned indexes share their parameters.
         let mut learned = matches!(self.index, IndexPolicy::Learned { .. }).then_some(self.index);
         for (name, c) in &self.column_families {
@@ -575,6 +583,11 @@ impl Options {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The memtables, blocks, block cache and filters.
+    fn validate_buffers(&self) -> Result<()> {
         if self.write_buffer_size < 4096 {
             return invalid(format!(
                 "write_buffer_size {} is below 4096",
@@ -609,6 +622,11 @@ impl Options {
                 self.bloom_bits_per_key
             ));
         }
+        Ok(())
+    }
+
+    /// The tree's shape and its background jobs.
+    fn validate_shape(&self) -> Result<()> {
         if !(2..=64).contains(&self.size_ratio) {
             return invalid(format!("size_ratio {} outside 2..=64", self.size_ratio));
         }
@@ -657,6 +675,12 @@ impl Options {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The learned parts and what they need: tuner, learned index, read cache, value
+    /// separation, device model, access statistics, placement, prefetching.
+    fn validate_learned_parts(&self) -> Result<()> {
         if let Err(e) = self.tuner.validate() {
             return invalid(e);
         }

@@ -2,16 +2,17 @@
 //! picker, manual compactions, and deletion of files no version references.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::iter::{sorted_chains, RunIterator};
+use super::iter::sorted_chains;
+use super::merge_job::{delete_inputs, file_nos, BlockSinks, MergeInto};
 use super::table_cache::table_path;
 use super::write::wal_path;
 use super::{CfState, DbInner, SuperVersion};
 use crate::clock::BackgroundWork;
-use crate::compaction::merge::{merge, MergeOutput, MergeParams};
+use crate::compaction::merge::{merge, MergeOutput, MergeParams, ValueRewriter};
 use crate::compaction::split::{self, Bounded};
 use crate::compaction::{picker, Task};
 use crate::events::{CompactionInfo, FlushInfo, InputFile, OutputFile};
@@ -21,7 +22,7 @@ use crate::merging::MergingIterator;
 use crate::policy::prefetch::{CompactionJob, Prefetcher, Warmer};
 use crate::table::{BlockSink, TableBuildOptions, TableIndex};
 use crate::types::user_key;
-use crate::version::{FileDesc, VersionEdit};
+use crate::version::{FileDesc, FileMeta, VersionEdit};
 use crate::vlog::VlogMerge;
 use crate::{Error, Result};
 
@@ -694,117 +695,74 @@ impl DbInner {
         }
     }
 
+    /// Merges `inputs` of level `from` with `dest_inputs` of level `to` into new tables of
+    /// `to` (in `dest_run`, else a new run), installs them, and returns them.
     #[allow(clippy::too_many_arguments)]
     fn run_merge(
         &self,
         cf: &CfState,
         from: usize,
         to: usize,
-        inputs: &[Arc<crate::version::FileMeta>],
-        dest_inputs: &[Arc<crate::version::FileMeta>],
+        inputs: &[Arc<FileMeta>],
+        dest_inputs: &[Arc<FileMeta>],
         dest_run: Option<u64>,
         bottommost: bool,
         pointer: Vec<u8>,
     ) -> Result<Vec<OutputFile>> {
         let id = cf.id;
-        // The prefetch policy sees the job start and (on every path out) its end.
-        let job_inputs: Vec<(u64, u64)> = inputs
-            .iter()
-            .chain(dest_inputs)
-            .map(|f| (f.file_no(), f.size()))
-            .collect();
+        let all = || inputs.iter().chain(dest_inputs);
         let (lo, hi) = picker::merged_range(inputs, dest_inputs);
-        let job = JobGuard(
-            &self.prefetch,
-            Some(self.prefetch.compaction_begin(id, &job_inputs, (&lo, &hi))),
-        );
-        let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
-        let bytes_in: u64 = inputs.iter().chain(dest_inputs).map(|f| f.size()).sum();
-        // Inputs are read a file per sorted run at a time (`Options::max_open_files`).
-        let chains: Vec<(usize, Vec<Arc<crate::version::FileMeta>>)> = sorted_chains(inputs)
-            .into_iter()
-            .map(|c| (from, c))
-            .chain(sorted_chains(dest_inputs).into_iter().map(|c| (to, c)))
-            .collect();
-        let tier = self.env.tier_for_level(to);
-        let deepest = cf.sv.load().version.deepest_nonempty().max(to);
-        let snapshots = self.snapshots.all();
-        // A failed range stops its siblings: their work would be thrown away.
-        let failed = std::sync::atomic::AtomicBool::new(false);
-        let stop = || self.stopping() || failed.load(Ordering::Relaxed);
+        let job = self.begin_merge_job(id, all(), (&lo, &hi));
+        let bytes_in: u64 = all().map(|f| f.size()).sum();
+        let gone = file_nos(all());
         // AC-Key: the compaction's writers offer their blocks to replace cached ones.
-        let gone: Vec<u64> = inputs
-            .iter()
-            .chain(dest_inputs)
-            .map(|f| f.file_no())
-            .collect();
-        let replacer = self
-            .read_cache
-            .as_ref()
-            .and_then(|rc| rc.block_replacer(&gone))
-            .map(Arc::new);
-        let sink = |file_no: u64| -> BlockSink {
-            let r = replacer.clone();
-            let w = warmer.clone();
-            Box::new(move |h, first, last, contents| {
-                if let Some(r) = &r {
-                    r.offer(file_no, h, first, last, contents);
-                }
-                if let Some(w) = &w {
-                    w.offer(file_no, h, first, last, contents);
-                }
-            })
+        let sinks = BlockSinks {
+            replacer: self
+                .read_cache
+                .as_ref()
+                .and_then(|rc| rc.block_replacer(&gone))
+                .map(Arc::new),
+            warmer: job.1.as_ref().and_then(|j| j.warmer.clone()),
         };
-        let has_sink = replacer.is_some() || warmer.is_some();
         let dels = self.files_range_dels(
             inputs
                 .iter()
                 .map(|f| (from, f))
                 .chain(dest_inputs.iter().map(|f| (to, f))),
         )?;
-        // Merges the inputs' entries in one user-key range into tables of their own.
-        let merge_range = |lo: Option<Vec<u8>>,
-                           hi: Option<Vec<u8>>,
-                           values: Option<&mut dyn crate::compaction::merge::ValueRewriter>|
-         -> Result<Vec<MergeOutput>> {
-            let children: Vec<Box<dyn InternalIterator>> = chains
-                .iter()
-                .map(|(level, files)| {
-                    Box::new(RunIterator::compaction_input(
-                        files.clone(),
-                        *level,
-                        self.tables.clone(),
-                        self.stats.clone(),
-                        self.prefetch.clone(),
-                    )) as Box<dyn InternalIterator>
-                })
-                .collect();
-            let bounds = (lo.clone(), hi.clone());
-            let mut it = Bounded::new(MergingIterator::new(children), lo, hi);
-            // Shortens the rewriter's lifetime to this call's.
-            let values = values.map(|v| v as &mut dyn crate::compaction::merge::ValueRewriter);
-            let mut new_file = || {
-                let no = self.versions.lock().new_file_no();
-                (no, table_path(&self.env, tier, no))
-            };
-            let mut params = MergeParams {
-                env: &self.env,
-                tier,
-                level: to,
-                column_family: (id, &cf.name),
-                build: cf.opts.table_build_options(to, deepest),
-                target_file_size: cf.opts.target_file_size,
-                snapshots: &snapshots,
-                bottommost,
-                new_file: &mut new_file,
-                should_stop: &stop,
-                block_sink: has_sink.then_some(&sink as &dyn Fn(u64) -> BlockSink),
-                values,
-                range_dels: dels.as_deref(),
-                bounds: (bounds.0.as_deref(), bounds.1.as_deref()),
-            };
-            merge(&mut it, &mut params).map(|(outputs, _)| outputs)
+        let snapshots = self.snapshots.all();
+        // A failed range stops its siblings: their work would be thrown away.
+        let failed = AtomicBool::new(false);
+        let stop = || self.stopping() || failed.load(Ordering::Relaxed);
+        let into = MergeInto {
+            db: self,
+            cf,
+            level: to,
+            deepest: cf.sv.load().version.deepest_nonempty().max(to),
+            snapshots: &snapshots,
+            bottommost,
+            range_dels: dels.as_deref(),
+            sinks: &sinks,
+            stop: &stop,
         };
+        // Inputs are read a file per sorted run at a time (`Options::max_open_files`).
+        let chains: Vec<(usize, Vec<Arc<FileMeta>>)> = sorted_chains(inputs)
+            .into_iter()
+            .map(|c| (from, c))
+            .chain(sorted_chains(dest_inputs).into_iter().map(|c| (to, c)))
+            .collect();
+        let merge_range =
+            |lo: Option<Vec<u8>>, hi: Option<Vec<u8>>, values: Option<&mut dyn ValueRewriter>| {
+                // Shortens the rewriter's lifetime to this call's.
+                let values = values.map(|v| v as &mut dyn ValueRewriter);
+                let children = chains
+                    .iter()
+                    .map(|(level, files)| into.run_input(*level, files.clone()))
+                    .collect();
+                let bounds = (lo.clone(), hi.clone());
+                let mut it = Bounded::new(MergingIterator::new(children), lo, hi);
+                into.merge(&mut it, (bounds.0.as_deref(), bounds.1.as_deref()), values)
+            };
         let gc = self.gc_targets.lock().clone();
         let mut new_vlog = || self.new_vlog_file();
         let mut vlog = VlogMerge::new(
@@ -817,96 +775,15 @@ impl DbInner {
         let rewrite_values = !vlog.is_noop();
         // Level-0 merges are split, as RocksDB splits them: they are what writes wait on.
         let cuts = if from == 0 && to > 0 && !rewrite_values && self.opts.max_subcompactions > 1 {
-            // Each input opened alone, its block ends copied out of its index.
-            let mut owned: Vec<Vec<(Vec<u8>, u64)>> = Vec::new();
-            for (level, f) in inputs
-                .iter()
-                .map(|f| (from, f))
-                .chain(dest_inputs.iter().map(|f| (to, f)))
-            {
-                let table = self.tables.open_uncached(f, level)?;
-                let index = table.index()?;
-                owned.push(
-                    (0..index.num_blocks())
-                        .map(|i| {
-                            let b = index.block(i);
-                            (
-                                user_key(&b.last_key).to_vec(),
-                                b.handle.offset + b.handle.size,
-                            )
-                        })
-                        .collect(),
-                );
-            }
-            let ends: Vec<split::BlockEnds<'_>> = owned
-                .iter()
-                .map(|t| t.iter().map(|(k, o)| (k.as_slice(), *o)).collect())
-                .collect();
-            // A range writes at least one table: none smaller than a target file or 1 MiB,
-            // whichever is smaller.
-            let min = cf.opts.target_file_size.min(1 << 20);
-            split::boundaries(&ends, self.opts.max_subcompactions, min)
+            self.subcompaction_cuts(cf, (from, inputs), (to, dest_inputs))?
         } else {
             Vec::new()
         };
         let merged = if cuts.is_empty() {
-            let values = if rewrite_values {
-                Some(&mut vlog as &mut dyn crate::compaction::merge::ValueRewriter)
-            } else {
-                None
-            };
+            let values = rewrite_values.then_some(&mut vlog as &mut dyn ValueRewriter);
             merge_range(None, None, values)
         } else {
-            let ranges = split::ranges(&cuts);
-            let count = ranges.len() as u64;
-            let run_range = |lo, hi| {
-                let r = merge_range(lo, hi, None);
-                if r.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                r
-            };
-            let results: Vec<Result<Vec<MergeOutput>>> = std::thread::scope(|s| {
-                let run_range = &run_range;
-                let mut ranges = ranges.into_iter();
-                let (lo0, hi0) = ranges.next().expect("at least one range");
-                let handles: Vec<_> = ranges
-                    .map(|(lo, hi)| s.spawn(move || run_range(lo, hi)))
-                    .collect();
-                let mut results = vec![run_range(lo0, hi0)];
-                for h in handles {
-                    // A panic there is a bug: it goes on here.
-                    results.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-                }
-                results
-            });
-            // Outputs in key order; on any failure, every range's tables go, and the error
-            // reported is the one that stopped the others.
-            let mut outputs = Vec::new();
-            let mut errors = Vec::new();
-            for r in results {
-                match r {
-                    Ok(o) => outputs.extend(o),
-                    Err(e) => errors.push(e),
-                }
-            }
-            if errors.is_empty() {
-                self.stats
-                    .subcompactions
-                    .fetch_add(count, Ordering::Relaxed);
-                Ok(outputs)
-            } else {
-                for o in &outputs {
-                    let _ = self
-                        .env
-                        .remove(&table_path(&self.env, tier, o.desc.file_no));
-                }
-                let i = errors
-                    .iter()
-                    .position(|e| !matches!(e, Error::Closed(_)))
-                    .unwrap_or(0);
-                Err(errors.swap_remove(i))
-            }
+            self.merge_split(&into, &cuts, &failed, |lo, hi| merge_range(lo, hi, None))
         };
         let outputs = match merged {
             Ok(o) => o,
@@ -915,43 +792,23 @@ impl DbInner {
                 return Err(e);
             }
         };
+        let tier = self.env.tier_for_level(to);
         let vlog_size = self.finish_vlog(&mut vlog, &outputs, tier)?;
         let run = match dest_run {
             Some(r) => r,
             None => self.versions.lock().new_run_id(),
         };
         let mut edit = VersionEdit::default();
-        for f in inputs {
-            edit.deleted.push((id, from as u32, f.file_no()));
-        }
-        for f in dest_inputs {
-            edit.deleted.push((id, to as u32, f.file_no()));
-        }
+        delete_inputs(&mut edit, id, from, inputs);
+        delete_inputs(&mut edit, id, to, dest_inputs);
         let mut files = Vec::new();
-        let mut written = 0;
-        for o in outputs {
-            written += o.desc.size;
-            files.push(self.output_file(&o.desc, to, o.summary.blocks));
-            edit.added.push((id, to as u32, run, o.desc));
-        }
+        let written = self.add_outputs(&mut edit, id, (to, run), outputs, &mut files);
         if from > 0 {
             edit.compact_pointers.push((id, from as u32, pointer));
         }
-        // On failure the outputs stay: a failed manifest write may still have put the
-        // edit on disk, and recovery would then look for them. If it did not, the next
-        // open removes them as orphans.
-        // Before the install: the first reads of the outputs come right after it.
-        if let Some(j) = &job.1 {
-            let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
-            self.prefetch.compaction_outputs(j, &outputs);
-        }
-        self.install_edit(cf, edit)?;
-        if let Some(j) = &job.1 {
-            self.prefetch.compaction_installed(j); // warmed blocks swap in now
-        }
-        if let Some(rc) = &self.read_cache {
-            rc.on_compaction(id, &gone, &files); // AC-Key: repoint KP entries
-            if let Some(r) = replacer.and_then(|r| Arc::try_unwrap(r).ok()) {
+        self.install_merge(cf, edit, &job, &gone, &files)?;
+        if let (Some(rc), Some(r)) = (&self.read_cache, sinks.replacer) {
+            if let Ok(r) = Arc::try_unwrap(r) {
                 rc.replace_blocks(r);
             }
         }
@@ -962,6 +819,99 @@ impl DbInner {
             .compaction_bytes_read
             .fetch_add(bytes_in, Ordering::Relaxed);
         Ok(files)
+    }
+
+    /// Where a level-0 merge splits into subcompactions: cuts between the inputs' blocks
+    /// (each input opened alone, its block ends copied out of its index), a range writing
+    /// at least a target file or 1 MiB, whichever is smaller.
+    fn subcompaction_cuts(
+        &self,
+        cf: &CfState,
+        (from, inputs): (usize, &[Arc<FileMeta>]),
+        (to, dest_inputs): (usize, &[Arc<FileMeta>]),
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut owned: Vec<Vec<(Vec<u8>, u64)>> = Vec::new();
+        for (level, f) in inputs
+            .iter()
+            .map(|f| (from, f))
+            .chain(dest_inputs.iter().map(|f| (to, f)))
+        {
+            let table = self.tables.open_uncached(f, level)?;
+            let index = table.index()?;
+            owned.push(
+                (0..index.num_blocks())
+                    .map(|i| {
+                        let b = index.block(i);
+                        (
+                            user_key(&b.last_key).to_vec(),
+                            b.handle.offset + b.handle.size,
+                        )
+                    })
+                    .collect(),
+            );
+        }
+        let ends: Vec<split::BlockEnds<'_>> = owned
+            .iter()
+            .map(|t| t.iter().map(|(k, o)| (k.as_slice(), *o)).collect())
+            .collect();
+        let min = cf.opts.target_file_size.min(1 << 20);
+        Ok(split::boundaries(&ends, self.opts.max_subcompactions, min))
+    }
+
+    /// Runs `merge_range` over the ranges between `cuts`, the first here and the others
+    /// on threads of their own; a failed range sets `failed`, which stops the others.
+    /// Returns the outputs in key order; on any failure every range's tables go, and the
+    /// error is the one that stopped the others.
+    fn merge_split(
+        &self,
+        into: &MergeInto<'_>,
+        cuts: &[Vec<u8>],
+        failed: &AtomicBool,
+        merge_range: impl Fn(Option<Vec<u8>>, Option<Vec<u8>>) -> Result<Vec<MergeOutput>> + Sync,
+    ) -> Result<Vec<MergeOutput>> {
+        let ranges = split::ranges(cuts);
+        let count = ranges.len() as u64;
+        let run_range = |lo, hi| {
+            let r = merge_range(lo, hi);
+            if r.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            r
+        };
+        let results: Vec<Result<Vec<MergeOutput>>> = std::thread::scope(|s| {
+            let run_range = &run_range;
+            let mut ranges = ranges.into_iter();
+            let (lo0, hi0) = ranges.next().expect("at least one range");
+            let handles: Vec<_> = ranges
+                .map(|(lo, hi)| s.spawn(move || run_range(lo, hi)))
+                .collect();
+            let mut results = vec![run_range(lo0, hi0)];
+            for h in handles {
+                // A panic there is a bug: it goes on here.
+                results.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            }
+            results
+        });
+        let mut outputs = Vec::new();
+        let mut errors = Vec::new();
+        for r in results {
+            match r {
+                Ok(o) => outputs.extend(o),
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            self.stats
+                .subcompactions
+                .fetch_add(count, Ordering::Relaxed);
+            return Ok(outputs);
+        }
+        into.remove(&outputs);
+        let i = errors
+            .iter()
+            .position(|e| !matches!(e, Error::Closed(_)))
+            .unwrap_or(0);
+        Err(errors.swap_remove(i))
     }
 
     /// Allocates a value-log file number and its path.

@@ -9,6 +9,7 @@ mod inspect;
 mod iter;
 mod jobs;
 mod learner;
+mod merge_job;
 mod placement;
 mod point_cache;
 mod range_dels;
@@ -44,7 +45,7 @@ use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, LruBlockCache, ReadCache};
 use crate::compaction::LevelShape;
 use crate::log::LogWriter;
-use crate::lookup_steps::Step;
+use crate::lookup_steps::{Step, StepClock};
 use crate::memtable::Memtable;
 use crate::options::{Options, ReadCachePolicy, ReadOptions, Transition, WriteOptions};
 use crate::policy::prefetch::Prefetcher;
@@ -52,7 +53,7 @@ use crate::stats::{DbStats, OpKind, ReadCacheStats, StatsInner};
 use crate::storage::StorageEnv;
 use crate::table::ReadTrace;
 use crate::types::{check_key, make_lookup_key, parse_internal_key, SeqNo, ValueKind};
-use crate::version::{CfVersion, VersionSet};
+use crate::version::{CfVersion, FileMeta, VersionSet};
 use crate::{Error, Result};
 
 use snapshot::SnapshotList;
@@ -1161,7 +1162,9 @@ impl DbInner {
         out.into_iter().flatten().collect()
     }
 
-    /// One point read through `view`.
+    /// One point read through `view`: the memtables, then the point cache (KV, KP), then
+    /// the levels. The point cache answers only with a version newer than the deletions
+    /// covering the key.
     fn get_in(&self, ro: &ReadOptions, view: &ReadView, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let ReadView {
             generation,
@@ -1176,10 +1179,8 @@ impl DbInner {
         if let Some(r) = &state.records {
             r.record_read(key);
         }
-        // One read in READ_TIME_SAMPLE has its time per level measured (RusKey's t_i).
         let get_no = self.stats.gets.fetch_add(1, Ordering::Relaxed);
-        let timed = get_no.is_multiple_of(READ_TIME_SAMPLE);
-        // Fewer still are broken into steps (Bourbon's lookup breakdown).
+        // Some reads are broken into steps (Bourbon's lookup breakdown).
         let mut clock = self.stats.lookup_steps.clock(get_no);
         let memtables = || std::iter::once(&sv.mem).chain(sv.imms.iter().map(|(m, _)| m));
         let found_in_memtable = memtables().find_map(|m| m.get(key, seq));
@@ -1207,8 +1208,6 @@ impl DbInner {
             }
             return self.resolve_entry(key, kind, v);
         }
-        // Memtables, then the point cache (KV, KP), then the levels. The point cache
-        // answers only with a version newer than the deletions covering the key.
         let mut admit = None;
         if let (Some(rc), Some(g), true) = (&self.read_cache, generation, state.point_cache) {
             let cached = self.get_cached(rc, g, sv, cf, key, seq, table_cover, ro.fill_cache)?;
@@ -1219,13 +1218,35 @@ impl DbInner {
                 point_cache::Cached::Answer(v) => return Ok(v),
                 point_cache::Cached::Miss { ghost_hit } => {
                     // Only a read at the latest state finds the newest version.
-                    admit = (ro.snapshot.is_none() && ro.fill_cache).then_some((rc, g, ghost_hit));
+                    admit =
+                        (ro.snapshot.is_none() && ro.fill_cache).then_some((&**rc, g, ghost_hit));
                 }
             }
         }
-        let lookup = make_lookup_key(key, seq);
+        let probe = Probe {
+            ro,
+            cf,
+            key,
+            seq,
+            table_cover,
+            // One read in READ_TIME_SAMPLE has its time per level measured (RusKey's t_i).
+            timed: get_no.is_multiple_of(READ_TIME_SAMPLE),
+            admit,
+        };
+        self.get_from_levels(&sv.version, &probe, &mut clock)
+    }
+
+    /// The levels' part of a point read: in each run, the table whose range holds the
+    /// key, newest run first.
+    fn get_from_levels(
+        &self,
+        version: &CfVersion,
+        p: &Probe<'_>,
+        clock: &mut Option<StepClock<'_>>,
+    ) -> Result<Option<Vec<u8>>> {
+        let lookup = make_lookup_key(p.key, p.seq);
         let mut probed = 0u32;
-        for (level, l) in sv.version.levels.iter().enumerate() {
+        for (level, l) in version.levels.iter().enumerate() {
             if l.runs.is_empty() {
                 continue;
             }
@@ -1233,85 +1254,92 @@ impl DbInner {
                 .level(level)
                 .lookups_reached
                 .fetch_add(1, Ordering::Relaxed);
-            let _level_time =
-                timed.then(|| LevelTimer::start(&self.stats.level(level).read_ns, &self.clock));
+            let _level_time = p
+                .timed
+                .then(|| LevelTimer::start(&self.stats.level(level).read_ns, &self.clock));
             for run in &l.runs {
-                let Some(f) = run.file_for(key) else { continue };
-                if f.desc.min_seq > seq {
+                let Some(f) = run.file_for(p.key) else {
+                    continue;
+                };
+                if f.desc.min_seq > p.seq {
                     continue; // every entry is newer than the read
                 }
                 probed += 1;
-                let table = self.tables.get(f, level)?;
-                let mut trace = ReadTrace {
-                    time_steps: clock.is_some(),
-                    no_fill: !ro.fill_cache,
-                    ..ReadTrace::default()
-                };
-                if let Some(c) = &mut clock {
-                    c.skip();
-                }
-                let r = table.get(&lookup, &mut trace);
-                if let Some(c) = &mut clock {
-                    c.add(Step::Filters, trace.step_filter_ns);
-                    c.add(Step::Index, trace.step_index_ns);
-                    c.add(Step::Data, trace.step_data_ns);
-                    c.skip();
-                }
-                let counters = self.stats.level(level);
-                counters.record(&trace);
-                if trace.data_misses > 0 || trace.warmed_hits > 0 {
-                    self.prefetch.note_read(
-                        key,
-                        f.file_no(),
-                        trace.data_misses,
-                        trace.warmed_hits,
-                        false,
-                    );
-                }
-                if let Some((ikey, value)) = r? {
-                    let p = parse_internal_key(&ikey)
-                        .and_then(|p| p.value_kind().map(|k| (p.user_key == key, k, p.seq)))
-                        .ok_or_else(|| {
-                            Error::corruption(
-                                format!("table {}", f.file_no()),
-                                "malformed internal key",
-                            )
-                        })?;
-                    if p.0 && p.2 < table_cover {
-                        return Ok(None);
-                    }
-                    if p.0 {
-                        counters.gets_served.fetch_add(1, Ordering::Relaxed);
-                        // AC-Key on WiscKey: a KP entry also keeps the value's pointer.
-                        let value_ptr = (admit.is_some() && p.1 == ValueKind::ValuePointer)
-                            .then(|| crate::vlog::ValuePointer::decode(&value).ok())
-                            .flatten();
-                        let found = self.resolve_entry(key, p.1, value)?;
-                        if let Some(c) = &mut clock {
-                            c.lap(Step::Value);
-                        }
-                        if let (Some((rc, g, ghost_hit)), Some(v)) = (admit, &found) {
-                            if let Some((_, block)) = trace.found_block {
-                                rc.admit(
-                                    g,
-                                    cf,
-                                    key,
-                                    v,
-                                    p.2,
-                                    probed,
-                                    f.file_no(),
-                                    block,
-                                    value_ptr,
-                                    ghost_hit,
-                                );
-                            }
-                        }
-                        return Ok(found);
-                    }
+                if let Some(answer) = self.get_from_table(p, f, level, &lookup, probed, clock)? {
+                    return Ok(answer);
                 }
             }
         }
         Ok(None)
+    }
+
+    /// Looks the key up in table `f` of `level`, the `probed`-th table of the read.
+    /// Returns the read's answer when this table decides it (the key's newest entry, or
+    /// one older than a range deletion covering it), None to go on to the next run.
+    fn get_from_table(
+        &self,
+        p: &Probe<'_>,
+        f: &Arc<FileMeta>,
+        level: usize,
+        lookup: &[u8],
+        probed: u32,
+        clock: &mut Option<StepClock<'_>>,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        let table = self.tables.get(f, level)?;
+        let mut trace = ReadTrace {
+            time_steps: clock.is_some(),
+            no_fill: !p.ro.fill_cache,
+            ..ReadTrace::default()
+        };
+        if let Some(c) = clock {
+            c.skip();
+        }
+        let r = table.get(lookup, &mut trace);
+        if let Some(c) = clock {
+            c.add(Step::Filters, trace.step_filter_ns);
+            c.add(Step::Index, trace.step_index_ns);
+            c.add(Step::Data, trace.step_data_ns);
+            c.skip();
+        }
+        let counters = self.stats.level(level);
+        counters.record(&trace);
+        if trace.data_misses > 0 || trace.warmed_hits > 0 {
+            let (misses, warmed) = (trace.data_misses, trace.warmed_hits);
+            self.prefetch
+                .note_read(p.key, f.file_no(), misses, warmed, false);
+        }
+        let Some((ikey, value)) = r? else {
+            return Ok(None);
+        };
+        let (same_key, kind, found_seq) = parse_internal_key(&ikey)
+            .and_then(|e| e.value_kind().map(|k| (e.user_key == p.key, k, e.seq)))
+            .ok_or_else(|| {
+                Error::corruption(format!("table {}", f.file_no()), "malformed internal key")
+            })?;
+        if !same_key {
+            return Ok(None);
+        }
+        if found_seq < p.table_cover {
+            return Ok(Some(None));
+        }
+        counters.gets_served.fetch_add(1, Ordering::Relaxed);
+        // AC-Key on WiscKey: a KP entry also keeps the value's pointer.
+        let value_ptr = (p.admit.is_some() && kind == ValueKind::ValuePointer)
+            .then(|| crate::vlog::ValuePointer::decode(&value).ok())
+            .flatten();
+        let found = self.resolve_entry(p.key, kind, value)?;
+        if let Some(c) = clock {
+            c.lap(Step::Value);
+        }
+        if let (Some((rc, g, ghost_hit)), Some(v), Some((_, block))) =
+            (p.admit, &found, trace.found_block)
+        {
+            let file_no = f.file_no();
+            rc.admit(
+                g, p.cf, p.key, v, found_seq, probed, file_no, block, value_ptr, ghost_hit,
+            );
+        }
+        Ok(Some(found))
     }
 
     /// The one place a table or memtable entry of `user_key` becomes the user's answer:
@@ -1501,6 +1529,20 @@ pub(crate) fn level_infos(v: &CfVersion, shape: &LevelShape) -> Vec<LevelInfo> {
 
 /// One point read in this many has its time per level measured.
 const READ_TIME_SAMPLE: u64 = 8;
+/// What the levels' part of a point read carries from its start.
+struct Probe<'a> {
+    ro: &'a ReadOptions,
+    cf: u32,
+    key: &'a [u8],
+    seq: SeqNo,
+    /// The newest range deletion in the tables covering the key (0: none).
+    table_cover: SeqNo,
+    /// Whether this read's time per level is measured.
+    timed: bool,
+    /// AC-Key: the read cache to admit the found entry to, its generation, and whether
+    /// the key's ghost entry was hit.
+    admit: Option<(&'a ReadCache, u64, bool)>,
+}
 
 /// Adds the time until it is dropped, times [`READ_TIME_SAMPLE`], to a level's read time
 /// (so the read's early returns are counted too).

@@ -18,14 +18,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::background::JobGuard;
-use super::iter::{sorted_chains, RunIterator};
-use super::table_cache::table_path;
+use super::iter::sorted_chains;
+use super::merge_job::{delete_inputs, file_nos, BlockSinks, MergeInto};
 use super::{CfState, ColumnFamily, Db, DbInner};
 use crate::access::record_trace::{self, RecordTraceHeader};
 use crate::access::{RecordOptions, RecordStore};
 use crate::clock::thread_cpu_nanos;
-use crate::compaction::merge::{merge, MergeParams};
+use crate::compaction::merge::MergeOutput;
 use crate::compaction::picker;
 use crate::events::{CompactionInfo, InputFile};
 use crate::iter::InternalIterator;
@@ -34,9 +33,9 @@ use crate::merging::MergingIterator;
 use crate::policy::placement::{
     AgeTierPlacement, ColdSetPlacement, Placement, PlacementPolicy, SeqTimes,
 };
-use crate::table::BlockSink;
+use crate::range_del::RangeDels;
 use crate::types::parse_internal_key;
-use crate::version::{FileMeta, VersionEdit};
+use crate::version::{CfVersion, FileMeta, VersionEdit};
 use crate::{Error, Result};
 
 /// What a proactive compaction did (or why it did nothing).
@@ -399,228 +398,73 @@ impl DbInner {
         let cpu0 = thread_cpu_nanos();
         let t0 = Instant::now();
         let v = state.sv.load().version.clone();
-        let inputs: Vec<(usize, Arc<FileMeta>)> = (0..=h)
-            .flat_map(|l| {
-                v.levels[l]
-                    .runs
-                    .iter()
-                    .flat_map(move |r| r.files.iter().map(move |f| (l, f.clone())))
-            })
-            .collect();
-        if inputs.is_empty() {
+        let Some(job) = ProactiveInputs::of(&v, h, c) else {
             return Ok(ProactiveReport::skipped(
                 &name,
                 "the hot tier holds no tables",
             ));
-        }
-        let lo = inputs
-            .iter()
-            .map(|(_, f)| f.smallest_user())
-            .min()
-            .unwrap_or(&[])
-            .to_vec();
-        let hi = inputs
-            .iter()
-            .map(|(_, f)| f.largest_user())
-            .max()
-            .unwrap_or(&[])
-            .to_vec();
-        let (dest_run, dest_inputs) = match v.levels[c].active() {
-            Some(r) => (Some(r.id), r.overlapping(&lo, &hi)),
-            None => (None, Vec::new()),
         };
-        let in_files: Vec<Arc<FileMeta>> = inputs.iter().map(|(_, f)| f.clone()).collect();
-        let (mlo, mhi) = picker::merged_range(&in_files, &dest_inputs);
-        let bottommost = picker::is_bottommost(&v, c, dest_run, &mlo, &mhi);
+        let mut report = self.proactive_job(&state, &v, &job, &placement)?;
+        let cpu_ns = thread_cpu_nanos().saturating_sub(cpu0);
+        self.stats
+            .proactive_cpu_ns
+            .fetch_add(cpu_ns, Ordering::Relaxed);
+        report.placement = name;
+        report.cpu_ns = cpu_ns;
+        report.wall_ns = t0.elapsed().as_nanos() as u64;
+        Ok(report)
+    }
+
+    /// Merges the hot tier's runs and splits them by `placement`: the hot side back into
+    /// one new run of level `h`, the cold side with level `c`'s overlapping files into
+    /// its active run; installs both in one edit.
+    fn proactive_job(
+        &self,
+        state: &CfState,
+        v: &CfVersion,
+        job: &ProactiveInputs,
+        placement: &Arc<dyn Placement>,
+    ) -> Result<ProactiveReport> {
+        let (h, c) = (job.hot_level, job.cold_level);
+        let gone = file_nos(job.all());
+        let input_bytes: u64 = job.all().map(|f| f.size()).sum();
         // Range deletions: the upper inputs' go to both sides (each side's entries are
         // checked against them), the cold level's own stay on the cold side.
-        let hot_dels = self.files_range_dels(inputs.iter().map(|(l, f)| (*l, f)))?;
-        let cold_dels = self.files_range_dels(
-            inputs
-                .iter()
-                .map(|(l, f)| (*l, f))
-                .chain(dest_inputs.iter().map(|f| (c, f))),
-        )?;
-        let snapshots = self.snapshots.all();
-        let stop = || self.shutdown.load(Ordering::Acquire);
-        // Every run of the hot levels, each read a file at a time (`max_open_files`).
-        let run_input = |level: usize, files: Vec<Arc<FileMeta>>| -> Box<dyn InternalIterator> {
-            Box::new(RunIterator::compaction_input(
-                files,
-                level,
-                self.tables.clone(),
-                self.stats.clone(),
-                self.prefetch.clone(),
-            ))
-        };
-        let open_inputs = || -> Result<Vec<Box<dyn InternalIterator>>> {
-            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-            for l in 0..=h {
-                let files: Vec<Arc<FileMeta>> = inputs
-                    .iter()
-                    .filter(|(fl, _)| *fl == l)
-                    .map(|(_, f)| f.clone())
-                    .collect();
-                for chain in sorted_chains(&files) {
-                    children.push(run_input(l, chain));
-                }
-            }
-            Ok(children)
-        };
-        let gone: Vec<u64> = in_files
-            .iter()
-            .chain(&dest_inputs)
-            .map(|f| f.file_no())
-            .collect();
-        let input_bytes: u64 = in_files.iter().chain(&dest_inputs).map(|f| f.size()).sum();
-        let mut info = CompactionInfo {
-            cf: state.id,
-            cf_name: state.name.clone(),
-            input_level: h,
-            output_level: c,
-            reason: "proactive",
-            inputs: inputs
-                .iter()
-                .map(|(l, f)| (*l, f))
-                .chain(dest_inputs.iter().map(|f| (c, f)))
-                .map(|(level, f)| InputFile {
-                    file_no: f.file_no(),
-                    level,
-                    size: f.size(),
-                })
-                .collect(),
-            outputs: Vec::new(),
-            trivial_move: false,
-        };
+        let upper = || job.inputs.iter().map(|(l, f)| (*l, f));
+        let hot_dels = self.files_range_dels(upper())?;
+        let cold_dels = self.files_range_dels(upper().chain(job.dest.iter().map(|f| (c, f))))?;
+        let dels = (hot_dels.as_deref(), cold_dels.as_deref());
+        let mut info = job.info(state);
         crate::events::notify(self.id(), &self.opts.listeners, |l| {
             l.on_compaction_begin(&info)
         });
         // The prefetch policy sees this job as any compaction (Leaper's metric and
-        // warming), and its end however the job ends.
-        // The hot and the cold pass each merge every input of the upper level: count them
-        // twice, so the job's time per block fits eq. 3's alpha as a plain merge's does.
-        let job_inputs: Vec<(u64, u64)> = in_files
-            .iter()
-            .chain(&in_files)
-            .chain(&dest_inputs)
-            .map(|f| (f.file_no(), f.size()))
-            .collect();
-        let job = JobGuard(
-            &self.prefetch,
-            Some(
-                self.prefetch
-                    .compaction_begin(state.id, &job_inputs, (&mlo, &mhi)),
-            ),
-        );
-        let warmer = job.1.as_ref().and_then(|j| j.warmer.clone());
-        let sink = warmer.map(|w| move |file_no: u64| w.sink(file_no));
-        let deepest = v.deepest_nonempty().max(c);
-        let mut created: Vec<PathBuf> = Vec::new();
-        let run_side = |level: usize,
-                        it: &mut dyn InternalIterator,
-                        bottommost: bool,
-                        dels: Option<&crate::range_del::RangeDels>,
-                        created: &mut Vec<PathBuf>|
-         -> Result<Vec<crate::compaction::merge::MergeOutput>> {
-            let tier = self.env.tier_for_level(level);
-            let mut new_file = || {
-                let no = self.versions.lock().new_file_no();
-                let path = table_path(&self.env, tier, no);
-                created.push(path.clone());
-                (no, path)
-            };
-            let mut params = MergeParams {
-                env: &self.env,
-                tier,
-                level,
-                column_family: (state.id, &state.name),
-                build: state.opts.table_build_options(level, deepest),
-                target_file_size: state.opts.target_file_size,
-                snapshots: &snapshots,
-                bottommost,
-                new_file: &mut new_file,
-                should_stop: &stop,
-                block_sink: sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink),
-                values: None,
-                range_dels: dels,
-                bounds: (None, None),
-            };
-            Ok(merge(it, &mut params)?.0)
+        // warming), and its end however the job ends. The hot and the cold pass each merge
+        // every input of the upper level: count them twice, so the job's time per block
+        // fits eq. 3's alpha as a plain merge's does.
+        let (mlo, mhi) = picker::merged_range(&job.upper, &job.dest);
+        let counted = job.upper.iter().chain(&job.upper).chain(&job.dest);
+        let guard = self.begin_merge_job(state.id, counted, (&mlo, &mhi));
+        let sinks = BlockSinks {
+            warmer: guard.1.as_ref().and_then(|j| j.warmer.clone()),
+            ..Default::default()
         };
-        // Hot side first: it also counts the keys each side gets.
-        let mut hot_it = PlacementFilter::new(
-            Box::new(MergingIterator::new(open_inputs()?)),
-            placement.clone(),
-            false,
-        );
-        let hot_out = run_side(h, &mut hot_it, false, hot_dels.as_deref(), &mut created);
-        let (hot_keys, cold_keys) = (hot_it.hot_keys, hot_it.cold_keys);
-        drop(hot_it);
-        let result = hot_out.and_then(|hot_out| {
-            let mut children: Vec<Box<dyn InternalIterator>> =
-                vec![Box::new(PlacementFilter::new(
-                    Box::new(MergingIterator::new(open_inputs()?)),
-                    placement.clone(),
-                    true,
-                ))];
-            for chain in sorted_chains(&dest_inputs) {
-                children.push(run_input(c, chain));
-            }
-            let mut cold_it = MergingIterator::new(children);
-            let cold_out = run_side(
-                c,
-                &mut cold_it,
-                bottommost,
-                cold_dels.as_deref(),
-                &mut created,
-            )?;
-            Ok((hot_out, cold_out))
-        });
-        let (hot_out, cold_out) = match result {
-            Ok(r) => r,
-            Err(e) => {
-                for p in &created {
-                    let _ = self.env.remove(p);
-                }
-                return Err(e);
-            }
-        };
+        let merged = self.proactive_merge(state, v, job, placement, &sinks, dels)?;
         let mut edit = VersionEdit::default();
-        for (l, f) in &inputs {
+        for (l, f) in &job.inputs {
             edit.deleted.push((state.id, *l as u32, f.file_no()));
         }
-        for f in &dest_inputs {
-            edit.deleted.push((state.id, c as u32, f.file_no()));
-        }
+        delete_inputs(&mut edit, state.id, c, &job.dest);
         let hot_run = self.versions.lock().new_run_id();
-        let cold_run = match dest_run {
+        let cold_run = match job.dest_run {
             Some(r) => r,
             None => self.versions.lock().new_run_id(),
         };
         let mut files = Vec::new();
-        let (mut hot_bytes, mut cold_bytes) = (0, 0);
-        for o in hot_out {
-            hot_bytes += o.desc.size;
-            files.push(self.output_file(&o.desc, h, o.summary.blocks));
-            edit.added.push((state.id, h as u32, hot_run, o.desc));
-        }
-        for o in cold_out {
-            cold_bytes += o.desc.size;
-            files.push(self.output_file(&o.desc, c, o.summary.blocks));
-            edit.added.push((state.id, c as u32, cold_run, o.desc));
-        }
-        if let Some(j) = &job.1 {
-            let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
-            self.prefetch.compaction_outputs(j, &outputs);
-        }
-        // On failure the outputs stay, as for any compaction: the edit may be on disk.
-        self.install_edit(&state, edit)?;
-        if let Some(j) = &job.1 {
-            self.prefetch.compaction_installed(j);
-        }
-        if let Some(rc) = &self.read_cache {
-            rc.on_compaction(state.id, &gone, &files);
-        }
+        let hot_bytes = self.add_outputs(&mut edit, state.id, (h, hot_run), merged.hot, &mut files);
+        let cold_bytes =
+            self.add_outputs(&mut edit, state.id, (c, cold_run), merged.cold, &mut files);
+        self.install_merge(state, edit, &guard, &gone, &files)?;
         info.outputs = files;
         crate::events::notify(self.id(), &self.opts.listeners, |l| {
             l.on_compaction_end(&info)
@@ -629,26 +473,102 @@ impl DbInner {
         s.compactions.fetch_add(1, Ordering::Relaxed);
         s.proactive_compactions.fetch_add(1, Ordering::Relaxed);
         s.proactive_cold_records
-            .fetch_add(cold_keys, Ordering::Relaxed);
+            .fetch_add(merged.cold_keys, Ordering::Relaxed);
         s.compaction_bytes_written
             .fetch_add(hot_bytes + cold_bytes, Ordering::Relaxed);
         s.compaction_bytes_read
             .fetch_add(input_bytes, Ordering::Relaxed);
-        let cpu_ns = thread_cpu_nanos().saturating_sub(cpu0);
-        s.proactive_cpu_ns.fetch_add(cpu_ns, Ordering::Relaxed);
         Ok(ProactiveReport {
-            placement: name,
+            placement: String::new(),
             skipped: None,
             hot_level: h,
             cold_level: c,
             input_files: gone.len(),
             input_bytes,
-            cold_records: cold_keys,
-            hot_records: hot_keys,
+            cold_records: merged.cold_keys,
+            hot_records: merged.hot_keys,
             cold_bytes,
             hot_bytes,
-            cpu_ns,
-            wall_ns: t0.elapsed().as_nanos() as u64,
+            cpu_ns: 0,
+            wall_ns: 0,
+        })
+    }
+
+    /// The two passes of a proactive compaction: the hot side first (it also counts the
+    /// keys each side gets), then the cold side with the cold level's overlapping files.
+    /// When the cold side fails the hot side's tables go too.
+    #[allow(clippy::too_many_arguments)]
+    fn proactive_merge(
+        &self,
+        state: &CfState,
+        v: &CfVersion,
+        job: &ProactiveInputs,
+        placement: &Arc<dyn Placement>,
+        sinks: &BlockSinks,
+        (hot_dels, cold_dels): (Option<&RangeDels>, Option<&RangeDels>),
+    ) -> Result<ProactiveOutputs> {
+        let (h, c) = (job.hot_level, job.cold_level);
+        let (mlo, mhi) = picker::merged_range(&job.upper, &job.dest);
+        let snapshots = self.snapshots.all();
+        let stop = || self.shutdown.load(Ordering::Acquire);
+        let side = |level, bottommost, range_dels| MergeInto {
+            db: self,
+            cf: state,
+            level,
+            deepest: v.deepest_nonempty().max(c),
+            snapshots: &snapshots,
+            bottommost,
+            range_dels,
+            sinks,
+            stop: &stop,
+        };
+        let hot = side(h, false, hot_dels);
+        let cold = side(
+            c,
+            picker::is_bottommost(v, c, job.dest_run, &mlo, &mhi),
+            cold_dels,
+        );
+        // Every run of the hot levels, each read a file at a time (`max_open_files`).
+        let open_upper = || -> Box<dyn InternalIterator> {
+            let mut children = Vec::new();
+            for l in 0..=h {
+                let files: Vec<Arc<FileMeta>> = job
+                    .inputs
+                    .iter()
+                    .filter(|(fl, _)| *fl == l)
+                    .map(|(_, f)| f.clone())
+                    .collect();
+                for chain in sorted_chains(&files) {
+                    children.push(hot.run_input(l, chain));
+                }
+            }
+            Box::new(MergingIterator::new(children))
+        };
+        let mut hot_it = PlacementFilter::new(open_upper(), placement.clone(), false);
+        let hot_out = hot.merge(&mut hot_it, (None, None), None)?;
+        let (hot_keys, cold_keys) = (hot_it.hot_keys, hot_it.cold_keys);
+        drop(hot_it);
+        let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(PlacementFilter::new(
+            open_upper(),
+            placement.clone(),
+            true,
+        ))];
+        for chain in sorted_chains(&job.dest) {
+            children.push(cold.run_input(c, chain));
+        }
+        let mut cold_it = MergingIterator::new(children);
+        let cold_out = match cold.merge(&mut cold_it, (None, None), None) {
+            Ok(o) => o,
+            Err(e) => {
+                hot.remove(&hot_out);
+                return Err(e);
+            }
+        };
+        Ok(ProactiveOutputs {
+            hot: hot_out,
+            cold: cold_out,
+            hot_keys,
+            cold_keys,
         })
     }
 
@@ -735,4 +655,91 @@ impl Db {
         crate::events::refuse_in_callback(self.inner.id(), "proactive_compact")?;
         self.inner.proactive_compact(cf.id)
     }
+}
+
+/// What a proactive compaction merges.
+struct ProactiveInputs {
+    hot_level: usize,
+    cold_level: usize,
+    /// Every table of levels 0..=hot_level, with its level.
+    inputs: Vec<(usize, Arc<FileMeta>)>,
+    /// The same tables without their levels.
+    upper: Vec<Arc<FileMeta>>,
+    /// The cold level's active run, and its tables overlapping the inputs.
+    dest_run: Option<u64>,
+    dest: Vec<Arc<FileMeta>>,
+}
+
+impl ProactiveInputs {
+    /// The inputs in `v` of a compaction of levels 0..=h into `c`; None when the hot tier
+    /// holds no tables.
+    fn of(v: &CfVersion, h: usize, c: usize) -> Option<ProactiveInputs> {
+        let inputs: Vec<(usize, Arc<FileMeta>)> = (0..=h)
+            .flat_map(|l| {
+                v.levels[l]
+                    .runs
+                    .iter()
+                    .flat_map(move |r| r.files.iter().map(move |f| (l, f.clone())))
+            })
+            .collect();
+        if inputs.is_empty() {
+            return None;
+        }
+        let lo = inputs
+            .iter()
+            .map(|(_, f)| f.smallest_user())
+            .min()?
+            .to_vec();
+        let hi = inputs.iter().map(|(_, f)| f.largest_user()).max()?.to_vec();
+        let (dest_run, dest) = match v.levels[c].active() {
+            Some(r) => (Some(r.id), r.overlapping(&lo, &hi)),
+            None => (None, Vec::new()),
+        };
+        Some(ProactiveInputs {
+            hot_level: h,
+            cold_level: c,
+            upper: inputs.iter().map(|(_, f)| f.clone()).collect(),
+            inputs,
+            dest_run,
+            dest,
+        })
+    }
+
+    /// Every input table, upper levels first.
+    fn all(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.upper.iter().chain(&self.dest)
+    }
+
+    /// The listeners' description of the job (no outputs yet).
+    fn info(&self, state: &CfState) -> CompactionInfo {
+        let c = self.cold_level;
+        CompactionInfo {
+            cf: state.id,
+            cf_name: state.name.clone(),
+            input_level: self.hot_level,
+            output_level: c,
+            reason: "proactive",
+            inputs: self
+                .inputs
+                .iter()
+                .map(|(l, f)| (*l, f))
+                .chain(self.dest.iter().map(|f| (c, f)))
+                .map(|(level, f)| InputFile {
+                    file_no: f.file_no(),
+                    level,
+                    size: f.size(),
+                })
+                .collect(),
+            outputs: Vec::new(),
+            trivial_move: false,
+        }
+    }
+}
+
+/// The two sides a proactive compaction wrote, and the keys each got.
+struct ProactiveOutputs {
+    hot: Vec<MergeOutput>,
+    cold: Vec<MergeOutput>,
+    hot_keys: u64,
+    cold_keys: u64,
 }

@@ -257,39 +257,8 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
     if exists {
         check_saved_options(path, &mut opts)?;
     }
-    let env = if read_only {
-        StorageEnv::existing(path, &opts.tiers, opts.latency_scale)?
-    } else {
-        StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
-    };
-    let (env, vclock) = env
-        .with_faults(opts.faults.clone())
-        .with_clock(&opts.clock)?;
-    let env = env
-        .with_mmap_reads(opts.mmap_reads)
-        .with_read_only(read_only);
-    let clock = match vclock {
-        Some(c) => EngineClock::Virtual(c),
-        None => EngineClock::Wall,
-    };
-    let o2 = opts.clone();
-    let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> =
-        Arc::new(move |l| o2.initial_runs(l));
-    let mut vs = if exists {
-        VersionSet::recover(env.clone(), opts.num_levels, initial_k)?
-    } else {
-        discard_unfinished_creation(path, &env, &opts, initial_k.clone())?;
-        VersionSet::create(env.clone(), opts.num_levels, initial_k)?
-    };
-    for entry in vs.cfs.values() {
-        if entry.version.levels.len() != opts.num_levels {
-            return Err(Error::InvalidArgument(format!(
-                "the database has {} levels but num_levels is {}",
-                entry.version.levels.len(),
-                opts.num_levels
-            )));
-        }
-    }
+    let (env, clock) = open_env(path, &opts, read_only)?;
+    let mut vs = recover_versions(path, &env, &opts, exists)?;
     // Tables and value-log files share one budget of open files.
     let open_files = Arc::new(crate::cache::open_files::OpenFiles::new(
         opts.max_open_files,
@@ -299,38 +268,6 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
         open_files.clone(),
     ));
     check_files_present(&env, &vs, &vlog)?;
-    let (block_cache, read_cache) = DbInner::new_caches(&opts);
-    let (opts_prefetch, block_cache_for_prefetch, opts_block_size, opts_window, metric) = (
-        opts.prefetch.clone(),
-        block_cache.clone(),
-        opts.block_size,
-        opts.invalidation_window_ms,
-        opts.invalidation_metric,
-    );
-    let shape = LevelShape {
-        level1_bytes: opts.level1_bytes,
-        size_ratio: opts.size_ratio,
-        num_levels: opts.num_levels,
-        held: None,
-    };
-    let stats = Arc::new(StatsInner::default());
-    let last_seq = vs.last_seq;
-    let log_number = vs.log_number;
-    let tables = Arc::new(TableCache::new(
-        env.clone(),
-        Some(block_cache.clone()),
-        opts.cache_index_and_filter_blocks,
-        opts.use_direct_reads,
-        opts.index,
-        stats.clone(),
-        open_files,
-    ));
-    let cfs = column_families(path, &opts, &vs);
-    for cf in cfs.values() {
-        let learned = matches!(cf.opts.index, IndexPolicy::Learned { .. });
-        tables.enable_learner(cf.opts.index);
-        tables.set_family_learned(cf.id, learned);
-    }
     // The manifest records the next file number only when an edit is logged, but a WAL
     // rotation (and a flush or compaction cut short) takes numbers without logging one. A
     // crash can thus leave a WAL numbered at or above the recovered counter; reusing its
@@ -341,56 +278,16 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
     }
     vs.next_file_no = vs.next_file_no.max(max_file_no_on_disk(&env)? + 1);
     let first_wal = vs.new_file_no();
-    let tuner = super::tuner::TunerRuntime::new(&opts, path, &clock);
-    let placement = super::placement::PlacementState::new(&opts);
-    let halt = vs.halt.clone();
-    let inner = DbInner {
-        path: path.to_path_buf(),
-        families: Mutex::new(opts.column_families.clone()),
-        options_save: Mutex::new(()),
-        opts,
+    let log_number = vs.log_number;
+    let parts = OpenParts {
+        path,
         env,
-        clock: clock.clone(),
-        shape,
-        versions: Mutex::new(vs),
-        cfs: RwLock::new(cfs),
-        queue: Mutex::new(Default::default()),
-        queue_cv: Condvar::new(),
-        wal: Mutex::new(WalState {
-            writer: None,
-            number: 0,
-            poisoned: false,
-            failed_at: 0,
-        }),
-        last_seq: AtomicU64::new(last_seq),
-        snapshots: Arc::new(SnapshotList::default()),
-        tables,
-        block_cache,
-        read_cache,
-        bg: Mutex::new(BgState::default()),
-        bg_cv: Condvar::new(),
-        halt,
-        flush_lock: Mutex::new(()),
-        compaction_lock: RwLock::new(()),
-        jobs: Default::default(),
-        stats,
-        shutdown: AtomicBool::new(false),
-        unlogged: AtomicBool::new(false),
-        next_mem_id: AtomicU64::new(1),
+        clock,
         vlog,
-        gc_targets: Mutex::new(Default::default()),
-        prefetch: Arc::new(crate::policy::prefetch::Prefetcher::new(
-            opts_prefetch,
-            block_cache_for_prefetch,
-            opts_block_size,
-            opts_window,
-            metric,
-            clock.clone(),
-        )),
-        tuner,
-        placement,
-        _lock: lock,
+        open_files,
+        lock,
     };
+    let inner = DbInner::assemble(opts, vs, parts);
     if read_only {
         // The tables first: once open they stay readable, and the logs are read whole.
         inner.open_every_table()?;
@@ -406,6 +303,144 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
         }
     }
     Ok(inner)
+}
+
+/// The storage environment of an open (fault injection, the virtual clock, mmap reads,
+/// read-only) and the engine's clock.
+fn open_env(path: &Path, opts: &Options, read_only: bool) -> Result<(StorageEnv, EngineClock)> {
+    let env = if read_only {
+        StorageEnv::existing(path, &opts.tiers, opts.latency_scale)?
+    } else {
+        StorageEnv::new(path, &opts.tiers, opts.latency_scale)?
+    };
+    let (env, vclock) = env
+        .with_faults(opts.faults.clone())
+        .with_clock(&opts.clock)?;
+    let env = env
+        .with_mmap_reads(opts.mmap_reads)
+        .with_read_only(read_only);
+    let clock = match vclock {
+        Some(c) => EngineClock::Virtual(c),
+        None => EngineClock::Wall,
+    };
+    Ok((env, clock))
+}
+
+/// The version set from the manifest, or a new one; refuses a level count other than the
+/// database's.
+fn recover_versions(
+    path: &Path,
+    env: &StorageEnv,
+    opts: &Options,
+    exists: bool,
+) -> Result<VersionSet> {
+    let o2 = opts.clone();
+    let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> =
+        Arc::new(move |l| o2.initial_runs(l));
+    let vs = if exists {
+        VersionSet::recover(env.clone(), opts.num_levels, initial_k)?
+    } else {
+        discard_unfinished_creation(path, env, opts, initial_k.clone())?;
+        VersionSet::create(env.clone(), opts.num_levels, initial_k)?
+    };
+    for entry in vs.cfs.values() {
+        if entry.version.levels.len() != opts.num_levels {
+            return Err(Error::InvalidArgument(format!(
+                "the database has {} levels but num_levels is {}",
+                entry.version.levels.len(),
+                opts.num_levels
+            )));
+        }
+    }
+    Ok(vs)
+}
+
+/// What an open has made before the engine's state is assembled.
+struct OpenParts<'a> {
+    path: &'a Path,
+    env: StorageEnv,
+    clock: EngineClock,
+    vlog: Arc<crate::vlog::VlogStore>,
+    open_files: Arc<crate::cache::open_files::OpenFiles>,
+    /// The directory's lock (None when read-only).
+    lock: Option<File>,
+}
+
+impl DbInner {
+    /// The engine's state over a recovered version set: caches, the table cache, the
+    /// column families, the learned parts' runtimes. Nothing is replayed yet.
+    fn assemble(opts: Options, vs: VersionSet, p: OpenParts<'_>) -> DbInner {
+        let (block_cache, read_cache) = DbInner::new_caches(&opts);
+        let stats = Arc::new(StatsInner::default());
+        let tables = Arc::new(TableCache::new(
+            p.env.clone(),
+            Some(block_cache.clone()),
+            opts.cache_index_and_filter_blocks,
+            opts.use_direct_reads,
+            opts.index,
+            stats.clone(),
+            p.open_files,
+        ));
+        let cfs = column_families(p.path, &opts, &vs);
+        for cf in cfs.values() {
+            let learned = matches!(cf.opts.index, IndexPolicy::Learned { .. });
+            tables.enable_learner(cf.opts.index);
+            tables.set_family_learned(cf.id, learned);
+        }
+        let prefetch = Arc::new(crate::policy::prefetch::Prefetcher::new(
+            opts.prefetch.clone(),
+            block_cache.clone(),
+            opts.block_size,
+            opts.invalidation_window_ms,
+            opts.invalidation_metric,
+            p.clock.clone(),
+        ));
+        DbInner {
+            path: p.path.to_path_buf(),
+            families: Mutex::new(opts.column_families.clone()),
+            options_save: Mutex::new(()),
+            env: p.env,
+            clock: p.clock.clone(),
+            shape: LevelShape {
+                level1_bytes: opts.level1_bytes,
+                size_ratio: opts.size_ratio,
+                num_levels: opts.num_levels,
+                held: None,
+            },
+            last_seq: AtomicU64::new(vs.last_seq),
+            halt: vs.halt.clone(),
+            versions: Mutex::new(vs),
+            cfs: RwLock::new(cfs),
+            queue: Mutex::new(Default::default()),
+            queue_cv: Condvar::new(),
+            wal: Mutex::new(WalState {
+                writer: None,
+                number: 0,
+                poisoned: false,
+                failed_at: 0,
+            }),
+            snapshots: Arc::new(SnapshotList::default()),
+            tables,
+            block_cache,
+            read_cache,
+            bg: Mutex::new(BgState::default()),
+            bg_cv: Condvar::new(),
+            flush_lock: Mutex::new(()),
+            compaction_lock: RwLock::new(()),
+            jobs: Default::default(),
+            stats,
+            shutdown: AtomicBool::new(false),
+            unlogged: AtomicBool::new(false),
+            next_mem_id: AtomicU64::new(1),
+            vlog: p.vlog,
+            gc_targets: Mutex::new(Default::default()),
+            prefetch,
+            tuner: super::tuner::TunerRuntime::new(&opts, p.path, &p.clock),
+            placement: super::placement::PlacementState::new(&opts),
+            opts,
+            _lock: p.lock,
+        }
+    }
 }
 
 /// Refuses options that contradict the database's saved ones (its levels, its tiers), and
