@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use super::env::EnvInner;
+use super::accounting::EnvInner;
 use super::FileKind;
 use crate::clock::{in_background, IoOp};
 use crate::{Error, Result};

@@ -6,6 +6,7 @@
 //! A space quota can be set to simulate a full disk in tests, and a [`FaultInjector`]
 //! fails chosen operations and simulates power loss.
 
+mod accounting;
 mod env;
 pub mod fault;
 mod file;

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use super::block::Block;
 use super::index::{FenceIndex, TableIndex};
+use super::read_trace::ReadTrace;
 use super::readahead::Readahead;
-use super::reader::{ReadTrace, Table};
+use super::reader::Table;
 use crate::iter::InternalIterator;
 use crate::types::cmp_internal;
 use crate::{Error, Result};
@@ -27,6 +28,13 @@ pub struct TableIterator {
     trace: ReadTrace,
     /// Reads ahead once blocks come from storage in sequence.
     readahead: Readahead,
+}
+
+impl Table {
+    /// A cursor over the table's entries.
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(self.clone())
+    }
 }
 
 impl TableIterator {

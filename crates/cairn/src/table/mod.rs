@@ -51,6 +51,7 @@ mod iter;
 pub mod learned_index;
 pub mod model_file;
 pub mod properties;
+mod read_trace;
 pub mod readahead;
 mod reader;
 pub mod usage;
@@ -70,7 +71,8 @@ pub use index::{FenceIndex, IndexEntry, TableIndex};
 pub use iter::TableIterator;
 pub use learned_index::{LearnedIndex, LearnedLookup, Position};
 pub use properties::TableProperties;
-pub use reader::{MetaRef, ReadTrace, Table};
+pub use read_trace::ReadTrace;
+pub use reader::{MetaRef, Table};
 pub use usage::{TableUsage, UsageSnapshot};
 
 /// A small valid block, for tests of other modules (the cache).

@@ -4,7 +4,7 @@
 //! backward starts over. The blocks read ahead are kept here, not in the block cache,
 //! until the iterator reaches them (each is still checksummed and cached when read).
 
-use super::reader::ReadTrace;
+use super::read_trace::ReadTrace;
 use crate::storage::RandomAccessFile;
 use crate::Result;
 
