@@ -341,6 +341,16 @@ pub struct Options {
     /// Listeners of flush and compaction events.
     #[serde(skip)]
     pub listeners: Vec<Arc<dyn EventListener>>,
+    /// Write the event log `LOG` in the database directory, as RocksDB's info log: the
+    /// options at open, flushes and compactions with their sizes and times, background
+    /// errors, write stalls, warnings and the learned parts' decisions (never for a
+    /// read-only open).
+    pub info_log: bool,
+    /// `LOG` is renamed `LOG.old.<micros>` and a new one started past this many bytes
+    /// (0: only at each open).
+    pub max_log_file_size: u64,
+    /// Rotated event logs kept; older ones are removed.
+    pub keep_log_file_num: usize,
     /// Start background flush and compaction threads (off only in tests that drive
     /// flushes and compactions by hand).
     pub background_work: bool,
@@ -451,6 +461,9 @@ impl Default for Options {
             clock: crate::clock::Clock::Wall,
             wal_recovery: WalRecovery::Strict,
             listeners: Vec::new(),
+            info_log: true,
+            max_log_file_size: 64 << 20,
+            keep_log_file_num: 10,
             background_work: true,
             index: IndexPolicy::Fence,
             read_cache: ReadCachePolicy::Block,
@@ -661,6 +674,9 @@ impl Options {
                 "max_subcompactions {} outside 1..=64",
                 self.max_subcompactions
             ));
+        }
+        if self.max_log_file_size != 0 && self.max_log_file_size < 4096 {
+            return invalid("max_log_file_size must be 0 (no limit) or at least 4096".into());
         }
         if !(1..=64).contains(&self.max_background_compactions) {
             return invalid(format!(

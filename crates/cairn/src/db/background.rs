@@ -37,6 +37,8 @@ impl DbInner {
     /// (`stalled_by_background_error`), as RocksDB's background error stops writes.
     fn background_error(&self, e: Error, flush: bool) {
         self.stats.background_errors.fetch_add(1, Ordering::Relaxed);
+        let job = if flush { "flush" } else { "compaction" };
+        self.event("background_error", format_args!("job={job} error={e}"));
         if !e.is_corruption() && !matches!(e, Error::Closed(_)) {
             let mut bg = self.bg.lock();
             let slot = if flush {
@@ -296,7 +298,7 @@ impl DbInner {
             memtable_id: mem.id(),
             outputs: Vec::new(),
         };
-        crate::events::notify(self.id(), &self.opts.listeners, |l| l.on_flush_begin(&info));
+        crate::events::notify(self.id(), &self.listeners, |l| l.on_flush_begin(&info));
         let deepest = cf.sv.load().version.deepest_nonempty();
         let (lo, hi) = mem.user_key_span().unwrap_or_default();
         let warmer = self.prefetch.flush_warmer(cf.id, (&lo, &hi));
@@ -363,7 +365,8 @@ impl DbInner {
         drop(vs);
         self.remove_old_wals(log_number);
         info.outputs = files;
-        crate::events::notify(self.id(), &self.opts.listeners, |l| l.on_flush_end(&info));
+        crate::events::notify(self.id(), &self.listeners, |l| l.on_flush_end(&info));
+        self.log_learned_parts();
         Ok(())
     }
 
@@ -619,14 +622,11 @@ impl DbInner {
                     outputs: Vec::new(),
                     trivial_move: true,
                 };
-                crate::events::notify(self.id(), &self.opts.listeners, |l| {
-                    l.on_compaction_begin(&info)
-                });
+                crate::events::notify(self.id(), &self.listeners, |l| l.on_compaction_begin(&info));
                 self.install_edit(cf, edit)?;
                 self.stats.trivial_moves.fetch_add(1, Ordering::Relaxed);
-                crate::events::notify(self.id(), &self.opts.listeners, |l| {
-                    l.on_compaction_end(&info)
-                });
+                crate::events::notify(self.id(), &self.listeners, |l| l.on_compaction_end(&info));
+                self.log_learned_parts();
                 Ok(())
             }
             Task::Merge {
@@ -661,9 +661,7 @@ impl DbInner {
                     outputs: Vec::new(),
                     trivial_move: false,
                 };
-                crate::events::notify(self.id(), &self.opts.listeners, |l| {
-                    l.on_compaction_begin(&info)
-                });
+                crate::events::notify(self.id(), &self.listeners, |l| l.on_compaction_begin(&info));
                 self.stats
                     .compactions_running
                     .fetch_add(1, Ordering::Relaxed);
@@ -687,9 +685,8 @@ impl DbInner {
                     .fetch_sub(1, Ordering::Relaxed);
                 info.outputs = r?;
                 self.stats.compactions.fetch_add(1, Ordering::Relaxed);
-                crate::events::notify(self.id(), &self.opts.listeners, |l| {
-                    l.on_compaction_end(&info)
-                });
+                crate::events::notify(self.id(), &self.listeners, |l| l.on_compaction_end(&info));
+                self.log_learned_parts();
                 Ok(())
             }
         }

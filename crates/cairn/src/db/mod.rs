@@ -4,6 +4,7 @@
 mod background;
 mod check;
 mod checkpoint;
+mod event_log;
 mod ingest;
 mod inspect;
 mod iter;
@@ -218,6 +219,10 @@ pub(crate) struct DbInner {
     /// SA-LSM: loaded cold-key sets, the age rule's clock samples.
     pub(crate) placement: placement::PlacementState,
     /// The directory lock (`None` when open read-only, which takes none).
+    /// The event log `LOG` (`Options::info_log`; none when read-only).
+    pub(crate) event_log: Option<Arc<event_log::EventLog>>,
+    /// The listeners of flush and compaction events: the options' and the event log.
+    pub(crate) listeners: Vec<Arc<dyn crate::events::EventListener>>,
     _lock: Option<File>,
 }
 
@@ -951,8 +956,11 @@ impl Db {
         // Last, after the threads stopped: the counters are final, and a failure here
         // cannot cost data (the WAL is synced above).
         if let Err(e) = stats_file::save(&self.inner.env, &self.inner.path, &self.stats()) {
-            log::warn!("cairn: {} not written: {e}", stats_file::STATS_FILE);
+            self.inner
+                .warn(format_args!("{} not written: {e}", stats_file::STATS_FILE));
         }
+        self.inner
+            .event("close", format_args!("ok={}", flushed.is_ok()));
         flushed
     }
 }
@@ -1048,10 +1056,10 @@ impl DbInner {
             }
             Err(e) => {
                 // Advisory: the engine runs on without the model (principle 2).
-                log::warn!(
+                self.warn(format_args!(
                     "Leaper model {} refused, prefetching without it: {e}",
                     path.display()
-                );
+                ));
                 self.prefetch.model_error();
                 Err(e)
             }
@@ -1084,7 +1092,7 @@ impl DbInner {
     /// runs without it; tools are then told the options): a failure only warns.
     pub(crate) fn save_options(&self) {
         if let Err(e) = self.try_save_options() {
-            log::warn!("cairn: the options file was not written: {e}");
+            self.warn(format_args!("the options file was not written: {e}"));
         }
     }
 
@@ -1529,6 +1537,21 @@ pub(crate) fn level_infos(v: &CfVersion, shape: &LevelShape) -> Vec<LevelInfo> {
 
 /// One point read in this many has its time per level measured.
 const READ_TIME_SAMPLE: u64 = 8;
+impl DbInner {
+    /// Writes an event to the event log, if there is one.
+    pub(crate) fn event(&self, event: &str, detail: std::fmt::Arguments<'_>) {
+        if let Some(l) = &self.event_log {
+            l.event(event, detail);
+        }
+    }
+
+    /// A warning: to the `log` crate's logger and to the event log.
+    pub(crate) fn warn(&self, msg: std::fmt::Arguments<'_>) {
+        log::warn!("cairn: {msg}");
+        self.event("warning", format_args!("{msg}"));
+    }
+}
+
 /// What the levels' part of a point read carries from its start.
 struct Probe<'a> {
     ro: &'a ReadOptions,

@@ -307,10 +307,10 @@ impl DbInner {
                 if let Some(max_age) = p.max_cold_set_age_ms {
                     let age = p.clock.now_ms().saturating_sub(set.trace_end_ms);
                     if age > max_age {
-                        log::warn!(
-                            "cairn: cold-key set of column family {} is stale ({age} ms old); passive compaction only",
+                        self.warn(format_args!(
+                            "cold-key set of column family {} is stale ({age} ms old); passive compaction only",
                             cf.name
-                        );
+                        ));
                         return Err(ProactiveReport::boxed(&set.method, "cold-key set is stale"));
                     }
                 }
@@ -412,6 +412,20 @@ impl DbInner {
         report.placement = name;
         report.cpu_ns = cpu_ns;
         report.wall_ns = t0.elapsed().as_nanos() as u64;
+        self.event(
+            "sa_lsm_proactive",
+            format_args!(
+                "cf={} placement={} cold_records={} hot_records={} cold_bytes={} hot_bytes={} \
+                 micros={}",
+                state.name,
+                report.placement,
+                report.cold_records,
+                report.hot_records,
+                report.cold_bytes,
+                report.hot_bytes,
+                report.wall_ns / 1000
+            ),
+        );
         Ok(report)
     }
 
@@ -435,9 +449,7 @@ impl DbInner {
         let cold_dels = self.files_range_dels(upper().chain(job.dest.iter().map(|f| (c, f))))?;
         let dels = (hot_dels.as_deref(), cold_dels.as_deref());
         let mut info = job.info(state);
-        crate::events::notify(self.id(), &self.opts.listeners, |l| {
-            l.on_compaction_begin(&info)
-        });
+        crate::events::notify(self.id(), &self.listeners, |l| l.on_compaction_begin(&info));
         // The prefetch policy sees this job as any compaction (Leaper's metric and
         // warming), and its end however the job ends. The hot and the cold pass each merge
         // every input of the upper level: count them twice, so the job's time per block
@@ -466,9 +478,7 @@ impl DbInner {
             self.add_outputs(&mut edit, state.id, (c, cold_run), merged.cold, &mut files);
         self.install_merge(state, edit, &guard, &gone, &files)?;
         info.outputs = files;
-        crate::events::notify(self.id(), &self.opts.listeners, |l| {
-            l.on_compaction_end(&info)
-        });
+        crate::events::notify(self.id(), &self.listeners, |l| l.on_compaction_end(&info));
         let s = &self.stats;
         s.compactions.fetch_add(1, Ordering::Relaxed);
         s.proactive_compactions.fetch_add(1, Ordering::Relaxed);
@@ -584,10 +594,10 @@ impl DbInner {
                 &h,
                 &records,
             ) {
-                log::warn!(
-                    "cairn: query store of column family {} not saved: {e}",
+                self.warn(format_args!(
+                    "query store of column family {} not saved: {e}",
                     cf.name
-                );
+                ));
             }
         }
     }
@@ -638,6 +648,9 @@ impl Db {
             .cold_sets
             .lock()
             .insert(state.id, Arc::new(set));
+        let cf = &state.name;
+        self.inner
+            .event("sa_lsm_cold_set", format_args!("cf={cf} keys={n}"));
         Ok(n)
     }
 

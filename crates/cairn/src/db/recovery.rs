@@ -1,6 +1,8 @@
 //! Opening a database: the LOCK file, creating or recovering the version set, replaying
 //! write-ahead logs into level 0, and removing files left behind by a crash.
 
+use super::event_log::EventLog;
+use crate::events::EventListener;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
@@ -57,6 +59,7 @@ fn is_cairn_file(name: &str) -> bool {
         || name == "TUNER.tmp"
         || name == super::stats_file::STATS_FILE
         || name == super::stats_file::STATS_TMP
+        || super::event_log::is_log_file(name)
         || (name.starts_with("QUERYSTORE-") && (name.ends_with(".rtr") || name.ends_with(".tmp")))
         // Repair's folder of unreadable tables.
         || name == "lost"
@@ -258,6 +261,13 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
         check_saved_options(path, &mut opts)?;
     }
     let (env, clock) = open_env(path, &opts, read_only)?;
+    let event_log = (opts.info_log && !read_only).then(|| {
+        Arc::new(EventLog::open(
+            path,
+            opts.max_log_file_size,
+            opts.keep_log_file_num,
+        ))
+    });
     let mut vs = recover_versions(path, &env, &opts, exists)?;
     // Tables and value-log files share one budget of open files.
     let open_files = Arc::new(crate::cache::open_files::OpenFiles::new(
@@ -286,6 +296,7 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
         vlog,
         open_files,
         lock,
+        event_log,
     };
     let inner = DbInner::assemble(opts, vs, parts);
     if read_only {
@@ -295,6 +306,7 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
     } else {
         inner.replay_wals(log_number, first_wal)?;
         inner.save_options();
+        inner.log_open();
     }
     if let crate::policy::PrefetchPolicy::Leaper(p) = &inner.opts.prefetch {
         if let Some(model) = p.model.clone() {
@@ -364,6 +376,7 @@ struct OpenParts<'a> {
     open_files: Arc<crate::cache::open_files::OpenFiles>,
     /// The directory's lock (None when read-only).
     lock: Option<File>,
+    event_log: Option<Arc<EventLog>>,
 }
 
 impl DbInner {
@@ -437,8 +450,40 @@ impl DbInner {
             prefetch,
             tuner: super::tuner::TunerRuntime::new(&opts, p.path, &p.clock),
             placement: super::placement::PlacementState::new(&opts),
+            listeners: opts
+                .listeners
+                .iter()
+                .cloned()
+                .chain(
+                    p.event_log
+                        .iter()
+                        .map(|l| l.clone() as Arc<dyn EventListener>),
+                )
+                .collect(),
+            event_log: p.event_log,
             opts,
             _lock: p.lock,
+        }
+    }
+
+    /// The event log's first lines: the open and the options it runs with.
+    fn log_open(&self) {
+        let (vs, cfs) = (self.versions.lock(), self.cfs.read());
+        let families: Vec<&str> = cfs.values().map(|c| c.name.as_str()).collect();
+        self.event(
+            "open",
+            format_args!(
+                "path={} families={} next_file={} last_seq={}",
+                self.path.display(),
+                families.join(","),
+                vs.next_file_no,
+                self.last_seq.load(std::sync::atomic::Ordering::Relaxed)
+            ),
+        );
+        drop((vs, cfs));
+        match serde_json::to_string(&self.opts) {
+            Ok(json) => self.event("options", format_args!("{json}")),
+            Err(e) => self.event("options", format_args!("unprintable={e}")),
         }
     }
 }

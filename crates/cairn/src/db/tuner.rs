@@ -169,7 +169,7 @@ impl DbInner {
                 }
             }
             if let Err(e) = self.run_due_missions() {
-                log::warn!("cairn: tuner mission failed: {e}");
+                self.warn(format_args!("tuner mission failed: {e}"));
             }
         }
     }
@@ -196,7 +196,7 @@ impl DbInner {
             Ok(()) => core.stats.pretrained_missions += n as u64,
             Err(e) => {
                 core.stats.errors += 1;
-                log::warn!("cairn: tuner pretraining failed: {e}");
+                self.warn(format_args!("tuner pretraining failed: {e}"));
             }
         }
     }
@@ -264,17 +264,25 @@ impl DbInner {
                         *slot = k;
                     }
                     match self.apply_k(level, k) {
-                        Ok(n) => core.stats.changes += n,
+                        Ok(n) => {
+                            core.stats.changes += n;
+                            if n > 0 {
+                                self.event(
+                                    "ruskey_set_k",
+                                    format_args!("level={level} k={k} families={n}"),
+                                );
+                            }
+                        }
                         Err(e) => {
                             core.stats.errors += 1;
-                            log::warn!("cairn: tuner could not set K_{level} = {k}: {e}");
+                            self.warn(format_args!("tuner could not set K_{level} = {k}: {e}"));
                         }
                     }
                 }
             }
             Err(e) => {
                 core.stats.errors += 1;
-                log::warn!("cairn: tuner decision failed: {e}");
+                self.warn(format_args!("tuner decision failed: {e}"));
             }
         }
         core.stats.last_k = last_k;
@@ -383,7 +391,7 @@ impl DbInner {
             Ok(()) => core.stats.checkpoints += 1,
             Err(e) => {
                 core.stats.errors += 1;
-                log::warn!("cairn: tuner checkpoint not written: {e}");
+                self.warn(format_args!("tuner checkpoint not written: {e}"));
             }
         }
     }

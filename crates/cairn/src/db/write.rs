@@ -28,6 +28,33 @@ pub(crate) fn wal_path(root: &std::path::Path, no: u64) -> PathBuf {
 
 type Queue<'a> = MutexGuard<'a, std::collections::VecDeque<Arc<Slot>>>;
 
+/// Logs a write stall's beginning and, however the wait ends, its end and length.
+struct StallLog<'a> {
+    db: &'a DbInner,
+    since: Option<Instant>,
+}
+
+impl StallLog<'_> {
+    fn begin(&mut self, imms: usize, l0_runs: usize) {
+        if self.since.is_none() {
+            self.since = Some(Instant::now());
+            self.db.event(
+                "stall_begin",
+                format_args!("immutable_memtables={imms} l0_runs={l0_runs}"),
+            );
+        }
+    }
+}
+
+impl Drop for StallLog<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.since {
+            let micros = t.elapsed().as_micros();
+            self.db.event("stall_end", format_args!("micros={micros}"));
+        }
+    }
+}
+
 impl DbInner {
     pub(crate) fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
         crate::events::refuse_in_callback(self.id(), "a write")?;
@@ -263,6 +290,10 @@ impl DbInner {
     /// Waits while the tree is too far behind, and switches full memtables.
     fn make_room(&self, q: &mut Queue<'_>) -> Result<()> {
         let mut allow_delay = true;
+        let mut stall = StallLog {
+            db: self,
+            since: None,
+        };
         loop {
             self.check_open()?;
             if self.wal.lock().poisoned {
@@ -298,6 +329,7 @@ impl DbInner {
                 return Ok(());
             }
             if imms + 1 >= self.opts.max_write_buffers || l0_runs >= self.opts.l0_stop_trigger {
+                stall.begin(imms, l0_runs);
                 let t = Instant::now();
                 self.request_flush();
                 self.request_compaction();

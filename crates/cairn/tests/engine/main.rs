@@ -11,6 +11,7 @@ mod cf_options;
 mod checkpoint;
 mod compression;
 mod concurrency;
+mod event_log;
 mod flsm;
 mod ingest;
 mod model;

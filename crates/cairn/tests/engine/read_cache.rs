@@ -478,6 +478,11 @@ fn ac_key_targets_follow_the_workload_phases() {
         after_points.2 > 100,
         "hot keys are cached as points: {after_points:?}"
     );
+    // The event log notes the split's move at the next flush.
+    db.put(&WriteOptions::default(), b"~flush", b"x").unwrap();
+    db.flush().unwrap();
+    let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap();
+    assert!(log.contains(" ac_key_split kv_target="), "{log}");
     scan_phase(&db, &mut rng);
     scan_phase(&db, &mut rng);
     let end = targets(&db);

@@ -129,6 +129,13 @@ fn proactive_compaction_moves_exactly_the_cold_set() {
     let s = db.stats();
     assert_eq!(s.proactive_compactions, 1);
     assert_eq!(s.proactive_cold_records, cold.len() as u64);
+    // The event log has the cold set and the compaction's result.
+    let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap();
+    assert!(log.contains(&format!(" sa_lsm_cold_set cf=default keys={}", cold.len())));
+    assert!(
+        log.contains(&format!("cold_records={} hot_records=", cold.len())),
+        "{log}"
+    );
 }
 
 #[test]

@@ -92,6 +92,9 @@ fn greedy_tuner_follows_the_mix() {
     assert_eq!(t.policy, "greedy");
     assert!(t.missions >= 50, "{t:?}");
     assert!(t.changes > 0, "{t:?}");
+    // Each K the tuner set is in the event log.
+    let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap();
+    assert!(log.contains(" ruskey_set_k level="), "{log}");
     assert!(!after_writes.is_empty());
     assert!(
         after_writes.iter().all(|&k| k > 1),
