@@ -161,3 +161,18 @@ except ImportError as e:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_engine_warnings_reach_python_logging(tmp_path, native, caplog):
+    with cairn.Db(tmp_path / "db") as db:
+        db.put(b"k", b"v")
+    (options,) = (tmp_path / "db").glob("OPTIONS-*")
+    options.write_bytes(b"not an options file")
+    # A preset opens without reading the options file; the engine then finds it damaged,
+    # which is advisory: it warns and goes on.
+    with caplog.at_level("WARNING"):
+        with cairn.Db(tmp_path / "db", preset="default") as db:
+            assert db.get(b"k") == b"v"
+    warned = [r for r in caplog.records if "options file is unreadable" in r.getMessage()]
+    assert warned, [r.getMessage() for r in caplog.records]
+    assert warned[0].name.startswith("cairn") and warned[0].levelname == "WARNING"

@@ -284,6 +284,11 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // The engine's warnings (a damaged options file, a refused model) reach the user on
+    // stderr; RUST_LOG sets the level (`RUST_LOG=info`, `RUST_LOG=cairn=debug`).
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format_timestamp(None)
+        .init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -670,3 +670,40 @@ fn a_closed_stdout_ends_quietly() {
         );
     }
 }
+
+/// The engine's warnings reach stderr through the tool's logger: a damaged options file
+/// is advisory, so a read goes on and says why the options were not checked.
+#[test]
+fn engine_warnings_reach_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    db.put(&WriteOptions::default(), &key(1), &val(1)).unwrap();
+    db.close().unwrap();
+    let options = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("OPTIONS-")
+        })
+        .expect("an options file");
+    std::fs::write(&options, b"not an options file").unwrap();
+    let o = cairn(&["get", "--preset", "default", p(dir.path()), "key00001"]);
+    expect(&o, 0);
+    assert_eq!(stdout(&o).trim_end().as_bytes(), &val(1)[..]);
+    assert!(
+        stderr(&o).contains("options file is unreadable"),
+        "{}",
+        stderr(&o)
+    );
+    // RUST_LOG=error keeps warnings out.
+    let quiet = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["get", "--preset", "default", p(dir.path()), "key00001"])
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(!stderr(&quiet).contains("unreadable"), "{}", stderr(&quiet));
+}

@@ -115,6 +115,10 @@ fn check<'py>(
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The engine's log records (warnings such as a damaged options file or a refused
+    // model) go to Python's `logging`, under loggers named after their Rust modules
+    // (`cairn.db.recovery`, ...).
+    pyo3_log::init();
     errors::register(m)?;
     m.add_class::<db::PyDb>()?;
     m.add_class::<batch::PyWriteBatch>()?;
