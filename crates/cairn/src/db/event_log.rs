@@ -4,8 +4,9 @@
 //! background errors, write stalls, warnings, and the learned parts' decisions (RusKey's
 //! K changes, SA-LSM's cold sets and proactive compactions, AC-Key's cache split).
 //!
-//! Each open starts a new `LOG`, the previous one renamed `LOG.old.<micros>`; so does a
-//! `LOG` grown past `Options::max_log_file_size`. `Options::keep_log_file_num` old logs
+//! Each open starts a new `LOG` once it succeeds (until then lines wait in memory, so a
+//! refused open leaves the directory as it was), the previous one renamed
+//! `LOG.old.<micros>`; so does a `LOG` grown past `Options::max_log_file_size`. `Options::keep_log_file_num` old logs
 //! are kept. The log is advisory: it is not synced, and a failure to write it is counted
 //! in no statistic and stops nothing (the line is dropped). Read-only opens write none.
 
@@ -41,12 +42,25 @@ pub(crate) struct EventLog {
     max_bytes: u64,
     /// Rotated logs kept.
     keep: usize,
-    file: Mutex<Option<(File, u64)>>,
+    file: Mutex<LogFile>,
     /// When each running job began, to report its time at its end.
     started: Mutex<HashMap<JobKey, Instant>>,
     /// The learned parts' gauges as last logged.
     last: Mutex<HashMap<&'static str, u64>>,
 }
+
+/// Where lines go.
+enum LogFile {
+    /// The open has not succeeded yet: lines wait here.
+    Pending(Vec<String>),
+    /// `LOG` and its size.
+    Open(File, u64),
+    /// `LOG` could not be opened: lines are dropped.
+    Closed,
+}
+
+/// Lines kept while an open is pending (a long WAL replay flushes often).
+const MAX_PENDING: usize = 10_000;
 
 /// A running flush (family, memtable) or compaction (family, first input file).
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
@@ -56,37 +70,57 @@ enum JobKey {
 }
 
 impl EventLog {
-    /// Starts a new `LOG` in `dir`, rotating the previous one.
+    /// The event log of the database in `dir`; lines wait in memory until
+    /// [`start`](Self::start).
     pub(crate) fn open(dir: &Path, max_bytes: u64, keep: usize) -> EventLog {
-        let log = EventLog {
+        EventLog {
             dir: dir.to_path_buf(),
             max_bytes,
             keep,
-            file: Mutex::new(None),
+            file: Mutex::new(LogFile::Pending(Vec::new())),
             started: Mutex::new(HashMap::new()),
             last: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The open succeeded: starts a new `LOG` (rotating the previous one) with `head`'s
+    /// events first, then the lines that waited.
+    pub(crate) fn start(&self, head: &[(&str, String)]) {
+        let mut file = self.file.lock();
+        let LogFile::Pending(waiting) = std::mem::replace(&mut *file, LogFile::Closed) else {
+            return;
         };
-        *log.file.lock() = log.rotate();
-        log
+        *file = self.rotate();
+        let lines = head.iter().map(|(e, d)| line(e, format_args!("{d}")));
+        for l in lines.chain(waiting) {
+            self.write(&mut file, &l);
+        }
     }
 
     /// Writes one event line. `detail` is `key=value` pairs.
     pub(crate) fn event(&self, event: &str, detail: fmt::Arguments<'_>) {
-        let line = format!("{} {event} {detail}\n", utc_now());
-        let mut file = self.file.lock();
-        if let Some((f, size)) = file.as_mut() {
-            if f.write_all(line.as_bytes()).is_ok() {
-                *size += line.len() as u64;
+        let l = line(event, detail);
+        self.write(&mut self.file.lock(), &l);
+    }
+
+    fn write(&self, file: &mut LogFile, line: &str) {
+        match file {
+            LogFile::Pending(v) if v.len() < MAX_PENDING => v.push(line.to_string()),
+            LogFile::Open(f, size) => {
+                if f.write_all(line.as_bytes()).is_ok() {
+                    *size += line.len() as u64;
+                }
+                if self.max_bytes > 0 && *size >= self.max_bytes {
+                    *file = self.rotate();
+                }
             }
-            if self.max_bytes > 0 && *size >= self.max_bytes {
-                *file = self.rotate();
-            }
+            _ => {}
         }
     }
 
     /// Renames `LOG` to `LOG.old.<micros>`, drops the oldest rotated logs past `keep`,
     /// and opens a new `LOG`.
-    fn rotate(&self) -> Option<(File, u64)> {
+    fn rotate(&self) -> LogFile {
         let path = self.dir.join(LOG_FILE);
         if path.exists() {
             let micros = SystemTime::now()
@@ -102,12 +136,10 @@ impl EventLog {
             let _ = std::fs::rename(&path, old);
         }
         self.drop_old_logs();
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .ok()?;
-        Some((f, 0))
+        match OpenOptions::new().create(true).append(true).open(&path) {
+            Ok(f) => LogFile::Open(f, 0),
+            Err(_) => LogFile::Closed,
+        }
     }
 
     fn drop_old_logs(&self) {
@@ -194,6 +226,11 @@ impl super::DbInner {
             );
         }
     }
+}
+
+/// One line of the log: the time, the event, its details.
+fn line(event: &str, detail: fmt::Arguments<'_>) -> String {
+    format!("{} {event} {detail}\n", utc_now())
 }
 
 fn output_bytes(outputs: &[OutputFile]) -> u64 {
@@ -309,6 +346,16 @@ mod tests {
     fn rotates_past_its_size_and_keeps_the_newest() {
         let dir = tempfile::tempdir().unwrap();
         let log = EventLog::open(dir.path(), 200, 2);
+        log.event("waiting", format_args!("x=0"));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "no file before start"
+        );
+        log.start(&[("first", "x=1".to_string())]);
+        let now = std::fs::read_to_string(dir.path().join(LOG_FILE)).unwrap();
+        assert!(now.lines().next().unwrap().contains(" first x=1"), "{now}");
+        assert!(now.contains(" waiting x=0"), "{now}");
         for i in 0..40 {
             log.event("test", format_args!("line={i}"));
         }
@@ -329,6 +376,7 @@ mod tests {
         // A new open starts a new LOG.
         drop(log);
         let log = EventLog::open(dir.path(), 0, 2);
+        log.start(&[]);
         log.event("reopened", format_args!("x=1"));
         let now = std::fs::read_to_string(dir.path().join(LOG_FILE)).unwrap();
         assert!(now.contains("reopened x=1") && !now.contains("line="));

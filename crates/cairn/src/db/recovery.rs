@@ -466,25 +466,26 @@ impl DbInner {
         }
     }
 
-    /// The event log's first lines: the open and the options it runs with.
+    /// The open succeeded: the event log starts, with the open and the options it runs
+    /// with first.
     fn log_open(&self) {
-        let (vs, cfs) = (self.versions.lock(), self.cfs.read());
-        let families: Vec<&str> = cfs.values().map(|c| c.name.as_str()).collect();
-        self.event(
-            "open",
-            format_args!(
+        let Some(log) = &self.event_log else {
+            return;
+        };
+        let open = {
+            let (vs, cfs) = (self.versions.lock(), self.cfs.read());
+            let families: Vec<&str> = cfs.values().map(|c| c.name.as_str()).collect();
+            format!(
                 "path={} families={} next_file={} last_seq={}",
                 self.path.display(),
                 families.join(","),
                 vs.next_file_no,
                 self.last_seq.load(std::sync::atomic::Ordering::Relaxed)
-            ),
-        );
-        drop((vs, cfs));
-        match serde_json::to_string(&self.opts) {
-            Ok(json) => self.event("options", format_args!("{json}")),
-            Err(e) => self.event("options", format_args!("unprintable={e}")),
-        }
+            )
+        };
+        let options =
+            serde_json::to_string(&self.opts).unwrap_or_else(|e| format!("unprintable={e}"));
+        log.start(&[("open", open), ("options", options)]);
     }
 }
 
