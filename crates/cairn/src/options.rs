@@ -351,6 +351,10 @@ pub struct Options {
     pub max_log_file_size: u64,
     /// Rotated event logs kept; older ones are removed.
     pub keep_log_file_num: usize,
+    /// Every this many milliseconds a thread of its own writes the statistics to
+    /// `STATS.json` (atomically) and a summary line to the event log, so tools can follow
+    /// a running database; 0: only at close. Needs `background_work`.
+    pub stats_dump_period_ms: u64,
     /// Start background flush and compaction threads (off only in tests that drive
     /// flushes and compactions by hand).
     pub background_work: bool,
@@ -464,6 +468,7 @@ impl Default for Options {
             info_log: true,
             max_log_file_size: 64 << 20,
             keep_log_file_num: 10,
+            stats_dump_period_ms: 0,
             background_work: true,
             index: IndexPolicy::Fence,
             read_cache: ReadCachePolicy::Block,

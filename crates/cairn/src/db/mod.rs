@@ -325,6 +325,9 @@ impl Db {
             if db.inner.tables.learner().is_some() {
                 t.push(db.spawn("cairn-learn".into(), |i| i.learn_loop())?);
             }
+            if db.inner.opts.stats_dump_period_ms > 0 {
+                t.push(db.spawn("cairn-stats".into(), |i| i.stats_loop())?);
+            }
         }
         db.inner.request_compaction();
         Ok(db)
@@ -872,43 +875,7 @@ impl Db {
 
     /// Counters, latencies and the shape of the default column family.
     pub fn stats(&self) -> DbStats {
-        let mut s = DbStats::collect(&self.inner.stats);
-        s.io = self.inner.env.stats().snapshot();
-        s.block_cache_usage = self.inner.block_cache.usage();
-        s.open_files = self.inner.tables.open_files().len() as u64;
-        s.open_file_evictions = self.inner.tables.open_files().evictions();
-        s.read_cache = match &self.inner.read_cache {
-            Some(rc) => rc.read_cache_stats(),
-            None => ReadCacheStats {
-                policy: "block".into(),
-                capacity: self.inner.block_cache.capacity() as u64,
-                block_bytes: s.block_cache_usage as u64,
-                block_hits: s.block_cache_hits,
-                block_misses: s.block_cache_misses,
-                ..Default::default()
-            },
-        };
-        if let Ok(sv) = self.inner.super_version(0) {
-            for (i, l) in sv.version.levels.iter().enumerate() {
-                if let Some(ls) = s.levels.get_mut(i) {
-                    ls.runs = l.runs.len();
-                    ls.files = l.num_files();
-                    ls.bytes = l.size();
-                    ls.k = l.policy.k;
-                }
-            }
-            s.levels.truncate(sv.version.levels.len());
-        }
-        s.vlog = self.inner.vlog.stats(&self.inner.vlog_usage());
-        s.prefetch = self.inner.prefetch.stats();
-        s.tuner = match &self.inner.tuner {
-            Some(t) => t.stats(),
-            None => crate::policy::TunerStats {
-                policy: "static".into(),
-                ..Default::default()
-            },
-        };
-        s
+        self.inner.stats_snapshot()
     }
 
     /// The latest sequence number acknowledged.
@@ -1537,6 +1504,49 @@ pub(crate) fn level_infos(v: &CfVersion, shape: &LevelShape) -> Vec<LevelInfo> {
 
 /// One point read in this many has its time per level measured.
 const READ_TIME_SAMPLE: u64 = 8;
+impl DbInner {
+    /// The statistics now ([`Db::stats`]).
+    pub(crate) fn stats_snapshot(&self) -> DbStats {
+        let mut s = DbStats::collect(&self.stats);
+        s.io = self.env.stats().snapshot();
+        s.block_cache_usage = self.block_cache.usage();
+        s.open_files = self.tables.open_files().len() as u64;
+        s.open_file_evictions = self.tables.open_files().evictions();
+        s.read_cache = match &self.read_cache {
+            Some(rc) => rc.read_cache_stats(),
+            None => ReadCacheStats {
+                policy: "block".into(),
+                capacity: self.block_cache.capacity() as u64,
+                block_bytes: s.block_cache_usage as u64,
+                block_hits: s.block_cache_hits,
+                block_misses: s.block_cache_misses,
+                ..Default::default()
+            },
+        };
+        if let Ok(sv) = self.super_version(0) {
+            for (i, l) in sv.version.levels.iter().enumerate() {
+                if let Some(ls) = s.levels.get_mut(i) {
+                    ls.runs = l.runs.len();
+                    ls.files = l.num_files();
+                    ls.bytes = l.size();
+                    ls.k = l.policy.k;
+                }
+            }
+            s.levels.truncate(sv.version.levels.len());
+        }
+        s.vlog = self.vlog.stats(&self.vlog_usage());
+        s.prefetch = self.prefetch.stats();
+        s.tuner = match &self.tuner {
+            Some(t) => t.stats(),
+            None => crate::policy::TunerStats {
+                policy: "static".into(),
+                ..Default::default()
+            },
+        };
+        s
+    }
+}
+
 impl DbInner {
     /// Writes an event to the event log, if there is one.
     pub(crate) fn event(&self, event: &str, detail: std::fmt::Arguments<'_>) {

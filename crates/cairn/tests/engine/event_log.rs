@@ -137,3 +137,33 @@ fn write_stalls_are_logged_with_their_length() {
 fn db_stalled(log: &str) -> bool {
     log.contains(" stall_begin ") && log.contains(" stall_end ")
 }
+
+#[test]
+fn statistics_are_dumped_while_the_database_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        stats_dump_period_ms: 20,
+        ..Options::small()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..1000u32 {
+        db.put(&WriteOptions::default(), &key(i), b"v").unwrap();
+    }
+    // A dump after the writes shows them, while the database is still open.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let json = std::fs::read(dir.path().join("STATS.json")).unwrap_or_default();
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&json) {
+            if v["writes"].as_u64() == Some(1000) {
+                break;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no dump with the writes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(read_log(dir.path()).contains(" stats gets="));
+    db.close().unwrap();
+}
