@@ -27,7 +27,7 @@ use crate::vlog::VlogMerge;
 use crate::{Error, Result};
 
 impl DbInner {
-    fn stopping(&self) -> bool {
+    pub(super) fn stopping(&self) -> bool {
         self.shutdown.load(Ordering::Acquire)
     }
 

@@ -4,7 +4,6 @@
 //! reads it back into the engine, and a failure to write it only logs a warning.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::DbInner;
@@ -31,13 +30,16 @@ impl DbInner {
     pub(crate) fn stats_loop(&self) {
         let period = Duration::from_millis(self.opts.stats_dump_period_ms.max(1));
         loop {
+            // The whole period: other threads' notifications do not cut it short.
             let until = Instant::now() + period;
             let mut bg = self.bg.lock();
-            while !self.shutdown.load(Ordering::Acquire)
-                && !self.bg_cv.wait_until(&mut bg, until).timed_out()
-            {}
+            while !self.stopping() {
+                if self.bg_cv.wait_until(&mut bg, until).timed_out() {
+                    break;
+                }
+            }
             drop(bg);
-            if self.shutdown.load(Ordering::Acquire) {
+            if self.stopping() {
                 return;
             }
             self.dump_stats();
