@@ -427,3 +427,14 @@ def test_sst_file_writer_and_ingest(tmp_path, native):
         assert len(list(db.keys())) == 1001
         with pytest.raises(cairn.Error):
             db.ingest_external_file([tmp_path / "missing.sst"])
+
+
+def test_metrics_text_is_prometheus_exposition(tmp_path, native):
+    with cairn.Db(tmp_path / "db") as db:
+        for i in range(10):
+            db.put(b"k%d" % i, b"v")
+        text = db.metrics_text(label="orders")
+    assert "# TYPE cairn_writes_total counter" in text
+    assert 'cairn_writes_total{db="orders"} 10' in text.splitlines()
+    samples = [l for l in text.splitlines() if l and not l.startswith("#")]
+    assert all(float(l.rsplit(" ", 1)[1]) >= 0 for l in samples)

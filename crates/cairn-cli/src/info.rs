@@ -473,3 +473,14 @@ fn print_stats(s: &StatsOut) {
     );
     println!("  (all counters: cairn info --json, under \"stats\")");
 }
+
+/// `cairn metrics DB`: the statistics in `STATS.json` as Prometheus text.
+pub fn metrics(path: &Path, label: Option<&str>) -> Result<ExitCode> {
+    let file = path.join("STATS.json");
+    let bytes = std::fs::read(&file)
+        .with_context(|| format!("cannot read {} (written at close, or with stats_dump_period_ms while the database runs)", file.display()))?;
+    let stats: cairn::DbStats = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a statistics file", file.display()))?;
+    print!("{}", stats.prometheus_text(label));
+    Ok(ExitCode::SUCCESS)
+}

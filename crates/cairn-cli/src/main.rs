@@ -270,6 +270,16 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Print a database's statistics in the Prometheus text format, from its `STATS.json`
+    /// (written at close, and every `stats_dump_period_ms` while it runs), for
+    /// node_exporter's textfile collector or a scrape script.
+    Metrics {
+        /// Database directory.
+        db: PathBuf,
+        /// Label every sample `db="NAME"`.
+        #[arg(long, value_name = "NAME")]
+        label: Option<String>,
+    },
     /// Print a shell completion script (e.g. `cairn completions bash > /etc/bash_completion.d/cairn`).
     Completions {
         /// The shell.
@@ -359,6 +369,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             open,
         } => kv::ingest(&db, &files, &cf, &open),
         Command::Bench { args } => bench::run(&args),
+        Command::Metrics { db, label } => info::metrics(&db, label.as_deref()),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

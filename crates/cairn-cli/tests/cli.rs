@@ -707,3 +707,32 @@ fn engine_warnings_reach_stderr() {
         .unwrap();
     assert!(!stderr(&quiet).contains("unreadable"), "{}", stderr(&quiet));
 }
+
+/// `cairn metrics DB`: the statistics of the last close in the Prometheus text format.
+#[test]
+fn metrics_prints_the_saved_statistics_as_prometheus_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    for i in 0..100 {
+        db.put(&WriteOptions::default(), &key(i), &val(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let o = cairn(&["metrics", p(dir.path()), "--label", "main"]);
+    expect(&o, 0);
+    let text = stdout(&o);
+    assert!(text.contains("# TYPE cairn_writes_total counter"), "{text}");
+    assert!(
+        text.contains("cairn_writes_total{db=\"main\"} 100\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cairn_flushes_total{db=\"main\"} 1\n"),
+        "{text}"
+    );
+    // No statistics file: a clear error, exit 1.
+    let empty = tempfile::tempdir().unwrap();
+    let o = cairn(&["metrics", p(empty.path())]);
+    expect(&o, 1);
+    assert!(stderr(&o).contains("STATS.json"), "{}", stderr(&o));
+}

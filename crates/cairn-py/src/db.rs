@@ -396,6 +396,15 @@ impl PyDb {
         py.import("json")?.call_method1("loads", (json,))
     }
 
+    /// The statistics in the Prometheus text format (``cairn_gets_total``, ...), each
+    /// sample labelled ``db="label"`` when a label is given: for a service's metrics
+    /// endpoint (``prometheus_client`` can serve it) or node_exporter's textfile collector.
+    #[pyo3(signature = (label=None))]
+    fn metrics_text(&self, py: Python<'_>, label: Option<&str>) -> PyResult<String> {
+        self.shared
+            .with(py, |db| Ok(db.stats().prometheus_text(label)))
+    }
+
     /// The settable options the database was opened with (``cairn.option_names()``).
     fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let opts = self.shared.with(py, |db| Ok(db.options().clone()))?;

@@ -38,6 +38,7 @@ pub mod log;
 pub mod lookup_steps;
 pub mod memtable;
 pub mod merging;
+pub mod metrics;
 pub mod options;
 pub mod options_file;
 pub mod policy;

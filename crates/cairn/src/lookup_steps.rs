@@ -34,7 +34,8 @@ pub(crate) struct StepCounters {
 }
 
 /// Mean nanoseconds per sampled get in each step.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LookupSteps {
     /// Gets timed.
     pub samples: u64,

@@ -322,7 +322,8 @@ impl StatsInner {
 }
 
 /// Read counters of one level.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LevelStats {
     /// Point reads answered from this level.
     pub gets_served: u64,
@@ -386,7 +387,8 @@ pub struct LevelStats {
 }
 
 /// Latency percentiles in microseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Latency {
     /// Samples.
     pub count: u64,
@@ -417,7 +419,8 @@ impl Latency {
 }
 
 /// A copy of a database's statistics.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct DbStats {
     /// All storage I/O, by file kind, tier and level.
     pub io: IoStatsSnapshot,
@@ -538,7 +541,8 @@ pub struct DbStats {
 
 /// Sizes and hits of the read cache's components. For AC-Key (paper section 4) the three
 /// components and their ghosts share one byte budget, `capacity`.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ReadCacheStats {
     /// The cache policy's name (`block`, `pure-kv`, `pure-kp`, `fixed-3-2-5`, `ac-key`).
     pub policy: String,

@@ -183,7 +183,8 @@ impl PrefetchPolicy {
 }
 
 /// Counters of the prefetcher and of the invalidation metric.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct PrefetchStats {
     /// Blocks put in the cache by warming.
     pub warmed_blocks: u64,

@@ -45,7 +45,8 @@ impl FileKind {
 }
 
 /// Counts of one slice of I/O.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct IoCounts {
     /// Read operations.
     pub read_ops: u64,
@@ -193,7 +194,8 @@ impl IoStats {
 }
 
 /// A copy of [`IoStats`].
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct IoStatsSnapshot {
     /// `[kind index][tier]`.
     pub by_kind_tier: Vec<Vec<IoCounts>>,

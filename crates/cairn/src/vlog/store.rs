@@ -96,7 +96,8 @@ pub(crate) struct VlogCounters {
 }
 
 /// Value-log counters and state (all zero when separation was never used).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct VlogStats {
     /// Record bytes written by flushes (new values).
     pub bytes_written: u64,
