@@ -501,6 +501,11 @@ pub struct BudgetArgs {
     /// engines ignore it. Recorded in the run's `config`, where ruskey-summary reads it.
     #[arg(long, value_name = "N")]
     pub tuner_seed: Option<u64>,
+    /// cairn: write STATS.json and a stats line to LOG every this many milliseconds while
+    /// the run goes (`Options::stats_dump_period_ms`; the cost of following a running
+    /// database). Other engines ignore it.
+    #[arg(long, value_name = "MS")]
+    pub stats_dump_ms: Option<u64>,
 }
 
 impl BudgetArgs {
@@ -546,6 +551,7 @@ impl BudgetArgs {
             rocksdb_statistics: self.rocksdb_statistics,
             rocksdb_prepopulate: self.rocksdb_prepopulate,
             tuner_seed: self.tuner_seed,
+            stats_dump_ms: self.stats_dump_ms,
             ..BenchConfig::default()
         }
     }

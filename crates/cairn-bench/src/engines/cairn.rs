@@ -286,6 +286,7 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
     // The tuner's missions are the harness's: one per --mission-ops operations.
     opts.tuner.mission_ops = cfg.mission_ops();
     apply_tuner_seed(opts, cfg);
+    opts.stats_dump_period_ms = cfg.stats_dump_ms.unwrap_or(0);
 }
 
 /// `--tuner-seed`: a learned tuner's seed, so repeats of one preset differ only by it;

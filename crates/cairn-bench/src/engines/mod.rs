@@ -129,6 +129,9 @@ pub struct BenchConfig {
     /// apart by it.
     #[serde(default)]
     pub tuner_seed: Option<u64>,
+    /// cairn's `Options::stats_dump_period_ms` (None: off).
+    #[serde(default)]
+    pub stats_dump_ms: Option<u64>,
 }
 
 /// Which clock a run is timed on.
@@ -280,6 +283,7 @@ impl Default for BenchConfig {
             bg_every_ops: default_bg_every_ops(),
             cpu_prices: None,
             tuner_seed: None,
+            stats_dump_ms: None,
         }
     }
 }
