@@ -381,15 +381,7 @@ fn read_manifest(
     match VersionSet::recover(env.clone(), opts.num_levels, initial_k) {
         Ok(vs) => {
             r.manifest = Some(format!("MANIFEST-{:06}", vs.manifest_no()));
-            for entry in vs.cfs.values() {
-                if entry.version.levels.len() != opts.num_levels {
-                    return Err(Error::InvalidArgument(format!(
-                        "the database has {} levels but num_levels is {}",
-                        entry.version.levels.len(),
-                        opts.num_levels
-                    )));
-                }
-            }
+            super::recovery::check_level_count(&vs, opts)?;
             Ok(Some(vs))
         }
         Err(e @ Error::InvalidArgument(_)) => Err(e),

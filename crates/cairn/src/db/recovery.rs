@@ -355,6 +355,12 @@ fn recover_versions(
         discard_unfinished_creation(path, env, opts, initial_k.clone())?;
         VersionSet::create(env.clone(), opts.num_levels, initial_k)?
     };
+    check_level_count(&vs, opts)?;
+    Ok(vs)
+}
+
+/// Refuses options whose level count differs from the database's.
+pub(super) fn check_level_count(vs: &VersionSet, opts: &Options) -> Result<()> {
     for entry in vs.cfs.values() {
         if entry.version.levels.len() != opts.num_levels {
             return Err(Error::InvalidArgument(format!(
@@ -364,7 +370,7 @@ fn recover_versions(
             )));
         }
     }
-    Ok(vs)
+    Ok(())
 }
 
 /// What an open has made before the engine's state is assembled.
