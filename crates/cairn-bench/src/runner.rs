@@ -1041,6 +1041,21 @@ impl Outcome {
 
 /// Per phase of the plan: its ops, time, latency and the means of its converged half.
 fn phase_results(lat: &OpLatencies, plan: &Plan) -> Vec<PhaseResult> {
+    let mix = |i: usize| {
+        plan.phases
+            .get(i)
+            .map_or("insert=1".to_string(), |ph| ph.mix.to_string())
+    };
+    phases_of(lat, mix, true)
+}
+
+/// Per phase recorded in `lat`: its ops, time, latency and the means of its converged
+/// (last) half, `mix` naming it; with `tail_rate`, the converged half's ops/s too.
+pub(crate) fn phases_of(
+    lat: &OpLatencies,
+    mix: impl Fn(usize) -> String,
+    tail_rate: bool,
+) -> Vec<PhaseResult> {
     lat.phases
         .iter()
         .enumerate()
@@ -1050,10 +1065,7 @@ fn phase_results(lat: &OpLatencies, plan: &Plan) -> Vec<PhaseResult> {
             let tail_secs = p.tail_span.map(|(a, b)| b.duration_since(a).as_secs_f64());
             Some(PhaseResult {
                 index: i,
-                mix: plan
-                    .phases
-                    .get(i)
-                    .map_or("insert=1".to_string(), |ph| ph.mix.to_string()),
+                mix: mix(i),
                 ops: p.hist.len(),
                 seconds: secs,
                 ops_per_sec: if secs > 0.0 {
@@ -1069,7 +1081,9 @@ fn phase_results(lat: &OpLatencies, plan: &Plan) -> Vec<PhaseResult> {
                 write_mean_us: p.writes.mean_us(),
                 converged_ops: p.tail.n,
                 converged_mean_us: p.tail.mean_us(),
-                converged_ops_per_sec: tail_secs.filter(|s| *s > 0.0).map(|s| p.tail.n as f64 / s),
+                converged_ops_per_sec: tail_secs
+                    .filter(|s| tail_rate && *s > 0.0)
+                    .map(|s| p.tail.n as f64 / s),
             })
         })
         .collect()

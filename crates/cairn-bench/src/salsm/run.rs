@@ -26,9 +26,10 @@ use crate::measure::cpu_price::PriceFile;
 use crate::measure::latency::{cdf, summarize, OpClass, OpLatencies};
 use crate::measure::rss::{current_rss_bytes, peak_rss_bytes, CpuTime, ProcIo};
 use crate::measure::timeline::{self, Live, TimelineRow};
-use crate::report::json::{CacheStats, LoadPhase, PhaseResult, RunResult};
+use crate::report::json::{CacheStats, LoadPhase, RunResult};
 use crate::runner::{
-    data_parent, dir_size, fresh_engine_dir, progress, settle, storage, RunRequest, Values,
+    data_parent, dir_size, fresh_engine_dir, phases_of, progress, settle, storage, RunRequest,
+    Values,
 };
 use crate::workload::awpi::{self, AwpiKind, AwpiOp, AwpiSpec, AwpiStream, DAY_MS};
 use crate::workload::dataset::{Dataset, KeySpace};
@@ -834,35 +835,8 @@ impl SalsmRun<'_> {
         let (dd, lat) = (&r.counters, &r.lat);
         let ops = lat.all.len();
         let lookups = dd.cache_hits + dd.cache_misses;
-        let phases = lat
-            .phases
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                let p = p.as_ref()?;
-                let secs = p.end.duration_since(p.start).as_secs_f64();
-                Some(PhaseResult {
-                    index: i,
-                    mix: format!("{} replay days", self.aspec.replay_days),
-                    ops: p.hist.len(),
-                    seconds: secs,
-                    ops_per_sec: if secs > 0.0 {
-                        p.hist.len() as f64 / secs
-                    } else {
-                        0.0
-                    },
-                    latency_us: summarize(&p.hist),
-                    mean_us: p.all.mean_us().unwrap_or(0.0),
-                    read_ops: p.reads.n,
-                    read_mean_us: p.reads.mean_us(),
-                    write_ops: p.writes.n,
-                    write_mean_us: p.writes.mean_us(),
-                    converged_ops: p.tail.n,
-                    converged_mean_us: p.tail.mean_us(),
-                    converged_ops_per_sec: None,
-                })
-            })
-            .collect();
+        let days = self.aspec.replay_days;
+        let phases = phases_of(lat, |_| format!("{days} replay days"), false);
         let result = RunResult {
             engine: self.name.clone(),
             workload: self.req.spec.workload.name(),
