@@ -324,6 +324,12 @@ fn bookkeeping(v: &CfVersion, shape: &LevelShape, busy: &dyn Fn(usize) -> bool) 
     None
 }
 
+fn file_numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {
+    let mut n: Vec<u64> = files.iter().map(|f| f.file_no()).collect();
+    n.sort_unstable();
+    n
+}
+
 fn key_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
     let lo = files.iter().map(|f| f.smallest_user()).min().unwrap_or(&[]);
     let hi = files.iter().map(|f| f.largest_user()).max().unwrap_or(&[]);
@@ -491,14 +497,21 @@ fn unit_task(
     let mut lo = seed.smallest_user().to_vec();
     let mut hi = seed.largest_user().to_vec();
     let mut inputs: Vec<Arc<FileMeta>> = vec![seed.clone()];
+    // Until the files, not only their range, stop changing: a file that joins without
+    // widening the range can still end at `hi` with an entry there, and then the file
+    // starting at `hi` is reached too. Left out, its newer versions of `hi` would sit
+    // beside the merge's older ones (in the same run: an overlap; in an older run than
+    // the output's: shadowed by them).
     loop {
-        inputs = level
+        let next: Vec<Arc<FileMeta>> = level
             .runs
             .iter()
             .flat_map(|r| reached(r, &inputs, &lo, &hi))
             .collect();
-        let (nlo, nhi) = key_range(&inputs);
-        if nlo == lo && nhi == hi {
+        let (nlo, nhi) = key_range(&next);
+        let same = file_numbers(&next) == file_numbers(&inputs);
+        inputs = next;
+        if same && nlo == lo && nhi == hi {
             break;
         }
         lo = nlo;
@@ -572,6 +585,32 @@ mod tests {
             range_dels: u64::from(open_end),
             ..Default::default()
         }
+    }
+
+    /// A file that joins the unit without widening it, but holds an entry at the unit's
+    /// end, makes the file starting there part of the unit: left out, its newer version
+    /// of that key would overlap (or be shadowed by) the merge's output.
+    #[test]
+    fn a_file_with_an_entry_at_the_units_end_reaches_the_file_starting_there() {
+        // Last level: an older run with "c".."h" (an entry at "h"); the newer run holds
+        // a deletion's table "a".."h" (exclusive) and a table from "h".
+        let edit = VersionEdit {
+            added: vec![
+                (0, 3, 1, desc(3, b"c", b"h", false)),
+                (0, 3, 2, desc(1, b"a", b"h", true)),
+                (0, 3, 2, desc(2, b"h", b"z", false)),
+            ],
+            ..Default::default()
+        };
+        let v = CfVersion::empty(|_| 1, 4)
+            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .expect("files do not overlap within a run");
+        let seed = v.levels[3].runs[0].files[0].clone();
+        assert_eq!(seed.file_no(), 1);
+        let Task::Merge { inputs, .. } = rewrite_last_level(&v, 3, &seed, &|_, _| true) else {
+            panic!("a merge within the level");
+        };
+        assert_eq!(file_numbers(&inputs), vec![1, 2, 3]);
     }
 
     #[test]
