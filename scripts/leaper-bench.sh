@@ -166,7 +166,7 @@ fi
 # in release mode, reusing the cairn-bench build above).
 # shellcheck source=scripts/pyenv.sh
 . scripts/pyenv.sh
-pyenv_prepare test release
+pyenv_prepare test,learn release
 export CAIRN_PYTHON="$PY"
 
 mkdir -p "$OUT"

@@ -37,5 +37,8 @@ fi
 # learners), tested from the source tree with its compiled module built in place.
 # shellcheck source=scripts/pyenv.sh
 . scripts/pyenv.sh
-pyenv_prepare test debug
+pyenv_prepare test,learn debug
 CAIRN_REQUIRE_NATIVE=1 "$PY" -m pytest python/tests -q
+# The package as users install it: the abi3 wheel into a fresh venv (no index, no Rust
+# toolchain), no learner dependency in a plain install, the binding tests against it.
+bash scripts/wheel-check.sh debug
