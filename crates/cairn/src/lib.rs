@@ -33,6 +33,7 @@ pub mod events;
 pub mod fuzzing;
 pub mod iter;
 pub mod key_text;
+mod latency;
 pub mod learned;
 pub mod log;
 pub mod lookup_steps;

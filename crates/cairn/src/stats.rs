@@ -3,7 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use hdrhistogram::Histogram;
-use parking_lot::Mutex;
+
+use crate::latency::ShardedHistogram;
 
 use crate::storage::{IoStatsSnapshot, MAX_TRACKED_LEVELS};
 use crate::table::ReadTrace;
@@ -179,11 +180,7 @@ pub(crate) struct StatsInner {
     pub op_ns: AtomicU64,
     /// Sampled gets broken into steps.
     pub lookup_steps: crate::lookup_steps::StepCounters,
-    hist: [Mutex<Histogram<u64>>; 3],
-}
-
-fn hist() -> Mutex<Histogram<u64>> {
-    Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static bounds"))
+    hist: [ShardedHistogram; 3],
 }
 
 impl Default for StatsInner {
@@ -227,7 +224,7 @@ impl Default for StatsInner {
             proactive_cpu_ns: AtomicU64::new(0),
             op_ns: AtomicU64::new(0),
             lookup_steps: Default::default(),
-            hist: [hist(), hist(), hist()],
+            hist: Default::default(),
         }
     }
 }
@@ -314,10 +311,10 @@ impl StatsInner {
     /// Records one sampled latency that stands for `n` operations.
     pub(crate) fn record_latency_n(&self, op: OpKind, nanos: u64, n: u64) {
         self.op_ns.fetch_add(nanos.saturating_mul(n), Relaxed);
-        let _ = self.hist[op as usize].lock().record_n(nanos.max(1), n);
+        self.hist[op as usize].record_n(nanos, n);
     }
     pub(crate) fn latency(&self, op: OpKind) -> Histogram<u64> {
-        self.hist[op as usize].lock().clone()
+        self.hist[op as usize].snapshot()
     }
 }
 

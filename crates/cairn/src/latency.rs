@@ -1,0 +1,117 @@
+//! Latency histograms that many threads record into at once.
+//!
+//! One HDR histogram behind one lock made every get, write and scan step of every thread
+//! take the same lock. Here each thread records into its own shard (chosen once per thread,
+//! round robin), so threads meet on a lock only when there are more of them than shards; a
+//! read merges the shards. A shard's histogram (about 256 KiB at these bounds) is made on
+//! its first record, so memory grows with the threads that record, not with the shards.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+
+/// Highest latency tracked: one hour, in nanoseconds.
+const MAX_NANOS: u64 = 3_600_000_000_000;
+/// Shards per histogram: more than the cores of the machines cairn runs on, so that two
+/// threads share one only when they also share a core.
+const SHARDS: usize = 32;
+
+/// One shard, on its own cache lines so that neighbours' locks do not bounce them.
+#[repr(align(128))]
+#[derive(Default)]
+struct Shard(Mutex<Option<Histogram<u64>>>);
+
+/// A latency histogram recorded from many threads, read as one.
+pub(crate) struct ShardedHistogram {
+    shards: Box<[Shard]>,
+}
+
+fn empty() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NANOS, 3).expect("static bounds")
+}
+
+/// The calling thread's shard index (threads numbered as they first record).
+fn shard_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|i| {
+        if i.get() == usize::MAX {
+            i.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+        }
+        i.get()
+    })
+}
+
+impl Default for ShardedHistogram {
+    fn default() -> Self {
+        ShardedHistogram {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+        }
+    }
+}
+
+impl ShardedHistogram {
+    /// Records `nanos` (at least 1, at most an hour) `n` times.
+    pub(crate) fn record_n(&self, nanos: u64, n: u64) {
+        let mut shard = self.shards[shard_index()].0.lock();
+        let h = shard.get_or_insert_with(empty);
+        let _ = h.record_n(nanos.clamp(1, MAX_NANOS), n);
+    }
+
+    /// Every shard's records in one histogram.
+    pub(crate) fn snapshot(&self) -> Histogram<u64> {
+        let mut all = empty();
+        for s in self.shards.iter() {
+            if let Some(h) = s.0.lock().as_ref() {
+                // Same bounds on both sides: adding cannot fail.
+                let _ = all.add(h);
+            }
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn records_from_many_threads_read_as_one() {
+        let h = Arc::new(ShardedHistogram::default());
+        let threads: Vec<_> = (0..8u64)
+            .map(|t| {
+                let h = h.clone();
+                std::thread::spawn(move || {
+                    for i in 0..1000 {
+                        h.record_n(1000 * (t + 1) + i % 7, 2);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = h.snapshot();
+        assert_eq!(s.len(), 8 * 1000 * 2);
+        assert_eq!(s.min(), 1000);
+        assert!(s.max() >= 8006 && s.max() <= 8016, "{}", s.max());
+        // Only the shards of threads that recorded hold a histogram.
+        let made = h.shards.iter().filter(|s| s.0.lock().is_some()).count();
+        assert!((1..=8).contains(&made), "{made}");
+    }
+
+    #[test]
+    fn out_of_range_latencies_are_clamped_not_lost() {
+        let h = ShardedHistogram::default();
+        h.record_n(0, 1);
+        h.record_n(u64::MAX, 1);
+        let s = h.snapshot();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.min(), 1);
+    }
+}
