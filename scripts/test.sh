@@ -11,6 +11,9 @@ python3 scripts/check-fn-length.py
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace "$@"
+# `cairn top` in a terminal (tmux) following a database being written (the debug
+# binaries the workspace's tests just built).
+bash scripts/top-tmux-check.sh
 # The engine without RusKey's feature (no candle): every target type-checks and lints,
 # and the library's tests pass (RusKey's presets are refused at open).
 cargo clippy -p cairn --no-default-features --all-targets -- -D warnings

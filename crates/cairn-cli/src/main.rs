@@ -13,6 +13,7 @@ mod info;
 mod kv;
 mod open;
 mod table_dump;
+mod top;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -280,11 +281,36 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         label: Option<String>,
     },
+    /// Follow a running database live: rates and latency, the levels (runs, K, learned
+    /// lookups) and what each learned part is doing, from the `STATS.json` the engine
+    /// writes every `stats_dump_period_ms`. Never opens the database. q quits.
+    Top {
+        /// Database directory.
+        db: PathBuf,
+        /// How often to look for a new dump, milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 250)]
+        interval_ms: u64,
+        /// Print one frame as text, WIDTHxHEIGHT (e.g. 120x40), and exit.
+        #[arg(long, value_name = "WxH", value_parser = parse_size)]
+        once: Option<(u16, u16)>,
+    },
     /// Print a shell completion script (e.g. `cairn completions bash > /etc/bash_completion.d/cairn`).
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+/// `120x40` as (120, 40).
+fn parse_size(s: &str) -> Result<(u16, u16), String> {
+    let (w, h) = s
+        .split_once('x')
+        .ok_or("expected WIDTHxHEIGHT, e.g. 120x40")?;
+    let n = |v: &str| v.parse::<u16>().ok().filter(|&n| (20..=1000).contains(&n));
+    match (n(w), n(h)) {
+        (Some(w), Some(h)) => Ok((w, h)),
+        _ => Err("width and height must be numbers from 20 to 1000".into()),
+    }
 }
 
 fn main() -> ExitCode {
@@ -370,6 +396,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => kv::ingest(&db, &files, &cf, &open),
         Command::Bench { args } => bench::run(&args),
         Command::Metrics { db, label } => info::metrics(&db, label.as_deref()),
+        Command::Top {
+            db,
+            interval_ms,
+            once,
+        } => top::run(&db, std::time::Duration::from_millis(interval_ms), once),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
