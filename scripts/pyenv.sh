@@ -3,7 +3,7 @@
 #
 # pyenv_prepare EXTRAS PROFILE
 #   Makes target/pyenv (a venv) hold the package's dependencies with the given extras
-#   ("test", "test,bench"), reinstalled when python/pyproject.toml or the extras change,
+#   ("test,learn", "test,learn,bench"), reinstalled when python/pyproject.toml or the extras change,
 #   and builds cairn._native in place (python/cairn/) with maturin: PROFILE "debug" reuses
 #   cargo's debug artifacts, "release" is for benchmarks. Sets PY to the venv's python.
 #   Where python3 cannot make a venv with pip (Debian without python3-venv), the package
@@ -13,6 +13,9 @@ pyenv_prepare() {
   local extras="$1" flag=""
   [ "$2" = release ] && flag="--release"
   PY=target/pyenv/bin/python
+  # A module built for one CPython (_native.cpython-3XX-*.so, by builds before the stable
+  # ABI) would be imported before the abi3 one maturin now writes: remove it.
+  rm -f python/cairn/_native.cpython-*.so
   if ! "$PY" -m pip --version >/dev/null 2>&1; then
     rm -rf target/pyenv
     python3 -m venv target/pyenv >/dev/null 2>&1 || true

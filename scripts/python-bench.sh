@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/pyenv.sh
 . scripts/pyenv.sh
-pyenv_prepare test,bench release
+pyenv_prepare test,learn,bench release
 "$PY" python/bench/bench_kv.py --out bench-out/python-kv.json "$@"

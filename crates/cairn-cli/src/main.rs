@@ -288,7 +288,8 @@ enum Command {
         /// Database directory.
         db: PathBuf,
         /// How often to look for a new dump, milliseconds.
-        #[arg(long, value_name = "MS", default_value_t = 250)]
+        #[arg(long, value_name = "MS", default_value_t = 250,
+              value_parser = clap::value_parser!(u64).range(10..=60_000))]
         interval_ms: u64,
         /// Print one frame as text, WIDTHxHEIGHT (e.g. 120x40), and exit.
         #[arg(long, value_name = "WxH", value_parser = parse_size)]

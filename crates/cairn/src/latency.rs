@@ -1,10 +1,11 @@
 //! Latency histograms that many threads record into at once.
 //!
 //! One HDR histogram behind one lock made every get, write and scan step of every thread
-//! take the same lock. Here each thread records into its own shard (chosen once per thread,
-//! round robin), so threads meet on a lock only when there are more of them than shards; a
-//! read merges the shards. A shard's histogram (about 256 KiB at these bounds) is made on
-//! its first record, so memory grows with the threads that record, not with the shards.
+//! take the same lock. Here each thread records into a shard (chosen once per thread,
+//! round robin), as many shards as cores (a power of two, at most 32), so threads meet on
+//! a lock about as often as they meet on a core; a read merges the shards. A shard's
+//! histogram (about 270 KiB at these bounds) is made on its first record: at most one per
+//! core and operation kind, however many threads come and go.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,9 +15,16 @@ use parking_lot::Mutex;
 
 /// Highest latency tracked: one hour, in nanoseconds.
 const MAX_NANOS: u64 = 3_600_000_000_000;
-/// Shards per histogram: more than the cores of the machines cairn runs on, so that two
-/// threads share one only when they also share a core.
-const SHARDS: usize = 32;
+/// The most shards a histogram has.
+const MAX_SHARDS: usize = 32;
+
+/// Shards per histogram: one per core, rounded up to a power of two.
+fn shard_count() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .next_power_of_two()
+        .min(MAX_SHARDS)
+}
 
 /// One shard, on its own cache lines so that neighbours' locks do not bounce them.
 #[repr(align(128))]
@@ -32,15 +40,16 @@ fn empty() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_NANOS, 3).expect("static bounds")
 }
 
-/// The calling thread's shard index (threads numbered as they first record).
-fn shard_index() -> usize {
+/// The calling thread's number (threads numbered as they first record), which picks its
+/// shard.
+fn thread_number() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
     }
     INDEX.with(|i| {
         if i.get() == usize::MAX {
-            i.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+            i.set(NEXT.fetch_add(1, Ordering::Relaxed));
         }
         i.get()
     })
@@ -49,7 +58,7 @@ fn shard_index() -> usize {
 impl Default for ShardedHistogram {
     fn default() -> Self {
         ShardedHistogram {
-            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            shards: (0..shard_count()).map(|_| Shard::default()).collect(),
         }
     }
 }
@@ -57,7 +66,7 @@ impl Default for ShardedHistogram {
 impl ShardedHistogram {
     /// Records `nanos` (at least 1, at most an hour) `n` times.
     pub(crate) fn record_n(&self, nanos: u64, n: u64) {
-        let mut shard = self.shards[shard_index()].0.lock();
+        let mut shard = self.shards[thread_number() % self.shards.len()].0.lock();
         let h = shard.get_or_insert_with(empty);
         let _ = h.record_n(nanos.clamp(1, MAX_NANOS), n);
     }
@@ -100,9 +109,11 @@ mod tests {
         assert_eq!(s.len(), 8 * 1000 * 2);
         assert_eq!(s.min(), 1000);
         assert!(s.max() >= 8006 && s.max() <= 8016, "{}", s.max());
-        // Only the shards of threads that recorded hold a histogram.
+        // Only the shards of threads that recorded hold a histogram, and no more than
+        // there are shards.
         let made = h.shards.iter().filter(|s| s.0.lock().is_some()).count();
-        assert!((1..=8).contains(&made), "{made}");
+        assert!((1..=8.min(shard_count())).contains(&made), "{made}");
+        assert!(h.shards.len() <= MAX_SHARDS);
     }
 
     #[test]

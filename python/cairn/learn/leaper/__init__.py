@@ -13,9 +13,13 @@ Modules: :mod:`.trace` (access trace I/O), :mod:`.estimate` (eq. 1), :mod:`.coun
 :mod:`.bundle` (model bundle I/O), :mod:`.synth` (synthetic traces), :mod:`.cli`.
 """
 
-from .bundle import Bundle, BundleError, read_bundle, write_bundle
-from .estimate import estimate_count, estimate_counts
-from .trace import Trace, TraceError, read_trace, write_trace
+from .. import require
+
+require("leaper", ("numpy", "scipy", "lightgbm", "crc32c"))
+
+from .bundle import Bundle, BundleError, read_bundle, write_bundle  # noqa: E402
+from .estimate import estimate_count, estimate_counts  # noqa: E402
+from .trace import Trace, TraceError, read_trace, write_trace  # noqa: E402
 
 __all__ = [
     "Bundle",

@@ -19,8 +19,12 @@ cross-validation), :mod:`.sweep`, :mod:`.tables`, :mod:`.synth` (synthetic trace
 imported only when a model is fit.
 """
 
-from .coldset import ColdSet, ColdSetError, read_cold_set, write_cold_set
-from .trace import Record, RecordTrace, TraceError, read_trace, write_trace
+from .. import require
+
+require("salsm", ("numpy", "scipy", "lightgbm", "sksurv"))
+
+from .coldset import ColdSet, ColdSetError, read_cold_set, write_cold_set  # noqa: E402
+from .trace import Record, RecordTrace, TraceError, read_trace, write_trace  # noqa: E402
 
 __all__ = [
     "ColdSet",

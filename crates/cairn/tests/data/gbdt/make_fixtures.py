@@ -14,7 +14,7 @@ It also writes python_bundle.model: a model bundle (docs/design/formats/leaper.m
 Python learner's own writer (python/cairn/learn/leaper/bundle.py) from two of these
 models, so that the Rust reader and writer are checked against it byte for byte.
 
-Usage (from the repository root; needs `pip install lightgbm numpy crc32c`):
+Usage (from the repository root; needs `pip install 'lightgbm>=4,<5' numpy scipy crc32c`):
     python3 crates/cairn/tests/data/gbdt/make_fixtures.py
 Training is deterministic (fixed seeds, one thread), but the committed fixtures, not a
 re-run, are what the tests use. They were made with LightGBM 4.7.0 and numpy 2.4.
