@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use cairn::iter::InternalIterator;
 use cairn::storage::{FileKind, StorageEnv};
-use cairn::table::{Table, TableIndex};
+use cairn::table::Table;
 use cairn::types::{parse_internal_key, ValueKind};
 use cairn::vlog::ValuePointer;
 use serde::Serialize;

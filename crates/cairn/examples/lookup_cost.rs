@@ -18,7 +18,7 @@ use std::time::Instant;
 use cairn::cache::{BlockCache, LruBlockCache};
 use cairn::options::IndexPolicy;
 use cairn::storage::{FileKind, StorageEnv};
-use cairn::table::{ReadTrace, Table, TableBuildOptions, TableBuilder, TableIndex};
+use cairn::table::{ReadTrace, Table, TableBuildOptions, TableBuilder};
 use cairn::types::{make_internal_key, make_lookup_key, user_key, ValueKind, MAX_SEQ};
 use rand::{Rng, SeedableRng};
 

@@ -41,7 +41,7 @@ use crate::options::IndexPolicy;
 use crate::storage::{FileKind, RandomAccessFile, StorageEnv};
 use crate::table::block::{Block, BlockBuilder};
 use crate::table::bloom::{BloomBuilder, BloomFilter};
-use crate::table::index::{FenceIndex, IndexEntry, TableIndex};
+use crate::table::index::{FenceIndex, IndexEntry};
 use crate::table::properties::TableProperties;
 use crate::table::{
     model_file, LearnedIndex, LearnedLookup, ReadTrace, Table, TableBuildOptions, TableBuilder,
@@ -242,7 +242,7 @@ pub fn index_block(data: &[u8]) {
             assert!(i < n);
         }
     }
-    let _ = (idx.memory(), idx.name());
+    let _ = idx.memory();
 }
 
 /// A filter block: decode, probe with a few keys and hashes.

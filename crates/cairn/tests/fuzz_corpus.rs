@@ -367,7 +367,7 @@ mod regenerate {
     use cairn::iter::InternalIterator;
     use cairn::log::LogReader;
     use cairn::storage::{FileKind, StorageEnv};
-    use cairn::table::{Footer, Table, TableIndex, FOOTER_LEN};
+    use cairn::table::{Footer, Table, FOOTER_LEN};
     use cairn::types::{parse_internal_key, ValueKind};
     use cairn::{Db, IndexPolicy, LearnMode, Options, WriteBatch, WriteOptions};
 

@@ -20,7 +20,7 @@ use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::merging::MergingIterator;
 use crate::policy::prefetch::{CompactionJob, Prefetcher, Warmer};
-use crate::table::{BlockSink, TableBuildOptions, TableIndex};
+use crate::table::{BlockSink, TableBuildOptions};
 use crate::types::user_key;
 use crate::version::{FileDesc, FileMeta, VersionEdit};
 use crate::vlog::VlogMerge;

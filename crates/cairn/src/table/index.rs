@@ -1,6 +1,9 @@
-//! The index inside a table: a seam (DESIGN.md). [`FenceIndex`] is the baseline: the
-//! decoded index block (one fence pointer per data block) searched by binary search. A
-//! learned index (Bourbon) will be a sibling implementing [`TableIndex`].
+//! The index inside a table: [`FenceIndex`], the decoded index block (one fence pointer per
+//! data block) searched by binary search. Bourbon's learned index
+//! ([`LearnedIndex`](super::learned_index::LearnedIndex)) is not a sibling behind a trait
+//! but a layer above it: its model predicts entry positions, which it maps to blocks
+//! through this index, and a lookup it cannot answer falls back to it
+//! (docs/design/decisions/table-index.md).
 //!
 //! Index block layout: a block in the data-block format whose entries are
 //! `last internal key of the data block -> [varint offset][varint size][varint first ordinal]
@@ -27,19 +30,6 @@ pub struct IndexEntry {
     pub fixed: Option<FixedLayout>,
 }
 
-/// Finds the data block for a key inside one table.
-pub trait TableIndex: Send + Sync {
-    /// A short name for reports ("fence", "plr", ...).
-    fn name(&self) -> &'static str;
-    /// The data block that may hold the first entry whose internal key is >= `lookup_ikey`;
-    /// `None` if every entry of the table is smaller.
-    fn locate(&self, lookup_ikey: &[u8]) -> Option<usize>;
-    /// Number of data blocks.
-    fn num_blocks(&self) -> usize;
-    /// Data block `i` (`i < num_blocks()`).
-    fn block(&self, i: usize) -> &IndexEntry;
-}
-
 /// Fence pointers: the index block decoded into memory, searched by binary search.
 #[derive(Debug)]
 pub struct FenceIndex {
@@ -50,6 +40,25 @@ pub struct FenceIndex {
 }
 
 impl FenceIndex {
+    /// The data block that may hold the first entry whose internal key is >= `lookup_ikey`;
+    /// `None` if every entry of the table is smaller.
+    pub fn locate(&self, lookup_ikey: &[u8]) -> Option<usize> {
+        let i = self
+            .entries
+            .partition_point(|e| cmp_internal(&e.last_key, lookup_ikey) == Ordering::Less);
+        (i < self.entries.len()).then_some(i)
+    }
+
+    /// Number of data blocks.
+    pub fn num_blocks(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Data block `i` (`i < num_blocks()`).
+    pub fn block(&self, i: usize) -> &IndexEntry {
+        &self.entries[i]
+    }
+
     /// Encodes index entries as an index block.
     pub(crate) fn encode(entries: &[IndexEntry]) -> Vec<u8> {
         let mut b = BlockBuilder::default();
@@ -195,27 +204,6 @@ impl FenceIndex {
     }
 }
 
-impl TableIndex for FenceIndex {
-    fn name(&self) -> &'static str {
-        "fence"
-    }
-
-    fn locate(&self, lookup_ikey: &[u8]) -> Option<usize> {
-        let i = self
-            .entries
-            .partition_point(|e| cmp_internal(&e.last_key, lookup_ikey) == Ordering::Less);
-        (i < self.entries.len()).then_some(i)
-    }
-
-    fn num_blocks(&self) -> usize {
-        self.entries.len()
-    }
-
-    fn block(&self, i: usize) -> &IndexEntry {
-        &self.entries[i]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,7 +259,6 @@ mod tests {
         assert_eq!(idx.block_for_ordinal(3), Some(1));
         assert_eq!(idx.block_for_ordinal(8), Some(2));
         assert_eq!(idx.block_for_ordinal(9), None);
-        assert_eq!(idx.name(), "fence");
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::block::Block;
-use super::index::{FenceIndex, TableIndex};
+use super::index::FenceIndex;
 use super::read_trace::ReadTrace;
 use super::readahead::Readahead;
 use super::reader::Table;

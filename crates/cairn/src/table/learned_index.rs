@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use super::block::{Block, KeyRef};
-use super::index::{FenceIndex, TableIndex};
+use super::index::FenceIndex;
 use crate::learned::{KeySpace, Plr, PlrBuilder};
 use crate::types::{cmp_internal, user_key};
 use crate::Result;

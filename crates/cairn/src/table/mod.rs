@@ -67,7 +67,7 @@ pub use builder::{
     BlockRange, BlockSink, TableBuildOptions, TableBuilder, TableSummary, DEFAULT_BLOCK_SIZE,
 };
 pub use format::{BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
-pub use index::{FenceIndex, IndexEntry, TableIndex};
+pub use index::{FenceIndex, IndexEntry};
 pub use iter::TableIterator;
 pub use learned_index::{LearnedIndex, LearnedLookup, Position};
 pub use properties::TableProperties;

@@ -13,7 +13,7 @@ use super::format::{
     block_contents, block_contents_in, BlockHandle, BlockType, Footer, BLOCK_TRAILER_LEN,
     FOOTER_LEN,
 };
-use super::index::{FenceIndex, TableIndex};
+use super::index::FenceIndex;
 use super::learned_index::{LearnedIndex, LearnedLookup, Position};
 use super::properties::TableProperties;
 use super::read_trace::ReadTrace;

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use cairn::storage::{FileKind, StorageEnv};
-use cairn::table::{Table, TableIndex};
+use cairn::table::Table;
 use cairn::{Compression, Db, Options, WriteOptions};
 
 use crate::support::{contents, key8, Model};
