@@ -3,7 +3,7 @@
 # config), following a database that cairn-bench is writing with a statistics dump every
 # PERIOD_MS. Checks that the view fills in (rates, every learned part), keeps up (the dump
 # it shows is never older than the limit below), follows the database (its counters move),
-# and that q quits and gives the terminal back. Installs tmux with apt-get where it is
+# and that q quits and SIGTERM too, giving the terminal back. Installs tmux with apt-get where it is
 # missing and it can (else SKIPPED, as test.sh does for RocksDB). Prints the largest and the
 # median dump age seen.
 set -euo pipefail
@@ -97,5 +97,28 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 if tm has-session -t top 2>/dev/null; then fail "q did not quit"; fi
+
+# Killed by SIGTERM, it still gives the terminal back: the shell that ran it finds the
+# terminal out of raw mode (stty's icanon and echo on again).
+tm new-session -d -s term -x 200 -y 45 -c "$root" \
+  "bash -c '$root/target/debug/cairn top $db --interval-ms $INTERVAL_MS; stty -a > $work/stty.txt; sleep 30'"
+top_pid=""
+for _ in $(seq 1 100); do
+  shell_pid=$(tm list-panes -t term -F '#{pane_pid}' 2>/dev/null || true)
+  top_pid=$(pgrep -P "${shell_pid:-0}" -f 'cairn top' || true)
+  screen=$(tm capture-pane -p -t term 2>/dev/null || true)
+  [ -n "$top_pid" ] && [[ $screen == *"cairn top"* ]] && break
+  sleep 0.1
+done
+[ -n "$top_pid" ] || fail "cairn top did not start for the SIGTERM check"
+kill -TERM "$top_pid"
+for _ in $(seq 1 50); do
+  [ -s "$work/stty.txt" ] && break
+  sleep 0.1
+done
+[ -s "$work/stty.txt" ] || fail "cairn top did not end on SIGTERM"
+if grep -qwE -- '-icanon|-echo' "$work/stty.txt"; then
+  fail "killed by SIGTERM, cairn top left the terminal in raw mode: $(tr '\n' ' ' < "$work/stty.txt")"
+fi
 echo "top-tmux-check: ok (dump every ${PERIOD_MS} ms, view polling every ${INTERVAL_MS} ms:" \
   "median age shown ${median_age} s, largest ${max_age} s, limit ${LIMIT_MS} ms)"

@@ -9,7 +9,9 @@ pub mod view;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Result};
 use ratatui::backend::TestBackend;
@@ -39,32 +41,52 @@ pub fn run(db: &Path, interval: Duration, once: Option<(u16, u16)>) -> Result<Ex
     if !std::io::stdout().is_terminal() {
         bail!("cairn top needs a terminal; --once prints one frame as text");
     }
+    // Killed by SIGTERM or SIGHUP (a closed terminal, `kill`), it still leaves raw mode
+    // and the alternate screen: the signals only raise a flag the loop checks.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
     let mut terminal = ratatui::init();
-    let r = follow(&mut terminal, &mut feed, &name, interval);
+    let r = follow(&mut terminal, &mut feed, &name, interval, &stop);
     ratatui::restore();
     r.map(|()| ExitCode::SUCCESS)
 }
 
-fn follow(t: &mut DefaultTerminal, feed: &mut Feed, name: &str, interval: Duration) -> Result<()> {
-    loop {
-        feed.poll();
-        let cx = Context {
-            db: name,
-            now: now(),
-        };
-        t.draw(|f| view::draw(f, feed, &cx))?;
-        if event::poll(interval)? {
-            if let Event::Key(k) = event::read()? {
-                let ctrl_c =
-                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                if k.kind == KeyEventKind::Press
-                    && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
-                {
-                    return Ok(());
-                }
-            }
+fn follow(
+    t: &mut DefaultTerminal,
+    feed: &mut Feed,
+    name: &str,
+    interval: Duration,
+    stop: &AtomicBool,
+) -> Result<()> {
+    // Wakes at least this often to see the flag, however long the interval.
+    let tick = interval.min(Duration::from_millis(100));
+    let mut next_poll = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        if Instant::now() >= next_poll {
+            next_poll = Instant::now() + interval;
+            feed.poll();
+            let cx = Context {
+                db: name,
+                now: now(),
+            };
+            t.draw(|f| view::draw(f, feed, &cx))?;
+        }
+        if event::poll(tick)? && quit_key(event::read()?) {
+            return Ok(());
         }
     }
+    Ok(())
+}
+
+/// q, Esc or Ctrl-C (which raw mode delivers as a key, not a signal).
+fn quit_key(e: Event) -> bool {
+    let Event::Key(k) = e else {
+        return false;
+    };
+    let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+    k.kind == KeyEventKind::Press && (ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc))
 }
 
 fn now() -> f64 {
