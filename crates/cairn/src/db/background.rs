@@ -273,7 +273,6 @@ impl DbInner {
             .fetch_add(t.elapsed_ns(), Ordering::Relaxed);
         self.stats.flushes_running.fetch_sub(1, Ordering::Relaxed);
         r?;
-        self.stats.flushes.fetch_add(1, Ordering::Relaxed);
         self.queue_cv.notify_all();
         self.bg_cv.notify_all();
         self.request_compaction();
@@ -347,6 +346,9 @@ impl DbInner {
         // On failure the outputs stay: the edit may have reached the manifest (the next
         // open removes them if it did not).
         vs.log_and_apply(edit)?;
+        // Counted before the memtable leaves the super version: `Db::flush` returns once
+        // no immutable memtable is left, and its caller must find the flush counted.
+        self.stats.flushes.fetch_add(1, Ordering::Relaxed);
         let version = vs.version(cf.id);
         if let Some(version) = version {
             self.install_sv(cf, |sv| SuperVersion {

@@ -185,6 +185,35 @@ fn listeners_see_flushes_and_compactions_with_block_ranges() {
     assert!(rec.blocks.load(Relaxed) > 10);
 }
 
+/// Holds the flush thread in `on_flush_end`, after the flushed memtable left the
+/// database's view, as a slow listener would.
+struct SlowFlushEnd;
+
+impl cairn::EventListener for SlowFlushEnd {
+    fn on_flush_end(&self, _: &cairn::FlushInfo) {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn a_flush_is_counted_when_flush_returns() {
+    // Db::flush returns once no immutable memtable is left; the flush count must already
+    // include it, however long the flush thread takes after that (the count came last,
+    // after the listeners, and a caller could read the old count).
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        listeners: vec![std::sync::Arc::new(SlowFlushEnd)],
+        ..Options::small()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    for round in 0..3u32 {
+        db.put(&WriteOptions::default(), &key(round), b"v").unwrap();
+        let before = db.stats().flushes;
+        db.flush().unwrap();
+        assert_eq!(db.stats().flushes, before + 1, "round {round}");
+    }
+}
+
 #[test]
 fn tiers_place_levels_in_their_directories_and_count_io_per_tier() {
     use cairn::{DeviceProfile, TierConfig};
