@@ -149,21 +149,26 @@ fn statistics_are_dumped_while_the_database_runs() {
     for i in 0..1000u32 {
         db.put(&WriteOptions::default(), &key(i), b"v").unwrap();
     }
-    // A dump after the writes shows them, while the database is still open.
+    // A dump after the writes shows them, while the database is still open. The dump
+    // writes `STATS.json` first and its event line after, so both are awaited: seeing the
+    // file does not mean the line is written yet.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let json = std::fs::read(dir.path().join("STATS.json")).unwrap_or_default();
-        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&json) {
-            if v["writes"].as_u64() == Some(1000) {
-                break;
-            }
+        let dumped = serde_json::from_slice::<serde_json::Value>(&json)
+            .is_ok_and(|v| v["writes"].as_u64() == Some(1000));
+        let logged = read_log(dir.path())
+            .lines()
+            .any(|l| l.contains(" stats gets=") && l.contains(" writes=1000 "));
+        if dumped && logged {
+            break;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "no dump with the writes"
+            "no dump with the writes: {}",
+            read_log(dir.path())
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert!(read_log(dir.path()).contains(" stats gets="));
     db.close().unwrap();
 }
