@@ -31,19 +31,20 @@ const KINDS: &[(&str, &str)] = &[
 ];
 
 fn kind_of(name: &str) -> &'static str {
+    use cairn::filenames::*;
     match name {
-        "CURRENT" => "current",
-        "LOCK" => "lock",
-        "TUNER" => "tuner",
-        "STATS.json" => "stats",
-        n if n.ends_with(".tmp") => "temp",
-        n if n.ends_with(".sst") => "table",
-        n if n.ends_with(".vlog") => "vlog",
-        n if n.ends_with(".log") => "wal",
-        n if n.ends_with(".plr") => "model",
-        n if n.starts_with("MANIFEST-") => "manifest",
-        n if n.starts_with("OPTIONS-") => "options",
-        n if n.starts_with("QUERYSTORE-") && n.ends_with(".rtr") => "query-store",
+        CURRENT => "current",
+        LOCK => "lock",
+        TUNER => "tuner",
+        STATS => "stats",
+        n if n.ends_with(TMP_SUFFIX) => "temp",
+        n if n.ends_with(TABLE_SUFFIX) => "table",
+        n if n.ends_with(VLOG_SUFFIX) => "vlog",
+        n if n.ends_with(WAL_SUFFIX) => "wal",
+        n if n.ends_with(MODEL_SUFFIX) => "model",
+        n if n.starts_with(MANIFEST_PREFIX) => "manifest",
+        n if n.starts_with(OPTIONS_PREFIX) => "options",
+        n if is_query_store(n) => "query-store",
         _ => "other",
     }
 }

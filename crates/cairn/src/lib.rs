@@ -29,6 +29,7 @@ pub mod compression;
 pub mod db;
 pub mod error;
 pub mod events;
+pub mod filenames;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod iter;

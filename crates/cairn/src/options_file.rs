@@ -28,18 +28,7 @@ struct OptionsFile {
     options: Options,
 }
 
-/// Name of options file number `no`.
-fn file_name(no: u64) -> String {
-    format!("OPTIONS-{no:06}")
-}
-
-/// Whether `name` is an options file (or its temporary).
-pub(crate) fn is_options_file(name: &str) -> bool {
-    name.strip_prefix("OPTIONS-").is_some_and(|n| {
-        let n = n.strip_suffix(".tmp").unwrap_or(n);
-        !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-    })
-}
+use crate::filenames::{options as file_name, options_no};
 
 /// Whether the database at `dir` has an options file.
 pub fn has_options_file(dir: &Path) -> bool {
@@ -59,7 +48,7 @@ fn files(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name();
-            let no = name.to_str()?.strip_prefix("OPTIONS-")?.parse().ok()?;
+            let no = options_no(name.to_str()?)?;
             Some((no, e.path()))
         })
         .collect();
@@ -201,7 +190,13 @@ mod tests {
             }
         }
         assert!(decode(b"", "x").is_err_and(|e| e.is_corruption()));
-        assert!(is_options_file("OPTIONS-000012") && is_options_file("OPTIONS-000012.tmp"));
-        assert!(!is_options_file("OPTIONS-") && !is_options_file("OPTIONS-x"));
+        assert!(
+            crate::filenames::is_options_file("OPTIONS-000012")
+                && crate::filenames::is_options_file("OPTIONS-000012.tmp")
+        );
+        assert!(
+            !crate::filenames::is_options_file("OPTIONS-")
+                && !crate::filenames::is_options_file("OPTIONS-x")
+        );
     }
 }

@@ -30,7 +30,7 @@ impl Feed {
     /// The feed of the database in `db`.
     pub fn new(db: &Path) -> Feed {
         Feed {
-            file: db.join("STATS.json"),
+            file: db.join(cairn::filenames::STATS),
             last_mtime: None,
             samples: VecDeque::new(),
             problem: None,

@@ -377,11 +377,7 @@ impl DbInner {
         if let Ok(rd) = std::fs::read_dir(&self.path) {
             for e in rd.flatten() {
                 let name = e.file_name();
-                let Some(no) = name
-                    .to_str()
-                    .and_then(|n| n.strip_suffix(".log"))
-                    .and_then(|n| n.parse::<u64>().ok())
-                else {
+                let Some(no) = name.to_str().and_then(crate::filenames::wal_no) else {
                     continue;
                 };
                 if no < log_number && no != current {

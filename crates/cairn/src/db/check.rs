@@ -20,6 +20,7 @@ use super::recovery::lock_dir;
 use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
 use crate::batch::WriteBatch;
+use crate::filenames;
 use crate::iter::InternalIterator;
 use crate::log::{LogReader, TailState};
 use crate::options::Options;
@@ -224,7 +225,7 @@ pub(crate) fn check(path: &Path, opts: &Options, progress: CheckProgress) -> Res
     }
     // Hold the lock, so that no open database writes while its files are read; but never
     // create the LOCK file (a check changes nothing).
-    let _lock = if path.join("LOCK").exists() {
+    let _lock = if path.join(filenames::LOCK).exists() {
         Some(lock_dir(path)?)
     } else {
         None
@@ -380,7 +381,7 @@ fn read_manifest(
     let initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync> = Arc::new(move |l| o.initial_runs(l));
     match VersionSet::recover(env.clone(), opts.num_levels, initial_k) {
         Ok(vs) => {
-            r.manifest = Some(format!("MANIFEST-{:06}", vs.manifest_no()));
+            r.manifest = Some(filenames::manifest(vs.manifest_no()));
             super::recovery::check_level_count(&vs, opts)?;
             Ok(Some(vs))
         }
@@ -390,7 +391,7 @@ fn read_manifest(
             Ok(None)
         }
         Err(e) => {
-            r.error("CURRENT", e);
+            r.error(filenames::CURRENT, e);
             Ok(None)
         }
     }
@@ -617,7 +618,6 @@ impl Inventory {
                 .filter_map(|e| e.file_name().to_str().map(str::to_owned))
                 .collect())
         };
-        let number = |n: &str, suffix: &str| n.strip_suffix(suffix).and_then(|s| s.parse().ok());
         let mut seen_dirs = BTreeMap::new();
         for tier in 0..env.num_tiers() {
             // Tiers may share a directory: list each once.
@@ -628,9 +628,9 @@ impl Inventory {
                 continue;
             }
             for n in names(env.tier_dir(tier))? {
-                if let Some(no) = number(&n, ".sst") {
+                if let Some(no) = filenames::table_no(&n) {
                     inv.tables.push((tier, no));
-                } else if let Some(no) = number(&n, ".plr") {
+                } else if let Some(no) = filenames::model_no(&n) {
                     inv.models.push((tier, no));
                 }
             }
@@ -638,9 +638,9 @@ impl Inventory {
         for n in names(env.root())? {
             if let Some(no) = parse_vlog_name(&n) {
                 inv.vlogs.push(no);
-            } else if let Some(no) = number(&n, ".log") {
+            } else if let Some(no) = filenames::wal_no(&n) {
                 inv.wals.push(no);
-            } else if let Some(no) = n.strip_prefix("MANIFEST-").and_then(|s| s.parse().ok()) {
+            } else if let Some(no) = filenames::manifest_no(&n) {
                 inv.manifests.push(no);
             }
         }

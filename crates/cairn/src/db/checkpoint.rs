@@ -175,7 +175,7 @@ impl DbInner {
         out_env.write_atomic(
             &current_path(out),
             FileKind::Manifest,
-            format!("MANIFEST-{manifest_no:06}\n").as_bytes(),
+            crate::filenames::current_contents(manifest_no).as_bytes(),
         )?;
         crate::options_file::save(&out_env, out, &self.current_options())?;
         self.copy_learned_state(out)?;
@@ -192,8 +192,7 @@ impl DbInner {
         for e in rd.flatten() {
             let name = e.file_name();
             let Some(n) = name.to_str() else { continue };
-            let wanted = n == super::tuner::CHECKPOINT_FILE
-                || (n.starts_with("QUERYSTORE-") && n.ends_with(".rtr"));
+            let wanted = n == super::tuner::CHECKPOINT_FILE || crate::filenames::is_query_store(n);
             if wanted {
                 copy_synced(&e.path(), &out.join(n))?;
             }

@@ -22,18 +22,10 @@ use parking_lot::Mutex;
 
 use crate::events::{CompactionInfo, EventListener, FlushInfo, OutputFile};
 
-/// The event log's file name.
-pub const LOG_FILE: &str = "LOG";
-/// The prefix of rotated logs, followed by the rotation time in microseconds.
-const OLD_PREFIX: &str = "LOG.old.";
-
-/// Whether `name` is the event log or a rotated one.
-pub(crate) fn is_log_file(name: &str) -> bool {
-    name == LOG_FILE
-        || name
-            .strip_prefix(OLD_PREFIX)
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
+// The event log's name, and the prefix of rotated logs (the rotation time in
+// microseconds follows it).
+pub use crate::filenames::EVENT_LOG as LOG_FILE;
+use crate::filenames::OLD_EVENT_LOG_PREFIX as OLD_PREFIX;
 
 /// The open event log of one database.
 pub(crate) struct EventLog {
@@ -338,8 +330,15 @@ mod tests {
 
     #[test]
     fn log_names() {
-        assert!(is_log_file("LOG") && is_log_file("LOG.old.1795804212000000"));
-        assert!(!is_log_file("LOG.old.") && !is_log_file("LOG.old.x") && !is_log_file("a.log"));
+        assert!(
+            crate::filenames::is_event_log("LOG")
+                && crate::filenames::is_event_log("LOG.old.1795804212000000")
+        );
+        assert!(
+            !crate::filenames::is_event_log("LOG.old.")
+                && !crate::filenames::is_event_log("LOG.old.x")
+                && !crate::filenames::is_event_log("a.log")
+        );
     }
 
     #[test]
@@ -366,7 +365,7 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names.len(), 3, "LOG and two old logs: {names:?}");
-        assert!(names.iter().all(|n| is_log_file(n)));
+        assert!(names.iter().all(|n| crate::filenames::is_event_log(n)));
         let last = std::fs::read_to_string(dir.path().join(LOG_FILE)).unwrap();
         let older = std::fs::read_to_string(dir.path().join(&names[1])).unwrap();
         assert!(

@@ -75,7 +75,7 @@ pub(crate) fn inspect(path: &Path, opts: &Options) -> Result<ManifestInfo> {
             return Err(Error::NotFound(path.to_path_buf()));
         }
         return Err(Error::corruption(
-            "CURRENT",
+            crate::filenames::CURRENT,
             "missing, but the directory holds database files: Db::repair rebuilds it",
         ));
     }
@@ -120,7 +120,7 @@ pub(crate) fn inspect(path: &Path, opts: &Options) -> Result<ManifestInfo> {
     let mut value_logs = vs.vlogs.live_files();
     value_logs.sort_unstable();
     Ok(ManifestInfo {
-        manifest: format!("MANIFEST-{:06}", vs.manifest_no()),
+        manifest: crate::filenames::manifest(vs.manifest_no()),
         last_seq: vs.last_seq,
         log_number: vs.log_number,
         next_file_no: vs.next_file_no,

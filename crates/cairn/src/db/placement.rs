@@ -109,7 +109,7 @@ impl PlacementState {
 
 /// Name of the file a column family's query store is kept in between runs.
 pub(crate) fn query_store_path(db: &Path, cf: u32) -> PathBuf {
-    db.join(format!("QUERYSTORE-{cf}.rtr"))
+    db.join(crate::filenames::query_store(cf))
 }
 
 /// The query store of a column family at open: resumed from its file when one is there

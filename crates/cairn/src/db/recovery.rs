@@ -19,6 +19,7 @@ use super::{BgState, CfState, DbInner, SuperVersion, WalState};
 use crate::batch::{BatchOpKind, WriteBatch};
 use crate::clock::EngineClock;
 use crate::compaction::LevelShape;
+use crate::filenames;
 use crate::log::{LogReader, TailState};
 use crate::memtable::Memtable;
 use crate::options::{IndexPolicy, Options, WalRecovery};
@@ -29,7 +30,7 @@ use crate::version::{set::current_path, VersionEdit, VersionSet};
 use crate::{Error, Result};
 
 pub(crate) fn lock_dir(path: &Path) -> Result<File> {
-    let lock_path = path.join("LOCK");
+    let lock_path = path.join(filenames::LOCK);
     let f = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -45,33 +46,37 @@ pub(crate) fn lock_dir(path: &Path) -> Result<File> {
 
 /// Names cairn itself creates in a database directory.
 fn is_cairn_file(name: &str) -> bool {
-    name == "LOCK"
-        || name == "CURRENT"
-        || name == "CURRENT.tmp"
-        || name.starts_with("MANIFEST-")
-        || crate::options_file::is_options_file(name)
-        || name.ends_with(".log")
-        || name.ends_with(".sst")
-        || name.ends_with(".vlog")
-        || name.ends_with(".plr")
-        || name.ends_with(".plr.tmp")
-        || name == super::tuner::CHECKPOINT_FILE
-        || name == "TUNER.tmp"
-        || name == super::stats_file::STATS_FILE
-        || name == super::stats_file::STATS_TMP
-        || super::event_log::is_log_file(name)
-        || (name.starts_with("QUERYSTORE-") && (name.ends_with(".rtr") || name.ends_with(".tmp")))
-        // Repair's folder of unreadable tables.
-        || name == "lost"
+    use filenames::*;
+    [
+        LOCK,
+        CURRENT,
+        CURRENT_TMP,
+        TUNER,
+        TUNER_TMP,
+        STATS,
+        STATS_TMP,
+        LOST_DIR,
+    ]
+    .contains(&name)
+        || name.starts_with(MANIFEST_PREFIX)
+        || is_options_file(name)
+        || is_model_tmp(name)
+        || [WAL_SUFFIX, TABLE_SUFFIX, VLOG_SUFFIX, MODEL_SUFFIX]
+            .iter()
+            .any(|s| name.ends_with(s))
+        || is_event_log(name)
+        || is_query_store(name)
+        || is_query_store_tmp(name)
 }
 
 /// Files that only exist once a database holds data (or its manifest): without `CURRENT`
 /// they mean the database lost its pointer to the manifest, not that it is new.
 fn is_data_file(name: &str) -> bool {
-    name.starts_with("MANIFEST-")
-        || name.ends_with(".log")
-        || name.ends_with(".sst")
-        || name.ends_with(".vlog")
+    use filenames::*;
+    name.starts_with(MANIFEST_PREFIX)
+        || [WAL_SUFFIX, TABLE_SUFFIX, VLOG_SUFFIX]
+            .iter()
+            .any(|s| name.ends_with(s))
 }
 
 /// The data files in the database directory and its tier directories (sorted).
@@ -91,7 +96,7 @@ pub(crate) fn data_files(path: &Path, opts: &Options) -> Vec<String> {
 }
 
 /// The manifest a new database writes first, before `CURRENT` names it.
-const FIRST_MANIFEST: &str = "MANIFEST-000001";
+use filenames::FIRST_MANIFEST;
 
 /// A creation killed after writing the first manifest but before `CURRENT` leaves that
 /// manifest as the only data file; no write can have been acknowledged (the open never
@@ -125,7 +130,7 @@ fn discard_unfinished_creation(
         };
     if !empty {
         return Err(Error::corruption(
-            "CURRENT",
+            filenames::CURRENT,
             format!(
                 "missing, but {} holds database files ({}): nothing was changed; Db::repair \
                  rebuilds the manifest",
@@ -166,7 +171,7 @@ fn prepare_dir(path: &Path, opts: &Options) -> Result<bool> {
             let data = data_files(path, opts);
             if !data.is_empty() && data != [FIRST_MANIFEST] {
                 return Err(Error::corruption(
-                    "CURRENT",
+                    filenames::CURRENT,
                     format!(
                         "missing, but {} holds database files ({}{}): nothing was changed; \
                          Db::repair rebuilds the manifest from them",
@@ -603,7 +608,7 @@ pub(crate) fn missing_wal(root: &Path, log_number: u64, next_file_no: u64) -> Op
 /// The corruption error of a missing write-ahead log.
 pub(crate) fn missing_wal_error(no: u64) -> Error {
     Error::corruption(
-        format!("{no:06}.log"),
+        filenames::wal(no),
         "the manifest needs this write-ahead log (it holds writes not yet in tables), but \
          it is missing; Db::repair rebuilds the database from the files that remain",
     )
@@ -613,12 +618,7 @@ fn wal_numbers(path: &Path) -> Result<Vec<u64>> {
     Ok(std::fs::read_dir(path)
         .map_err(|e| Error::io(path.display().to_string(), e))?
         .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_suffix(".log"))
-                .and_then(|n| n.parse::<u64>().ok())
-        })
+        .filter_map(|e| e.file_name().to_str().and_then(filenames::wal_no))
         .collect())
 }
 
@@ -678,7 +678,7 @@ impl DbInner {
         let skip = self.opts.wal_recovery == WalRecovery::SkipCorrupt;
         for &no in &wals {
             let path = wal_path(&self.path, no);
-            let name = format!("{no:06}.log");
+            let name = filenames::wal(no);
             let data = self.env.read_whole(&path, FileKind::Wal)?;
             let mut reader = LogReader::new(data, name.clone(), skip);
             loop {
@@ -829,20 +829,14 @@ impl DbInner {
             for e in rd.flatten() {
                 let name = e.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if let Some(no) = name
-                    .strip_suffix(".sst")
-                    .and_then(|n| n.parse::<u64>().ok())
-                {
+                if let Some(no) = filenames::table_no(name) {
                     if !live.contains(&no) {
                         let _ = self.env.remove(&table_path(&self.env, tier, no));
                     }
                 }
                 // Learned models (Bourbon) of dead tables, and unfinished model saves.
-                let dead_model = name
-                    .strip_suffix(".plr")
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .is_some_and(|no| !live.contains(&no));
-                if dead_model || name.ends_with(".plr.tmp") {
+                let dead_model = filenames::model_no(name).is_some_and(|no| !live.contains(&no));
+                if dead_model || filenames::is_model_tmp(name) {
                     let _ = self.env.remove(&dir.join(name));
                 }
             }
@@ -851,10 +845,7 @@ impl DbInner {
             for e in rd.flatten() {
                 let name = e.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if let Some(no) = name
-                    .strip_prefix("MANIFEST-")
-                    .and_then(|n| n.parse::<u64>().ok())
-                {
+                if let Some(no) = filenames::manifest_no(name) {
                     if no != manifest_no {
                         let _ = self.env.remove(&self.path.join(name));
                     }
@@ -874,11 +865,9 @@ pub(crate) fn max_file_no_on_disk(env: &StorageEnv) -> Result<u64> {
         for e in rd.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
-            if let Some(no) = name
-                .strip_suffix(".log")
-                .or_else(|| name.strip_suffix(".sst"))
-                .or_else(|| name.strip_suffix(".vlog"))
-                .and_then(|n| n.parse::<u64>().ok())
+            if let Some(no) = filenames::wal_no(name)
+                .or_else(|| filenames::table_no(name))
+                .or_else(|| filenames::vlog_no(name))
             {
                 max = max.max(no);
             }

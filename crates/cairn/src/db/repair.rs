@@ -46,6 +46,7 @@ use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
 use crate::batch::{BatchOpKind, WriteBatch};
 use crate::compaction::merge::{merge, MergeOutput, MergeParams};
+use crate::filenames;
 use crate::iter::InternalIterator;
 use crate::log::LogReader;
 use crate::memtable::Memtable;
@@ -126,12 +127,7 @@ fn manifest_numbers(root: &Path) -> Result<Vec<u64>> {
     let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
     let mut v: Vec<u64> = rd
         .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_prefix("MANIFEST-"))
-                .and_then(|n| n.parse().ok())
-        })
+        .filter_map(|e| e.file_name().to_str().and_then(filenames::manifest_no))
         .collect();
     v.sort_unstable();
     Ok(v)
@@ -171,7 +167,7 @@ fn try_newest_manifest(env: &StorageEnv, opts: &Options) -> Result<Option<Repair
     env.write_atomic(
         &current_path(env.root()),
         FileKind::Manifest,
-        format!("MANIFEST-{no:06}\n").as_bytes(),
+        filenames::current_contents(no).as_bytes(),
     )?;
     Ok(Some(RepairReport {
         method: RepairMethod::Manifest(no),
@@ -188,7 +184,7 @@ fn try_newest_manifest(env: &StorageEnv, opts: &Options) -> Result<Option<Repair
 /// it would replace it. (The repair holds the database's lock: nothing else writes
 /// `lost/` between the check and the rename.)
 fn move_to_lost(env: &StorageEnv, path: &Path) -> Result<PathBuf> {
-    let lost = env.root().join("lost");
+    let lost = env.root().join(filenames::LOST_DIR);
     std::fs::create_dir_all(&lost).map_err(|e| Error::io(lost.display().to_string(), e))?;
     let to = free_name_in(&lost, path.file_name().unwrap_or_default())?;
     env.rename(path, &to)?;
@@ -270,12 +266,7 @@ fn scan_tables(env: &StorageEnv) -> Result<Found> {
         let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
         let mut numbers: Vec<u64> = rd
             .flatten()
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.strip_suffix(".sst"))
-                    .and_then(|n| n.parse().ok())
-            })
+            .filter_map(|e| e.file_name().to_str().and_then(filenames::table_no))
             .collect();
         numbers.sort_unstable();
         for no in numbers {
@@ -492,18 +483,13 @@ fn read_wals(
     let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
     let mut wals: Vec<u64> = rd
         .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_suffix(".log"))
-                .and_then(|n| n.parse().ok())
-        })
+        .filter_map(|e| e.file_name().to_str().and_then(filenames::wal_no))
         .collect();
     wals.sort_unstable();
     let (mut kept, mut max_seq) = (0u64, 0u64);
     for &no in &wals {
         let data = env.read_whole(&wal_path(root, no), FileKind::Wal)?;
-        let mut reader = LogReader::new(data, format!("{no:06}.log"), true);
+        let mut reader = LogReader::new(data, filenames::wal(no), true);
         // A damaged record ends the log's usable part only for that record: skip it.
         while let Ok(Some(rec)) = reader.next_record() {
             let Ok((first, batch)) = WriteBatch::decode(&rec) else {

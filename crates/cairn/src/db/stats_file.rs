@@ -12,10 +12,7 @@ use crate::stats::DbStats;
 use crate::storage::{FileKind, StorageEnv};
 use crate::{Error, Result};
 
-/// The file's name in the database directory.
-pub(crate) const STATS_FILE: &str = "STATS.json";
-/// The temporary name it is written under before the rename (`write_atomic`'s choice).
-pub(crate) const STATS_TMP: &str = "STATS.tmp";
+pub(crate) use crate::filenames::STATS as STATS_FILE;
 
 /// Writes `stats` as JSON: temporary file, fsync, rename, fsync of the directory.
 pub(crate) fn save(env: &StorageEnv, root: &Path, stats: &DbStats) -> Result<()> {

@@ -26,12 +26,12 @@ use crate::{Error, Result};
 
 /// Path of a table file in a tier.
 pub(crate) fn table_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
-    env.tier_dir(tier).join(format!("{file_no:06}.sst"))
+    env.tier_dir(tier).join(crate::filenames::table(file_no))
 }
 
 /// Path of a table's saved learned model (Bourbon), beside the table.
 pub(crate) fn model_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
-    env.tier_dir(tier).join(format!("{file_no:06}.plr"))
+    env.tier_dir(tier).join(crate::filenames::model(file_no))
 }
 
 pub(crate) struct TableCache {

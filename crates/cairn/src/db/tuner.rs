@@ -23,8 +23,8 @@ use crate::policy::tuner::{
 use crate::{Error, Result};
 
 /// The checkpoint's file name in the database directory.
-pub(crate) const CHECKPOINT_FILE: &str = "TUNER";
-const CHECKPOINT_TMP: &str = "TUNER.tmp";
+pub(crate) use crate::filenames::TUNER as CHECKPOINT_FILE;
+use crate::filenames::TUNER_TMP as CHECKPOINT_TMP;
 const MAGIC: &[u8; 8] = b"CAIRNTUN";
 const FRAME_VERSION: u32 = 1;
 

@@ -1,7 +1,6 @@
 //! The write path: group commit (the writer at the head of the queue logs and applies the
 //! batches queued behind it), memtable switching and write stalls.
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,9 +21,7 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// How long a queued writer yields (rather than sleeps) while it waits for the leader.
 const WAIT_YIELDING: Duration = Duration::from_micros(50);
 
-pub(crate) fn wal_path(root: &std::path::Path, no: u64) -> PathBuf {
-    root.join(format!("{no:06}.log"))
-}
+pub(crate) use crate::filenames::wal_path;
 
 type Queue<'a> = MutexGuard<'a, std::collections::VecDeque<Arc<Slot>>>;
 

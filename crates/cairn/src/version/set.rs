@@ -7,8 +7,8 @@
 //! named by an atomically replaced `CURRENT`) starts at open, when the manifest grows
 //! large, and after a failed write, so a partly written record is never followed by more.
 
+use crate::filenames;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -86,15 +86,7 @@ enum Outcome {
     Unknown(Error),
 }
 
-/// Path of the `CURRENT` file.
-pub fn current_path(root: &Path) -> PathBuf {
-    root.join("CURRENT")
-}
-
-/// Path of manifest number `no`.
-pub fn manifest_path(root: &Path, no: u64) -> PathBuf {
-    root.join(format!("MANIFEST-{no:06}"))
-}
+pub use crate::filenames::{current_path, manifest_path};
 
 impl VersionSet {
     /// A version set with no column family and no manifest yet: the first
@@ -152,11 +144,11 @@ impl VersionSet {
         let name = std::str::from_utf8(&cur)
             .ok()
             .and_then(|s| s.strip_suffix('\n'))
-            .filter(|s| s.starts_with("MANIFEST-") && !s.contains('/'))
-            .ok_or_else(|| Error::corruption("CURRENT", "does not name a manifest"))?;
-        let manifest_no: u64 = name["MANIFEST-".len()..]
+            .filter(|s| s.starts_with(filenames::MANIFEST_PREFIX) && !s.contains('/'))
+            .ok_or_else(|| Error::corruption(filenames::CURRENT, "does not name a manifest"))?;
+        let manifest_no: u64 = name[filenames::MANIFEST_PREFIX.len()..]
             .parse()
-            .map_err(|_| Error::corruption("CURRENT", "bad manifest number"))?;
+            .map_err(|_| Error::corruption(filenames::CURRENT, "bad manifest number"))?;
         Self::recover_manifest(env, num_levels, initial_k, manifest_no)
     }
 
@@ -169,7 +161,7 @@ impl VersionSet {
         manifest_no: u64,
     ) -> Result<Self> {
         let path = manifest_path(env.root(), manifest_no);
-        let name = format!("MANIFEST-{manifest_no:06}");
+        let name = filenames::manifest(manifest_no);
         let name = name.as_str();
         let data = env.read_whole(&path, FileKind::Manifest)?;
         let mut vs = Self::blank(env, num_levels, initial_k);
@@ -408,7 +400,7 @@ impl VersionSet {
                 let named = self
                     .env
                     .read_whole(&current_path(root), FileKind::Manifest)
-                    .is_ok_and(|c| c == format!("MANIFEST-{no:06}\n").as_bytes());
+                    .is_ok_and(|c| c == filenames::current_contents(no).as_bytes());
                 if named {
                     return Err(Outcome::Unknown(e));
                 }
@@ -445,7 +437,7 @@ impl VersionSet {
         self.env.write_atomic(
             &current_path(&root),
             FileKind::Manifest,
-            format!("MANIFEST-{no:06}\n").as_bytes(),
+            filenames::current_contents(no).as_bytes(),
         )?;
         Ok(w)
     }

@@ -27,14 +27,4 @@ pub use merge::VlogMerge;
 pub use store::{VlogRef, VlogRegistry, VlogStats, VlogStore};
 pub use writer::VlogWriter;
 
-use std::path::{Path, PathBuf};
-
-/// Path of value-log file `file_no` in the database directory.
-pub fn vlog_path(root: &Path, file_no: u64) -> PathBuf {
-    root.join(format!("{file_no:06}.vlog"))
-}
-
-/// The file number of a value-log file name, if it is one.
-pub fn parse_vlog_name(name: &str) -> Option<u64> {
-    name.strip_suffix(".vlog")?.parse().ok()
-}
+pub use crate::filenames::{vlog_no as parse_vlog_name, vlog_path};

@@ -155,7 +155,7 @@ impl VlogStore {
     }
 
     fn name(file_no: u64) -> String {
-        format!("{file_no:06}.vlog")
+        crate::filenames::vlog(file_no)
     }
 
     fn open(&self, file_no: u64) -> Result<Arc<RandomAccessFile>> {

@@ -219,7 +219,7 @@ impl Lerp {
     /// A tuner resumed from [`Lerp::encode`]'s bytes. A checkpoint of another version or
     /// propagation mode, or any malformed byte, is an error (the caller starts fresh).
     pub fn decode(params: LerpParams, num_levels: usize, mut input: &[u8]) -> Result<Self> {
-        let bad = |d: &str| Error::corruption("TUNER", d);
+        let bad = |d: &str| Error::corruption(crate::filenames::TUNER, d);
         let u32_of =
             |i: &mut &[u8]| take(i, 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
         let u64_of =
@@ -227,7 +227,7 @@ impl Lerp {
         let version = u32_of(&mut input).ok_or_else(|| bad("truncated"))?;
         if version != CHECKPOINT_VERSION {
             return Err(Error::UnsupportedVersion {
-                file: "TUNER".into(),
+                file: crate::filenames::TUNER.into(),
                 found: version,
                 supported: CHECKPOINT_VERSION,
             });
