@@ -566,7 +566,7 @@ fn is_bottommost_below(v: &CfVersion, level: usize, lo: &[u8], hi: &[u8]) -> boo
 mod tests {
     use super::*;
     use crate::types::{make_internal_key, range_bound_key, ValueKind};
-    use crate::version::{FileDesc, VersionEdit};
+    use crate::version::{AddedFile, FileDesc, VersionEdit};
 
     /// A file of `[lo, hi]`, or of `[lo, hi)` when a range deletion sets its end.
     fn desc(file_no: u64, lo: &[u8], hi: &[u8], open_end: bool) -> FileDesc {
@@ -596,9 +596,24 @@ mod tests {
         // a deletion's table "a".."h" (exclusive) and a table from "h".
         let edit = VersionEdit {
             added: vec![
-                (0, 3, 1, desc(3, b"c", b"h", false)),
-                (0, 3, 2, desc(1, b"a", b"h", true)),
-                (0, 3, 2, desc(2, b"h", b"z", false)),
+                AddedFile {
+                    cf: 0,
+                    level: 3,
+                    run: 1,
+                    file: desc(3, b"c", b"h", false),
+                },
+                AddedFile {
+                    cf: 0,
+                    level: 3,
+                    run: 2,
+                    file: desc(1, b"a", b"h", true),
+                },
+                AddedFile {
+                    cf: 0,
+                    level: 3,
+                    run: 2,
+                    file: desc(2, b"h", b"z", false),
+                },
             ],
             ..Default::default()
         };
@@ -625,10 +640,30 @@ mod tests {
         // Level 2: one file starting where level 1's first ends.
         let edit = VersionEdit {
             added: vec![
-                (0, 1, 1, desc(1, b"a", b"m", true)),
-                (0, 1, 1, desc(2, b"m", b"t", true)),
-                (0, 1, 1, desc(3, b"t", b"z", false)),
-                (0, 2, 2, desc(4, b"m", b"p", false)),
+                AddedFile {
+                    cf: 0,
+                    level: 1,
+                    run: 1,
+                    file: desc(1, b"a", b"m", true),
+                },
+                AddedFile {
+                    cf: 0,
+                    level: 1,
+                    run: 1,
+                    file: desc(2, b"m", b"t", true),
+                },
+                AddedFile {
+                    cf: 0,
+                    level: 1,
+                    run: 1,
+                    file: desc(3, b"t", b"z", false),
+                },
+                AddedFile {
+                    cf: 0,
+                    level: 2,
+                    run: 2,
+                    file: desc(4, b"m", b"p", false),
+                },
             ],
             ..Default::default()
         };

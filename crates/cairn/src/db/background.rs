@@ -22,6 +22,7 @@ use crate::merging::MergingIterator;
 use crate::policy::prefetch::{CompactionJob, Prefetcher, Warmer};
 use crate::table::{BlockSink, TableBuildOptions};
 use crate::types::user_key;
+use crate::version::{AddedFile, CompactPointer, DeletedFile, LevelPolicy, SealedRun};
 use crate::version::{FileDesc, FileMeta, VersionEdit};
 use crate::vlog::VlogMerge;
 use crate::{Error, Result};
@@ -182,9 +183,14 @@ impl DbInner {
                     .flush_bytes_written
                     .fetch_add(o.desc.size, Ordering::Relaxed);
                 files.push(self.output_file(&o.desc, 0, o.summary.blocks));
-                edit.added.push((cf, 0, run, o.desc));
+                edit.added.push(AddedFile {
+                    cf,
+                    level: 0,
+                    run,
+                    file: o.desc,
+                });
             }
-            edit.sealed.push((cf, 0, run));
+            edit.sealed.push(SealedRun { cf, level: 0, run });
         }
         edit.last_seq = mem.max_seq();
         Ok((edit, files))
@@ -317,7 +323,13 @@ impl DbInner {
             // for flushes): its data goes with it. Logging the edit would name an unknown
             // family, which the version set reports as corruption, stopping the database.
             drop(vs);
-            for (_, _, _, d) in &edit.added {
+            for AddedFile {
+                cf: _,
+                level: _,
+                run: _,
+                file: d,
+            } in &edit.added
+            {
                 let _ = self
                     .env
                     .remove(&table_path(&self.env, d.tier as usize, d.file_no));
@@ -578,7 +590,11 @@ impl DbInner {
         let mut edit = VersionEdit::default();
         match task {
             Task::Seal { level, run } => {
-                edit.sealed.push((id, level as u32, run));
+                edit.sealed.push(SealedRun {
+                    cf: id,
+                    level: level as u32,
+                    run,
+                });
                 self.install_bookkeeping(
                     cf,
                     level,
@@ -587,7 +603,11 @@ impl DbInner {
                 )
             }
             Task::Policy { level, state } => {
-                edit.policies.push((id, level as u32, state));
+                edit.policies.push(LevelPolicy {
+                    cf: id,
+                    level: level as u32,
+                    state,
+                });
                 self.install_bookkeeping(cf, level, edit, |t| {
                     matches!(t, Task::Policy { level: l, state: s } if *l == level && *s == state)
                 })
@@ -601,10 +621,23 @@ impl DbInner {
                 reason,
             } => {
                 let run = dest_run.unwrap_or_else(|| self.versions.lock().new_run_id());
-                edit.deleted.push((id, from as u32, file.file_no()));
-                edit.added.push((id, to as u32, run, file.desc.clone()));
+                edit.deleted.push(DeletedFile {
+                    cf: id,
+                    level: from as u32,
+                    file_no: file.file_no(),
+                });
+                edit.added.push(AddedFile {
+                    cf: id,
+                    level: to as u32,
+                    run,
+                    file: file.desc.clone(),
+                });
                 if from > 0 {
-                    edit.compact_pointers.push((id, from as u32, pointer));
+                    edit.compact_pointers.push(CompactPointer {
+                        cf: id,
+                        level: from as u32,
+                        key: pointer,
+                    });
                 }
                 let info = CompactionInfo {
                     cf: id,
@@ -799,7 +832,11 @@ impl DbInner {
         let mut files = Vec::new();
         let written = self.add_outputs(&mut edit, id, (to, run), outputs, &mut files);
         if from > 0 {
-            edit.compact_pointers.push((id, from as u32, pointer));
+            edit.compact_pointers.push(CompactPointer {
+                cf: id,
+                level: from as u32,
+                key: pointer,
+            });
         }
         self.install_merge(cf, edit, &job, &gone, &files)?;
         if let (Some(rc), Some(r)) = (&self.read_cache, sinks.replacer) {

@@ -23,6 +23,7 @@ use super::DbInner;
 use crate::log::LogWriter;
 use crate::storage::{FileKind, StorageEnv};
 use crate::version::set::{current_path, manifest_path};
+use crate::version::AddedFile;
 use crate::vlog::vlog_path;
 use crate::{Error, Result};
 
@@ -132,7 +133,13 @@ impl DbInner {
         let vs = self.versions.lock();
         let mut edit = vs.state_edit();
         let mut vlogs = BTreeSet::new();
-        for (_, _, _, d) in &edit.added {
+        for AddedFile {
+            cf: _,
+            level: _,
+            run: _,
+            file: d,
+        } in &edit.added
+        {
             let tier = d.tier as usize;
             let rel = tiers
                 .get(tier)

@@ -22,6 +22,7 @@ use crate::iter::InternalIterator;
 use crate::storage::FileKind;
 use crate::table::{Table, TableIterator};
 use crate::types::{pack_trailer, parse_internal_key, ValueKind, TRAILER_LEN};
+use crate::version::{AddedFile, SealedRun};
 use crate::version::{CfVersion, VersionEdit};
 use crate::{Error, Result};
 
@@ -235,10 +236,15 @@ impl DbInner {
         };
         let mut edit = VersionEdit::default();
         for o in outputs {
-            edit.added.push((cf, level as u32, run, o.desc));
+            edit.added.push(AddedFile {
+                cf,
+                level: level as u32,
+                run,
+                file: o.desc,
+            });
         }
         if level == 0 {
-            edit.sealed.push((cf, 0, run));
+            edit.sealed.push(SealedRun { cf, level: 0, run });
         }
         edit.last_seq = Some(seq);
         Ok(edit)

@@ -18,6 +18,7 @@ use crate::policy::prefetch::Warmer;
 use crate::range_del::RangeDels;
 use crate::table::BlockSink;
 use crate::types::SeqNo;
+use crate::version::{AddedFile, DeletedFile};
 use crate::version::{FileMeta, VersionEdit};
 use crate::Result;
 
@@ -144,7 +145,11 @@ pub(super) fn delete_inputs(
     files: &[Arc<FileMeta>],
 ) {
     for f in files {
-        edit.deleted.push((cf, level as u32, f.file_no()));
+        edit.deleted.push(DeletedFile {
+            cf,
+            level: level as u32,
+            file_no: f.file_no(),
+        });
     }
 }
 
@@ -186,7 +191,12 @@ impl DbInner {
         for o in outputs {
             bytes += o.desc.size;
             files.push(self.output_file(&o.desc, level, o.summary.blocks));
-            edit.added.push((cf, level as u32, run, o.desc));
+            edit.added.push(AddedFile {
+                cf,
+                level: level as u32,
+                run,
+                file: o.desc,
+            });
         }
         bytes
     }

@@ -57,6 +57,7 @@ use crate::types::{check_key, make_lookup_key, parse_internal_key, SeqNo, ValueK
 use crate::version::{CfVersion, FileMeta, VersionSet};
 use crate::{Error, Result};
 
+use crate::version::{CfAdded, LevelPolicy, SealedRun};
 use snapshot::SnapshotList;
 use table_cache::TableCache;
 
@@ -484,7 +485,10 @@ impl Db {
             }
         }
         let edit = crate::version::VersionEdit {
-            cf_added: vec![(id, name.to_string())],
+            cf_added: vec![CfAdded {
+                id,
+                name: name.to_string(),
+            }],
             ..Default::default()
         };
         vs.log_and_apply(edit)?;
@@ -1419,7 +1423,11 @@ impl DbInner {
                 p.pending_k = None;
                 if let (Some(active), Some(cap)) = (l.active(), self.shape.run_capacity(level, k)) {
                     if active.size() >= cap {
-                        edit.sealed.push((cf, level as u32, active.id));
+                        edit.sealed.push(SealedRun {
+                            cf,
+                            level: level as u32,
+                            run: active.id,
+                        });
                     }
                 }
             }
@@ -1443,7 +1451,11 @@ impl DbInner {
                 p.draining = level > 0 && !bottom && !l.is_empty();
             }
         }
-        edit.policies.push((cf, level as u32, p));
+        edit.policies.push(LevelPolicy {
+            cf,
+            level: level as u32,
+            state: p,
+        });
         self.log_and_install(&mut vs, &state, edit)?;
         drop(vs);
         self.request_compaction();

@@ -35,6 +35,7 @@ use crate::policy::placement::{
 };
 use crate::range_del::RangeDels;
 use crate::types::parse_internal_key;
+use crate::version::DeletedFile;
 use crate::version::{CfVersion, FileMeta, VersionEdit};
 use crate::{Error, Result};
 
@@ -464,7 +465,11 @@ impl DbInner {
         let merged = self.proactive_merge(state, v, job, placement, &sinks, dels)?;
         let mut edit = VersionEdit::default();
         for (l, f) in &job.inputs {
-            edit.deleted.push((state.id, *l as u32, f.file_no()));
+            edit.deleted.push(DeletedFile {
+                cf: state.id,
+                level: *l as u32,
+                file_no: f.file_no(),
+            });
         }
         delete_inputs(&mut edit, state.id, c, &job.dest);
         let hot_run = self.versions.lock().new_run_id();

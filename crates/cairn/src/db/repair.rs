@@ -56,6 +56,7 @@ use crate::storage::{FileKind, StorageEnv};
 use crate::table::Table;
 use crate::types::ValueKind;
 use crate::version::set::{current_path, manifest_path};
+use crate::version::{AddedFile, CfAdded};
 use crate::version::{VersionEdit, VersionSet};
 use crate::vlog::vlog_path;
 use crate::{Error, Result};
@@ -311,7 +312,10 @@ fn write_families(
             (None, 0) => "default".to_string(),
             (None, _) => format!("lost-cf-{id}"),
         };
-        edit.cf_added.push((id, name.clone()));
+        edit.cf_added.push(CfAdded {
+            id,
+            name: name.clone(),
+        });
         column_families.push((id, name.clone()));
         let (outputs, n) = match write_family(env, opts, vs, (id, &name), plan) {
             Ok(x) => x,
@@ -324,7 +328,12 @@ fn write_families(
         let run = vs.new_run_id();
         for o in outputs {
             written.push(table_path(env, tier, o.desc.file_no));
-            edit.added.push((id, level as u32, run, o.desc));
+            edit.added.push(AddedFile {
+                cf: id,
+                level: level as u32,
+                run,
+                file: o.desc,
+            });
         }
     }
     Ok((entries, column_families))

@@ -1,6 +1,7 @@
 //! Seeds of every fuzz target: small valid inputs made with the engine's own encoders.
 
 use super::*;
+use crate::version::{AddedFile, CfAdded, CompactPointer, DeletedFile, LevelPolicy, SealedRun};
 
 /// A LightGBM text model over Leaper's 18 features: a stump on `r1` (categorical when
 /// `categorical`) and a constant tree.
@@ -51,14 +52,21 @@ pub(super) fn sample_edit() -> VersionEdit {
         next_file_no: Some(99),
         last_seq: Some(1 << 40),
         next_run_id: Some(3),
-        cf_added: vec![(1, "users".into())],
+        cf_added: vec![CfAdded {
+            id: 1,
+            name: "users".into(),
+        }],
         cf_dropped: vec![4],
-        deleted: vec![(0, 1, 12)],
-        added: vec![(
-            0,
-            2,
-            5,
-            FileDesc {
+        deleted: vec![DeletedFile {
+            cf: 0,
+            level: 1,
+            file_no: 12,
+        }],
+        added: vec![AddedFile {
+            cf: 0,
+            level: 2,
+            run: 5,
+            file: FileDesc {
                 file_no: 13,
                 tier: 1,
                 size: 4096,
@@ -70,18 +78,26 @@ pub(super) fn sample_edit() -> VersionEdit {
                 vlog_refs: vec![(3, 1000), (8, 20)],
                 range_dels: 3,
             },
-        )],
-        sealed: vec![(0, 2, 4)],
-        policies: vec![(
-            0,
-            2,
-            PolicyState {
+        }],
+        sealed: vec![SealedRun {
+            cf: 0,
+            level: 2,
+            run: 4,
+        }],
+        policies: vec![LevelPolicy {
+            cf: 0,
+            level: 2,
+            state: PolicyState {
                 k: 3,
                 pending_k: Some(1),
                 draining: true,
             },
-        )],
-        compact_pointers: vec![(0, 1, b"m".to_vec())],
+        }],
+        compact_pointers: vec![CompactPointer {
+            cf: 0,
+            level: 1,
+            key: b"m".to_vec(),
+        }],
     }
 }
 
@@ -185,7 +201,10 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             VersionEdit {
                 format_version: Some(1),
                 next_file_no: Some(2),
-                cf_added: vec![(0, "default".into())],
+                cf_added: vec![CfAdded {
+                    id: 0,
+                    name: "default".into(),
+                }],
                 ..Default::default()
             }
             .encode(),

@@ -72,6 +72,73 @@ pub struct PolicyState {
 /// range deletions (`T_ADDED_DELS`).
 pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 
+/// A column family created.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CfAdded {
+    /// Column family id.
+    pub id: u32,
+    /// Column family name.
+    pub name: String,
+}
+
+/// A table file removed from a level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeletedFile {
+    /// Column family id.
+    pub cf: u32,
+    /// Level (0 is the newest).
+    pub level: u32,
+    /// File number.
+    pub file_no: u64,
+}
+
+/// A table file added to a run of a level. A run id not present in the level creates a
+/// new run as the newest of the level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddedFile {
+    /// Column family id.
+    pub cf: u32,
+    /// Level (0 is the newest).
+    pub level: u32,
+    /// Run id within the level.
+    pub run: u64,
+    /// The file.
+    pub file: FileDesc,
+}
+
+/// A run sealed: no more files join it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SealedRun {
+    /// Column family id.
+    pub cf: u32,
+    /// Level (0 is the newest).
+    pub level: u32,
+    /// Run id within the level.
+    pub run: u64,
+}
+
+/// A level's compaction policy state set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LevelPolicy {
+    /// Column family id.
+    pub cf: u32,
+    /// Level (0 is the newest).
+    pub level: u32,
+    /// The policy state.
+    pub state: PolicyState,
+}
+
+/// A level's round-robin compaction cursor: the user key the next compaction starts after.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactPointer {
+    /// Column family id.
+    pub cf: u32,
+    /// Level (0 is the newest).
+    pub level: u32,
+    /// User key.
+    pub key: Vec<u8>,
+}
+
 /// One manifest record.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
@@ -85,21 +152,20 @@ pub struct VersionEdit {
     pub last_seq: Option<u64>,
     /// Next run id to allocate.
     pub next_run_id: Option<u64>,
-    /// Column families created: (id, name).
-    pub cf_added: Vec<(u32, String)>,
+    /// Column families created.
+    pub cf_added: Vec<CfAdded>,
     /// Column families dropped.
     pub cf_dropped: Vec<u32>,
-    /// Files removed: (cf, level, file number).
-    pub deleted: Vec<(u32, u32, u64)>,
-    /// Files added: (cf, level, run id, file). A run id not present in the level creates a
-    /// new run as the newest of the level.
-    pub added: Vec<(u32, u32, u64, FileDesc)>,
-    /// Runs sealed: (cf, level, run id).
-    pub sealed: Vec<(u32, u32, u64)>,
-    /// Policy states set: (cf, level, state).
-    pub policies: Vec<(u32, u32, PolicyState)>,
-    /// Round-robin compaction cursors: (cf, level, user key).
-    pub compact_pointers: Vec<(u32, u32, Vec<u8>)>,
+    /// Files removed.
+    pub deleted: Vec<DeletedFile>,
+    /// Files added.
+    pub added: Vec<AddedFile>,
+    /// Runs sealed.
+    pub sealed: Vec<SealedRun>,
+    /// Policy states set.
+    pub policies: Vec<LevelPolicy>,
+    /// Round-robin compaction cursors.
+    pub compact_pointers: Vec<CompactPointer>,
 }
 
 const T_LOG: u8 = 1;
@@ -126,6 +192,16 @@ impl VersionEdit {
         *self == VersionEdit::default()
     }
 
+    /// The (column family, level) of every file, run, policy and cursor record.
+    pub fn places(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let d = self.deleted.iter().map(|d| (d.cf, d.level));
+        let a = self.added.iter().map(|a| (a.cf, a.level));
+        let s = self.sealed.iter().map(|s| (s.cf, s.level));
+        let p = self.policies.iter().map(|p| (p.cf, p.level));
+        let c = self.compact_pointers.iter().map(|c| (c.cf, c.level));
+        d.chain(a).chain(s).chain(p).chain(c)
+    }
+
     /// Serializes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::new();
@@ -144,7 +220,7 @@ impl VersionEdit {
         opt(&mut o, T_NEXT_FILE, self.next_file_no);
         opt(&mut o, T_LAST_SEQ, self.last_seq);
         opt(&mut o, T_NEXT_RUN, self.next_run_id);
-        for (id, name) in &self.cf_added {
+        for CfAdded { id, name } in &self.cf_added {
             o.push(T_CF_ADD);
             put_varint(&mut o, *id as u64);
             put_bytes(&mut o, name.as_bytes());
@@ -153,13 +229,19 @@ impl VersionEdit {
             o.push(T_CF_DROP);
             put_varint(&mut o, *id as u64);
         }
-        for (cf, level, f) in &self.deleted {
+        for d in &self.deleted {
             o.push(T_DELETED);
-            put_varint(&mut o, *cf as u64);
-            put_varint(&mut o, *level as u64);
-            put_varint(&mut o, *f);
+            put_varint(&mut o, d.cf as u64);
+            put_varint(&mut o, d.level as u64);
+            put_varint(&mut o, d.file_no);
         }
-        for (cf, level, run, f) in &self.added {
+        for AddedFile {
+            cf,
+            level,
+            run,
+            file: f,
+        } in &self.added
+        {
             let tag = if f.range_dels > 0 {
                 T_ADDED_DELS
             } else if f.vlog_refs.is_empty() {
@@ -190,13 +272,18 @@ impl VersionEdit {
                 put_varint(&mut o, f.range_dels);
             }
         }
-        for (cf, level, run) in &self.sealed {
+        for s in &self.sealed {
             o.push(T_SEALED);
-            put_varint(&mut o, *cf as u64);
-            put_varint(&mut o, *level as u64);
-            put_varint(&mut o, *run);
+            put_varint(&mut o, s.cf as u64);
+            put_varint(&mut o, s.level as u64);
+            put_varint(&mut o, s.run);
         }
-        for (cf, level, p) in &self.policies {
+        for LevelPolicy {
+            cf,
+            level,
+            state: p,
+        } in &self.policies
+        {
             o.push(T_POLICY);
             put_varint(&mut o, *cf as u64);
             put_varint(&mut o, *level as u64);
@@ -204,7 +291,7 @@ impl VersionEdit {
             put_varint(&mut o, p.pending_k.map_or(0, |k| k as u64 + 1));
             o.push(p.draining as u8);
         }
-        for (cf, level, key) in &self.compact_pointers {
+        for CompactPointer { cf, level, key } in &self.compact_pointers {
             o.push(T_POINTER);
             put_varint(&mut o, *cf as u64);
             put_varint(&mut o, *level as u64);
@@ -243,10 +330,14 @@ impl VersionEdit {
                 T_CF_ADD => {
                     let id = r.varint32()?;
                     let name = String::from_utf8(r.bytes()?.to_vec()).ok()?;
-                    e.cf_added.push((id, name));
+                    e.cf_added.push(CfAdded { id, name });
                 }
                 T_CF_DROP => e.cf_dropped.push(r.varint32()?),
-                T_DELETED => e.deleted.push((r.varint32()?, r.varint32()?, r.varint()?)),
+                T_DELETED => e.deleted.push(DeletedFile {
+                    cf: r.varint32()?,
+                    level: r.varint32()?,
+                    file_no: r.varint()?,
+                }),
                 tag @ (T_ADDED | T_ADDED_VLOG | T_ADDED_DELS) => {
                     let (cf, level, run) = (r.varint32()?, r.varint32()?, r.varint()?);
                     let mut f = FileDesc {
@@ -280,9 +371,18 @@ impl VersionEdit {
                             return None;
                         }
                     }
-                    e.added.push((cf, level, run, f));
+                    e.added.push(AddedFile {
+                        cf,
+                        level,
+                        run,
+                        file: f,
+                    });
                 }
-                T_SEALED => e.sealed.push((r.varint32()?, r.varint32()?, r.varint()?)),
+                T_SEALED => e.sealed.push(SealedRun {
+                    cf: r.varint32()?,
+                    level: r.varint32()?,
+                    run: r.varint()?,
+                }),
                 T_POLICY => {
                     let (cf, level, k) = (r.varint32()?, r.varint32()?, r.varint32()?);
                     let pending = r.varint32()?;
@@ -296,11 +396,19 @@ impl VersionEdit {
                         pending_k: pending.checked_sub(1),
                         draining,
                     };
-                    e.policies.push((cf, level, p));
+                    e.policies.push(LevelPolicy {
+                        cf,
+                        level,
+                        state: p,
+                    });
                 }
                 T_POINTER => {
                     let (cf, level) = (r.varint32()?, r.varint32()?);
-                    e.compact_pointers.push((cf, level, r.bytes()?.to_vec()));
+                    e.compact_pointers.push(CompactPointer {
+                        cf,
+                        level,
+                        key: r.bytes()?.to_vec(),
+                    });
                 }
                 _ => return None,
             }
@@ -313,6 +421,26 @@ impl VersionEdit {
 mod tests {
     use super::*;
 
+    const GOLDEN_EDIT: &[u8] = &[
+        0x0c, 0x01, 0x01, 0x07, 0x02, 0x63, 0x03, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 0x04, 0x03,
+        0x05, 0x01, 0x05, 0x75, 0x73, 0x65, 0x72, 0x73, 0x06, 0x04, 0x07, 0x00, 0x01, 0x0c, 0x0d,
+        0x00, 0x02, 0x05, 0x0d, 0x01, 0x80, 0x20, 0x09, 0x61, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x09, 0x7a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x01, 0x09,
+        0x02, 0x03, 0xe8, 0x07, 0x08, 0x14, 0x09, 0x00, 0x02, 0x04, 0x0a, 0x00, 0x02, 0x03, 0x02,
+        0x01, 0x0b, 0x00, 0x01, 0x01, 0x6d,
+    ];
+
+    const GOLDEN_DELS: &[u8] = &[
+        0x0c, 0x01, 0x01, 0x07, 0x02, 0x63, 0x03, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 0x04, 0x03,
+        0x05, 0x01, 0x05, 0x75, 0x73, 0x65, 0x72, 0x73, 0x06, 0x04, 0x07, 0x00, 0x01, 0x0c, 0x0e,
+        0x00, 0x02, 0x05, 0x0d, 0x01, 0x80, 0x20, 0x09, 0x61, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x09, 0x7a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x01, 0x09,
+        0x02, 0x03, 0xe8, 0x07, 0x08, 0x14, 0x02, 0x0e, 0x00, 0x02, 0x05, 0x0d, 0x01, 0x80, 0x20,
+        0x09, 0x61, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09, 0x7a, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x01, 0x09, 0x00, 0x04, 0x09, 0x00, 0x02, 0x04, 0x0a,
+        0x00, 0x02, 0x03, 0x02, 0x01, 0x0b, 0x00, 0x01, 0x01, 0x6d,
+    ];
+
     #[test]
     fn round_trip() {
         let e = VersionEdit {
@@ -321,14 +449,21 @@ mod tests {
             next_file_no: Some(99),
             last_seq: Some(1 << 40),
             next_run_id: Some(3),
-            cf_added: vec![(1, "users".into())],
+            cf_added: vec![CfAdded {
+                id: 1,
+                name: "users".into(),
+            }],
             cf_dropped: vec![4],
-            deleted: vec![(0, 1, 12)],
-            added: vec![(
-                0,
-                2,
-                5,
-                FileDesc {
+            deleted: vec![DeletedFile {
+                cf: 0,
+                level: 1,
+                file_no: 12,
+            }],
+            added: vec![AddedFile {
+                cf: 0,
+                level: 2,
+                run: 5,
+                file: FileDesc {
                     file_no: 13,
                     tier: 1,
                     size: 4096,
@@ -340,18 +475,26 @@ mod tests {
                     vlog_refs: vec![(3, 1000), (8, 20)],
                     range_dels: 0,
                 },
-            )],
-            sealed: vec![(0, 2, 4)],
-            policies: vec![(
-                0,
-                2,
-                PolicyState {
+            }],
+            sealed: vec![SealedRun {
+                cf: 0,
+                level: 2,
+                run: 4,
+            }],
+            policies: vec![LevelPolicy {
+                cf: 0,
+                level: 2,
+                state: PolicyState {
                     k: 3,
                     pending_k: Some(1),
                     draining: true,
                 },
-            )],
-            compact_pointers: vec![(0, 1, b"m".to_vec())],
+            }],
+            compact_pointers: vec![CompactPointer {
+                cf: 0,
+                level: 1,
+                key: b"m".to_vec(),
+            }],
         };
         let b = e.encode();
         assert_eq!(VersionEdit::decode(&b).unwrap(), e);
@@ -361,16 +504,20 @@ mod tests {
         assert!(VersionEdit::decode(&[200]).is_err());
         // Tables holding range deletions, with and without value-log references.
         let mut dels = e.clone();
-        let mut plain = e.added[0].3.clone();
-        plain.vlog_refs.clear();
-        plain.range_dels = 4;
-        dels.added[0].3.range_dels = 2;
-        dels.added.push((0, 2, 5, plain));
+        let mut plain = e.added[0].clone();
+        plain.file.vlog_refs.clear();
+        plain.file.range_dels = 4;
+        dels.added[0].file.range_dels = 2;
+        dels.added.push(plain);
         let b = dels.encode();
         assert_eq!(VersionEdit::decode(&b).unwrap(), dels);
         for cut in 0..b.len() {
             let _ = VersionEdit::decode(&b[..cut]);
         }
+        // The bytes this build writes, as manifests written before the records had names:
+        // the encoding is the format, and existing manifests must keep reading.
+        assert_eq!(e.encode(), GOLDEN_EDIT);
+        assert_eq!(dels.encode(), GOLDEN_DELS);
         let newer = VersionEdit {
             format_version: Some(MANIFEST_FORMAT_VERSION + 1),
             ..Default::default()

@@ -10,7 +10,10 @@
 mod edit;
 pub(crate) mod set;
 
-pub use edit::{FileDesc, PolicyState, VersionEdit};
+pub use edit::{
+    AddedFile, CfAdded, CompactPointer, DeletedFile, FileDesc, LevelPolicy, PolicyState, SealedRun,
+    VersionEdit,
+};
 pub use set::{ObsoleteFiles, VersionSet};
 
 use std::collections::HashMap;
@@ -278,7 +281,12 @@ impl CfVersion {
         v.range_dels = OnceLock::new();
         let bad = |m: String| Err(Error::corruption("manifest", m));
         let mut removed: HashMap<u64, Arc<FileMeta>> = HashMap::new();
-        for &(c, level, file_no) in &edit.deleted {
+        for &DeletedFile {
+            cf: c,
+            level,
+            file_no,
+        } in &edit.deleted
+        {
             if c != cf {
                 continue;
             }
@@ -297,7 +305,13 @@ impl CfVersion {
                 return bad(format!("delete of file {file_no} not in level {level}"));
             }
         }
-        for (c, level, run_id, desc) in &edit.added {
+        for AddedFile {
+            cf: c,
+            level,
+            run: run_id,
+            file: desc,
+        } in &edit.added
+        {
             if *c != cf {
                 continue;
             }
@@ -337,7 +351,12 @@ impl CfVersion {
             }
             run.files.insert(pos, meta);
         }
-        for &(c, level, run_id) in &edit.sealed {
+        for &SealedRun {
+            cf: c,
+            level,
+            run: run_id,
+        } in &edit.sealed
+        {
             if c != cf {
                 continue;
             }
@@ -349,7 +368,12 @@ impl CfVersion {
                 r.sealed = true;
             }
         }
-        for &(c, level, p) in &edit.policies {
+        for &LevelPolicy {
+            cf: c,
+            level,
+            state: p,
+        } in &edit.policies
+        {
             if c != cf {
                 continue;
             }
@@ -362,7 +386,7 @@ impl CfVersion {
                 None => return bad(format!("policy for level {level} that does not exist")),
             }
         }
-        for (c, level, key) in &edit.compact_pointers {
+        for CompactPointer { cf: c, level, key } in &edit.compact_pointers {
             if *c == cf {
                 if let Some(l) = v.levels.get_mut(*level as usize) {
                     l.compact_pointer = key.clone();

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::edit::{AddedFile, CfAdded, CompactPointer, LevelPolicy, SealedRun};
 use super::{CfVersion, FileDesc, FileMeta, PolicyState, VersionEdit};
 use crate::log::{LogReader, LogWriter, TailState};
 use crate::storage::{FileKind, StorageEnv};
@@ -125,7 +126,10 @@ impl VersionSet {
     ) -> Result<Self> {
         let mut vs = Self::blank(env, num_levels, initial_k);
         let edit = VersionEdit {
-            cf_added: vec![(0, "default".into())],
+            cf_added: vec![CfAdded {
+                id: 0,
+                name: "default".into(),
+            }],
             ..Default::default()
         };
         vs.log_and_apply(edit)?;
@@ -243,7 +247,13 @@ impl VersionSet {
     }
 
     fn preview(&self, edit: &VersionEdit) -> Result<BTreeMap<u32, CfEntry>> {
-        for (_, _, _, d) in &edit.added {
+        for AddedFile {
+            cf: _,
+            level: _,
+            run: _,
+            file: d,
+        } in &edit.added
+        {
             let problem = d.problem().or_else(|| {
                 (d.tier as usize >= self.env.num_tiers())
                     .then(|| format!("file {} in tier {} that does not exist", d.file_no, d.tier))
@@ -253,7 +263,7 @@ impl VersionSet {
             }
         }
         let mut cfs = self.cfs.clone();
-        for (id, name) in &edit.cf_added {
+        for CfAdded { id, name } in &edit.cf_added {
             let k = self.initial_k.clone();
             cfs.insert(
                 *id,
@@ -266,15 +276,7 @@ impl VersionSet {
         for id in &edit.cf_dropped {
             cfs.remove(id);
         }
-        let touched: std::collections::BTreeSet<u32> = edit
-            .deleted
-            .iter()
-            .map(|d| d.0)
-            .chain(edit.added.iter().map(|a| a.0))
-            .chain(edit.sealed.iter().map(|s| s.0))
-            .chain(edit.policies.iter().map(|p| p.0))
-            .chain(edit.compact_pointers.iter().map(|p| p.0))
-            .collect();
+        let touched: std::collections::BTreeSet<u32> = edit.places().map(|(cf, _)| cf).collect();
         for cf in touched {
             let Some(entry) = cfs.get_mut(&cf) else {
                 if edit.cf_dropped.contains(&cf) {
@@ -292,7 +294,7 @@ impl VersionSet {
 
     fn install(&mut self, edit: &VersionEdit, cfs: BTreeMap<u32, CfEntry>) {
         self.cfs = cfs;
-        for (id, _) in &edit.cf_added {
+        for CfAdded { id, name: _ } in &edit.cf_added {
             self.max_cf_id = self.max_cf_id.max(*id);
         }
         if let Some(n) = edit.next_file_no {
@@ -414,14 +416,14 @@ impl VersionSet {
     /// names them: a table or value log synced but not yet in its directory can vanish in
     /// a power loss, leaving the manifest pointing at nothing.
     fn sync_new_entries(&self, edit: &VersionEdit) -> Result<()> {
-        let mut tiers: Vec<u32> = edit.added.iter().map(|a| a.3.tier).collect();
+        let mut tiers: Vec<u32> = edit.added.iter().map(|a| a.file.tier).collect();
         tiers.sort_unstable();
         tiers.dedup();
         for t in tiers {
             self.env.sync_dir(self.env.tier_dir(t as usize))?;
         }
         // Value logs live in the root directory.
-        if edit.added.iter().any(|a| !a.3.vlog_refs.is_empty()) {
+        if edit.added.iter().any(|a| !a.file.vlog_refs.is_empty()) {
             self.env.sync_dir(self.env.root())?;
         }
         Ok(())
@@ -460,22 +462,41 @@ impl VersionSet {
             ..Default::default()
         };
         for (&id, entry) in cfs {
-            e.cf_added.push((id, entry.name.clone()));
+            e.cf_added.push(CfAdded {
+                id,
+                name: entry.name.clone(),
+            });
             for (level, l) in entry.version.levels.iter().enumerate() {
                 let level = level as u32;
                 // Oldest run first: each new run id is inserted as the newest.
                 for run in l.runs.iter().rev() {
                     for f in &run.files {
-                        e.added.push((id, level, run.id, f.desc.clone()));
+                        e.added.push(AddedFile {
+                            cf: id,
+                            level,
+                            run: run.id,
+                            file: f.desc.clone(),
+                        });
                     }
                     if run.sealed {
-                        e.sealed.push((id, level, run.id));
+                        e.sealed.push(SealedRun {
+                            cf: id,
+                            level,
+                            run: run.id,
+                        });
                     }
                 }
-                e.policies.push((id, level, l.policy));
+                e.policies.push(LevelPolicy {
+                    cf: id,
+                    level,
+                    state: l.policy,
+                });
                 if !l.compact_pointer.is_empty() {
-                    e.compact_pointers
-                        .push((id, level, l.compact_pointer.clone()));
+                    e.compact_pointers.push(CompactPointer {
+                        cf: id,
+                        level,
+                        key: l.compact_pointer.clone(),
+                    });
                 }
             }
         }
@@ -484,7 +505,10 @@ impl VersionSet {
         // takes it and the dropped family's WAL records are never replayed into one.
         let live_max = cfs.keys().next_back().copied().unwrap_or(0);
         if self.max_cf_id > live_max {
-            e.cf_added.push((self.max_cf_id, "dropped".into()));
+            e.cf_added.push(CfAdded {
+                id: self.max_cf_id,
+                name: "dropped".into(),
+            });
             e.cf_dropped.push(self.max_cf_id);
         }
         e
@@ -515,15 +539,7 @@ impl VersionSet {
 
 /// The deepest level an edit refers to.
 fn edit_max_level(e: &VersionEdit) -> Option<usize> {
-    e.deleted
-        .iter()
-        .map(|d| d.1)
-        .chain(e.added.iter().map(|a| a.1))
-        .chain(e.sealed.iter().map(|s| s.1))
-        .chain(e.policies.iter().map(|p| p.1))
-        .chain(e.compact_pointers.iter().map(|p| p.1))
-        .max()
-        .map(|l| l as usize)
+    e.places().map(|(_, level)| level as usize).max()
 }
 
 fn rename_corruption(e: Error, file: &str) -> Error {

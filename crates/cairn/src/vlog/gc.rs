@@ -132,7 +132,7 @@ mod tests {
     /// counting its header as garbage made GC rewrite such files forever.
     #[test]
     fn a_fresh_file_has_no_garbage() {
-        use crate::version::{FileDesc, VersionEdit};
+        use crate::version::{AddedFile, FileDesc, VersionEdit};
         let desc = |file_no, vlog_refs| FileDesc {
             file_no,
             tier: 0,
@@ -146,7 +146,12 @@ mod tests {
             range_dels: 0,
         };
         let edit = VersionEdit {
-            added: vec![(0, 0, 1, desc(9, vec![(5, 30), (6, 40)]))],
+            added: vec![AddedFile {
+                cf: 0,
+                level: 0,
+                run: 1,
+                file: desc(9, vec![(5, 30), (6, 40)]),
+            }],
             ..Default::default()
         };
         let v = CfVersion::empty(|_| 1, 3)

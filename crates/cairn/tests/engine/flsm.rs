@@ -17,6 +17,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::support::key6 as dkey;
+use cairn::version::{AddedFile, CompactPointer, DeletedFile, LevelPolicy, SealedRun};
 
 const CF: u32 = 0;
 
@@ -105,7 +106,12 @@ impl Sim {
         let d = self.desc(lo, hi, size);
         let no = d.file_no;
         self.apply(&VersionEdit {
-            added: vec![(CF, level as u32, run, d)],
+            added: vec![AddedFile {
+                cf: CF,
+                level: level as u32,
+                run,
+                file: d,
+            }],
             ..Default::default()
         });
         no
@@ -113,7 +119,11 @@ impl Sim {
 
     fn set_policy(&mut self, level: usize, state: PolicyState) {
         self.apply(&VersionEdit {
-            policies: vec![(CF, level as u32, state)],
+            policies: vec![LevelPolicy {
+                cf: CF,
+                level: level as u32,
+                state,
+            }],
             ..Default::default()
         });
     }
@@ -216,10 +226,18 @@ impl Sim {
                     Some(*run),
                     "only the active run is sealed"
                 );
-                edit.sealed.push((CF, *level as u32, *run));
+                edit.sealed.push(SealedRun {
+                    cf: CF,
+                    level: *level as u32,
+                    run: *run,
+                });
             }
             Task::Policy { level, state } => {
-                edit.policies.push((CF, *level as u32, *state));
+                edit.policies.push(LevelPolicy {
+                    cf: CF,
+                    level: *level as u32,
+                    state: *state,
+                });
             }
             Task::Move {
                 from,
@@ -234,10 +252,22 @@ impl Sim {
                     self.check_dest(*to, std::slice::from_ref(file), *dest_run, &[]);
                 }
                 let run = dest_run.unwrap_or_else(|| self.new_run());
-                edit.deleted.push((CF, *from as u32, file.file_no()));
-                edit.added.push((CF, *to as u32, run, file.desc.clone()));
-                edit.compact_pointers
-                    .push((CF, *from as u32, pointer.clone()));
+                edit.deleted.push(DeletedFile {
+                    cf: CF,
+                    level: *from as u32,
+                    file_no: file.file_no(),
+                });
+                edit.added.push(AddedFile {
+                    cf: CF,
+                    level: *to as u32,
+                    run,
+                    file: file.desc.clone(),
+                });
+                edit.compact_pointers.push(CompactPointer {
+                    cf: CF,
+                    level: *from as u32,
+                    key: pointer.clone(),
+                });
             }
             Task::Merge {
                 from,
@@ -292,16 +322,32 @@ impl Sim {
                     range_dels: 0,
                 };
                 for f in inputs {
-                    edit.deleted.push((CF, *from as u32, f.file_no()));
+                    edit.deleted.push(DeletedFile {
+                        cf: CF,
+                        level: *from as u32,
+                        file_no: f.file_no(),
+                    });
                 }
                 for f in dest_inputs {
-                    edit.deleted.push((CF, *to as u32, f.file_no()));
+                    edit.deleted.push(DeletedFile {
+                        cf: CF,
+                        level: *to as u32,
+                        file_no: f.file_no(),
+                    });
                 }
                 let run = dest_run.unwrap_or_else(|| self.new_run());
-                edit.added.push((CF, *to as u32, run, out));
+                edit.added.push(AddedFile {
+                    cf: CF,
+                    level: *to as u32,
+                    run,
+                    file: out,
+                });
                 if *from > 0 {
-                    edit.compact_pointers
-                        .push((CF, *from as u32, pointer.clone()));
+                    edit.compact_pointers.push(CompactPointer {
+                        cf: CF,
+                        level: *from as u32,
+                        key: pointer.clone(),
+                    });
                 }
             }
         }
@@ -638,7 +684,11 @@ fn units_are_closed_over_runs() {
     s.arrive(1, 300, 350, 80);
     let b = s.v.levels[1].active().unwrap().id;
     s.apply(&VersionEdit {
-        sealed: vec![(CF, 1, b)],
+        sealed: vec![SealedRun {
+            cf: CF,
+            level: 1,
+            run: b,
+        }],
         ..Default::default()
     });
     // Run C, active: [110, 115] and [600, 650].
@@ -706,8 +756,17 @@ fn random_policies_keep_units_closed() {
                 let d = s.desc(lo, hi, size);
                 let run = s.new_run();
                 s.apply(&VersionEdit {
-                    added: vec![(CF, 0, run, d)],
-                    sealed: vec![(CF, 0, run)],
+                    added: vec![AddedFile {
+                        cf: CF,
+                        level: 0,
+                        run,
+                        file: d,
+                    }],
+                    sealed: vec![SealedRun {
+                        cf: CF,
+                        level: 0,
+                        run,
+                    }],
                     ..Default::default()
                 });
             }
@@ -758,8 +817,17 @@ fn parallel_jobs_hold_disjoint_levels_and_keep_order() {
                     let d = s.desc(lo, hi, rng.random_range(10..80));
                     let run = s.new_run();
                     s.apply(&VersionEdit {
-                        added: vec![(CF, 0, run, d)],
-                        sealed: vec![(CF, 0, run)],
+                        added: vec![AddedFile {
+                            cf: CF,
+                            level: 0,
+                            run,
+                            file: d,
+                        }],
+                        sealed: vec![SealedRun {
+                            cf: CF,
+                            level: 0,
+                            run,
+                        }],
                         ..Default::default()
                     });
                 }
@@ -1110,8 +1178,17 @@ fn bottommost_covers_destination_files() {
     let d = s.desc(500, 600, 10);
     let run = s.new_run();
     s.apply(&VersionEdit {
-        added: vec![(CF, 0, run, d)],
-        sealed: vec![(CF, 0, run)],
+        added: vec![AddedFile {
+            cf: CF,
+            level: 0,
+            run,
+            file: d,
+        }],
+        sealed: vec![SealedRun {
+            cf: CF,
+            level: 0,
+            run,
+        }],
         ..Default::default()
     });
     let t = pick(&s.v, &s.shape, &|_, _| true).unwrap();
@@ -1135,13 +1212,22 @@ fn bottommost_covers_destination_files() {
     s.arrive(2, 0, 100, 50);
     let sealed = s.v.levels[2].active().unwrap().id;
     s.apply(&VersionEdit {
-        sealed: vec![(CF, 2, sealed)],
+        sealed: vec![SealedRun {
+            cf: CF,
+            level: 2,
+            run: sealed,
+        }],
         ..Default::default()
     });
     let d = s.desc(0, 900, 50);
     let run = s.new_run();
     s.apply(&VersionEdit {
-        added: vec![(CF, 2, run, d)],
+        added: vec![AddedFile {
+            cf: CF,
+            level: 2,
+            run,
+            file: d,
+        }],
         ..Default::default()
     });
     s.arrive(1, 400, 450, 700);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cairn::compaction::{pick, LevelShape, Task};
 use cairn::types::{make_internal_key, ValueKind};
-use cairn::version::{CfVersion, FileDesc, FileMeta, VersionEdit};
+use cairn::version::{AddedFile, CfVersion, FileDesc, FileMeta, VersionEdit};
 use cairn::{Db, Options, WriteOptions};
 
 use crate::support::key6 as key;
@@ -36,6 +36,15 @@ fn three_levels(added: Vec<(u32, u32, u64, FileDesc)>) -> (LevelShape, CfVersion
         num_levels: 3,
         held: None,
     };
+    let added = added
+        .into_iter()
+        .map(|(cf, level, run, file)| AddedFile {
+            cf,
+            level,
+            run,
+            file,
+        })
+        .collect();
     let edit = VersionEdit {
         added,
         ..Default::default()

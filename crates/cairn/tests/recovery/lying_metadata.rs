@@ -7,6 +7,7 @@ use std::path::Path;
 
 use cairn::log::{LogReader, LogWriter};
 use cairn::storage::{FileKind, StorageEnv};
+use cairn::version::AddedFile;
 use cairn::version::VersionEdit;
 use cairn::{Db, Options, WriteOptions};
 
@@ -76,40 +77,47 @@ type Lie = (&'static str, fn(&mut VersionEdit));
 fn impossible_manifest_content_is_an_error_not_a_panic() {
     let lies: Vec<Lie> = vec![
         ("smallest key after largest", |e| {
-            let d = &mut e.added[0].3;
+            let d = &mut e.added[0].file;
             std::mem::swap(&mut d.smallest, &mut d.largest);
         }),
         ("size past the end of the file", |e| {
-            e.added[0].3.size *= 1000;
+            e.added[0].file.size *= 1000;
         }),
-        ("size that overflows", |e| e.added[0].3.size = u64::MAX),
-        ("size of zero", |e| e.added[0].3.size = 0),
+        ("size that overflows", |e| e.added[0].file.size = u64::MAX),
+        ("size of zero", |e| e.added[0].file.size = 0),
         ("min_seq above max_seq", |e| {
-            let d = &mut e.added[0].3;
+            let d = &mut e.added[0].file;
             d.min_seq = d.max_seq + 10;
         }),
-        ("a tier that does not exist", |e| e.added[0].3.tier = 7),
-        ("run limit of zero", |e| e.policies[1].2.k = 0),
-        ("run limit beyond reason", |e| e.policies[1].2.k = u32::MAX),
+        ("a tier that does not exist", |e| e.added[0].file.tier = 7),
+        ("run limit of zero", |e| e.policies[1].state.k = 0),
+        ("run limit beyond reason", |e| {
+            e.policies[1].state.k = u32::MAX
+        }),
         ("a file number used twice", |e| {
-            let mut d = e.added[0].3.clone();
+            let mut d = e.added[0].file.clone();
             d.smallest = b"zzzz\x00\x00\x00\x00\x00\x00\x00\x01".to_vec();
             d.largest = b"zzzz\x00\x00\x00\x00\x00\x00\x00\x01".to_vec();
-            e.added.push((0, 1, 999_999, d));
+            e.added.push(AddedFile {
+                cf: 0,
+                level: 1,
+                run: 999_999,
+                file: d,
+            });
         }),
         ("overlapping files in one run", |e| {
-            let (cf, level, run, mut d) = e.added[0].clone();
-            d.file_no = e.added[1].3.file_no;
-            e.added[1] = (cf, level, run, d);
+            let mut a = e.added[0].clone();
+            a.file.file_no = e.added[1].file.file_no;
+            e.added[1] = a;
         }),
         ("last sequence number behind the tables", |e| {
             e.last_seq = Some(1)
         }),
         ("a file from a column family never created", |e| {
-            e.added[0].0 = 42
+            e.added[0].cf = 42
         }),
         ("a key too short to be an internal key", |e| {
-            e.added[0].3.smallest = b"k".to_vec();
+            e.added[0].file.smallest = b"k".to_vec();
         }),
     ];
     let mut errors = 0;
