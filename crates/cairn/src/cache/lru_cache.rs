@@ -305,7 +305,7 @@ impl BlockCache for LruBlockCache {
         let mut chosen = Vec::new();
         for (s, place) in staged.into_iter().zip(&places) {
             let charge = s.block_charge();
-            let entry = Self::entry(CacheValue::Data(s.block), charge);
+            let entry = Self::entry(CacheValue::warmed(s.block), charge);
             if out.charged + entry.charge > out.freed {
                 break;
             }

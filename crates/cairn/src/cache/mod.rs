@@ -12,6 +12,7 @@ pub mod read_cache;
 pub mod replace;
 mod shared;
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 pub use lru_cache::{LruBlockCache, DEFAULT_HOT_SHARE, DEFAULT_SHARDS};
@@ -58,6 +59,8 @@ impl BlockKind {
 pub enum CacheValue {
     /// A data block.
     Data(Arc<Block>),
+    /// A data block a prefetcher put in the cache (Leaper and its baselines).
+    Warmed(Arc<WarmedBlock>),
     /// A table's fence-pointer index.
     Index(Arc<FenceIndex>),
     /// A table's bloom filter.
@@ -68,7 +71,7 @@ impl CacheValue {
     /// The kind of block it came from.
     pub fn kind(&self) -> BlockKind {
         match self {
-            CacheValue::Data(_) => BlockKind::Data,
+            CacheValue::Data(_) | CacheValue::Warmed(_) => BlockKind::Data,
             CacheValue::Index(_) => BlockKind::Index,
             CacheValue::Filter(_) => BlockKind::Filter,
         }
@@ -78,6 +81,7 @@ impl CacheValue {
     pub fn into_data(self) -> Option<Arc<Block>> {
         match self {
             CacheValue::Data(b) => Some(b),
+            CacheValue::Warmed(w) => Some(w.block.clone()),
             _ => None,
         }
     }
@@ -86,9 +90,42 @@ impl CacheValue {
     pub fn data(&self) -> Option<&Arc<Block>> {
         match self {
             CacheValue::Data(b) => Some(b),
+            CacheValue::Warmed(w) => Some(&w.block),
             _ => None,
         }
     }
+}
+
+impl CacheValue {
+    /// A data block put in the cache by a prefetcher, not read yet.
+    pub fn warmed(block: Arc<Block>) -> CacheValue {
+        CacheValue::Warmed(Arc::new(WarmedBlock {
+            block,
+            unread: AtomicBool::new(true),
+        }))
+    }
+
+    /// The data block a read finds under a key, and whether it is the first read of a
+    /// prefetched block (Leaper's precision counts the warmed blocks reads find).
+    pub fn read_data(self) -> Option<(Arc<Block>, bool)> {
+        match self {
+            CacheValue::Data(b) => Some((b, false)),
+            CacheValue::Warmed(w) => {
+                let first = w.unread.load(Relaxed) && w.unread.swap(false, Relaxed);
+                Some((w.block.clone(), first))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A prefetched data block and whether a read has found it since it was put in the
+/// cache. The mark lives with the cache entry, not in the block: only a prefetcher's
+/// entries carry it.
+#[derive(Debug)]
+pub struct WarmedBlock {
+    block: Arc<Block>,
+    unread: AtomicBool,
 }
 
 /// Counters for one kind of block.
@@ -152,7 +189,8 @@ pub enum Priority {
     Bottom,
 }
 
-/// A block to swap in when a compaction installs (see [`BlockCache::swap_in`]).
+/// A block to swap in when a compaction installs (see [`BlockCache::swap_in`]): a
+/// prefetcher's, so it goes in as [`CacheValue::Warmed`].
 #[derive(Clone, Debug)]
 pub struct Staged {
     /// Its key (an output table's file number and offset).
@@ -216,7 +254,7 @@ pub trait BlockCache: Send + Sync {
             }
             out.charged += c;
             out.inserted += 1;
-            self.insert(s.key, CacheValue::Data(s.block), c);
+            self.insert(s.key, CacheValue::warmed(s.block), c);
         }
         out
     }
@@ -238,5 +276,26 @@ pub trait BlockCache: Send + Sync {
         _files: &std::collections::HashSet<u64>,
     ) -> Vec<(BlockKey, Arc<Block>)> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::block_for_tests;
+
+    #[test]
+    fn a_warmed_block_counts_its_first_read_only() {
+        let b = block_for_tests(3);
+        let warmed = CacheValue::warmed(b.clone());
+        // Lookups hand out clones of the entry: the mark is shared between them.
+        let reads: Vec<bool> = (0..3)
+            .map(|_| warmed.clone().read_data().unwrap().1)
+            .collect();
+        assert_eq!(reads, [true, false, false]);
+        let (got, first) = CacheValue::Data(b.clone()).read_data().unwrap();
+        assert!(Arc::ptr_eq(&got, &b) && !first);
+        assert_eq!(warmed.kind(), BlockKind::Data);
+        assert!(Arc::ptr_eq(warmed.data().unwrap(), &b));
     }
 }

@@ -459,7 +459,6 @@ impl Warmer {
         let Ok(block) = Block::decode(contents.to_vec(), "new table") else {
             return;
         };
-        block.mark_warmed();
         let key = BlockKey {
             file_no,
             offset: handle.offset,
@@ -470,7 +469,7 @@ impl Warmer {
                 let charge = block.charge();
                 self.cache.insert_with(
                     key,
-                    CacheValue::Data(Arc::new(block)),
+                    CacheValue::warmed(Arc::new(block)),
                     charge,
                     self.priority,
                 );

@@ -477,9 +477,6 @@ pub struct Block {
     offsets_at: usize,
     /// Layout 3: the widths, and which chunks `data` holds.
     fixed: Option<FixedView>,
-    /// Put in the cache by a prefetcher and not read since (Leaper's precision counts
-    /// the warmed blocks a read later finds).
-    warmed: std::sync::atomic::AtomicBool,
 }
 
 /// How a fixed-width block (or part of one) is laid out in `Block::data`.
@@ -577,7 +574,6 @@ impl Block {
             offset_width,
             offsets_at,
             fixed: None,
-            warmed: std::sync::atomic::AtomicBool::new(false),
         };
         block.validate(0..count, file)?;
         Ok(block)
@@ -633,7 +629,6 @@ impl Block {
             offset_width: 0,
             offsets_at: len - TAIL_LEN,
             fixed: Some(FixedView::new(layout, 0, false)),
-            warmed: std::sync::atomic::AtomicBool::new(false),
         };
         block.validate(0..count, file)?;
         Ok(block)
@@ -690,7 +685,6 @@ impl Block {
             prefix_len: 0,
             offset_width: 0,
             fixed: Some(view),
-            warmed: std::sync::atomic::AtomicBool::new(false),
         };
         // Only the entries asked for are checked: a lookup reads no others.
         block.validate(from..to, file)?;
@@ -705,20 +699,6 @@ impl Block {
     /// The fixed-width layout, for layout-3 blocks.
     pub fn fixed_layout(&self) -> Option<FixedLayout> {
         self.fixed.map(|f| f.layout)
-    }
-
-    /// Marks the block as put in the cache by a prefetcher.
-    pub fn mark_warmed(&self) {
-        self.warmed
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// True the first time a warmed block is read (and clears the mark).
-    pub fn take_warmed(&self) -> bool {
-        self.warmed.load(std::sync::atomic::Ordering::Relaxed)
-            && self
-                .warmed
-                .swap(false, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Entry `i` as (key suffix, value), if well formed.

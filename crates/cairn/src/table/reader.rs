@@ -674,15 +674,13 @@ impl Table {
     /// The data block under `key` if the cache holds it, counted as a hit (and as a
     /// warmed hit the first time a prefetched block is read).
     fn cached_block(&self, key: &BlockKey, trace: &mut ReadTrace) -> Option<Arc<Block>> {
-        let b = self
+        let (b, first_warmed_read) = self
             .cache
             .as_ref()?
             .lookup(key)
-            .and_then(CacheValue::into_data)?;
+            .and_then(CacheValue::read_data)?;
         trace.data_hits += 1;
-        if b.take_warmed() {
-            trace.warmed_hits += 1;
-        }
+        trace.warmed_hits += u32::from(first_warmed_read);
         Some(b)
     }
 
