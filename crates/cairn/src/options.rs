@@ -8,15 +8,9 @@ use crate::storage::TierConfig;
 use crate::table::TableBuildOptions;
 use crate::{Error, Result};
 
-/// How bloom-filter bits per key are spread over levels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum BloomAllocation {
-    /// The same bits per key at every level.
-    Uniform,
-    /// Monkey (RusKey 5.2, Dayan et al. 2017): false-positive rates grow by the size ratio
-    /// T per level (f_i = T^(i-1) f_1), for the same total memory as uniform allocation.
-    Monkey,
-}
+pub use crate::cache::read_cache_policy::{AcKeyParams, ReadCachePolicy};
+pub use crate::policy::level_options::{BloomAllocation, Transition};
+pub use crate::table::index_policy::{IndexPolicy, LearnMode, MAX_LEARNED_DELTA};
 
 /// What to do with a corrupt record in the middle of a write-ahead log at recovery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -26,182 +20,6 @@ pub enum WalRecovery {
     /// Skip corrupt records and go on; the count is reported in stats.
     SkipCorrupt,
 }
-
-/// How a table finds the data block (and entry) of a key.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum IndexPolicy {
-    /// Fence pointers: binary search of the index block (the baseline).
-    #[default]
-    Fence,
-    /// Bourbon's learned index: tables open with fence pointers; a background learner
-    /// trains a Greedy-PLR model (error bound `delta` positions) on a table once it has
-    /// lived `wait_ms` (learning guideline 2) and, under [`LearnMode::Cba`], once the
-    /// cost-benefit analyzer says its lookups will repay the learning. Point reads then
-    /// predict the entry's position and search only `+-delta` entries around it; whenever
-    /// the prediction cannot be trusted they fall back to the fence pointers, so answers
-    /// never differ. Models are saved beside their tables (`NNNNNN.plr`) and loaded when
-    /// the table is next opened. `delta` must be in `1..=65536`.
-    Learned {
-        /// Error bound of the model, in entries.
-        delta: u32,
-        /// Which tables to learn.
-        mode: LearnMode,
-        /// Milliseconds a table must have been readable before it may be learned.
-        wait_ms: u32,
-    },
-}
-
-/// How the read cache's byte budget ([`Options::block_cache_bytes`]) is split between a
-/// key-value (KV) cache, a key-pointer (KP) cache and the data-block cache (AC-Key, see
-/// `cache::read_cache`). Index and filter blocks are pinned by their tables in cairn, not
-/// cached, so "block" here means data blocks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum ReadCachePolicy {
-    /// All of the budget to one sharded LRU block cache (RocksDB's default; cairn's
-    /// behaviour before AC-Key).
-    #[default]
-    Block,
-    /// All of the budget to a KV cache: point reads that hit return with no table access;
-    /// scans and misses read blocks from storage.
-    PureKv,
-    /// All of the budget to a KP cache: a hit skips the filters and indexes of the runs and
-    /// reads the one data block it points to.
-    PureKp,
-    /// A fixed split in tenths of the budget (`kv + kp + block == 10`), the paper's
-    /// `offline` baseline when swept.
-    Fixed {
-        /// Tenths for the KV cache.
-        kv: u8,
-        /// Tenths for the KP cache.
-        kp: u8,
-        /// Tenths for the block cache.
-        block: u8,
-    },
-    /// AC-Key: the three components adapt their sizes (E-ARC at two levels with ghost
-    /// caches) and evict by caching efficiency (E-LRU).
-    AcKey(AcKeyParams),
-}
-
-/// Parameters of [`ReadCachePolicy::AcKey`].
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct AcKeyParams {
-    /// Learning rate k: a ghost hit on an entry of caching efficiency E (saved I/Os per
-    /// byte) moves a target boundary by `k * E` bytes. The paper's default is 100K; with E
-    /// per byte, one ghost hit on a 116-byte KV entry that saves 7 I/Os moves the boundary
-    /// by ~6 KB and one on a 4 KiB block by ~24 bytes.
-    pub learning_rate: f64,
-    /// Ghost turn-off threshold theta: ghosts are dropped (their bytes given back to the
-    /// real caches) once every component's hit ratio moved by less than this fraction of
-    /// itself between two windows (relative, so that ratios of a few percent are judged
-    /// by their own scale), and come back when one moves by more.
-    pub ghost_threshold: f64,
-    /// Lookups per window over which hit ratios are compared.
-    pub ghost_window: u64,
-    /// Windows the ghosts stay on after they come on (and after the cache starts), before
-    /// settled ratios may turn them off: the targets get time to move.
-    pub ghost_min_windows: u32,
-    /// Share of the budget the point (KV + KP) cache's target starts with, half of it KV.
-    /// 0, the default, starts with the whole budget in blocks (AC-Key grows from RocksDB's
-    /// block cache); the point cache then grows from ghost hits.
-    pub initial_point_share: f64,
-    /// Cap on E-LRU's `a` (entries examined at the LRU end per eviction).
-    pub max_eviction_candidates: u32,
-}
-
-impl Default for AcKeyParams {
-    fn default() -> Self {
-        AcKeyParams {
-            learning_rate: 100_000.0,
-            ghost_threshold: 0.05,
-            ghost_window: 10_000,
-            ghost_min_windows: 4,
-            initial_point_share: 0.0,
-            max_eviction_candidates: 16,
-        }
-    }
-}
-
-impl ReadCachePolicy {
-    /// The name the bench and stats use (`block`, `pure-kv`, `pure-kp`, `fixed-X-Y-Z`,
-    /// `ac-key`).
-    pub fn name(&self) -> String {
-        match self {
-            ReadCachePolicy::Block => "block".into(),
-            ReadCachePolicy::PureKv => "pure-kv".into(),
-            ReadCachePolicy::PureKp => "pure-kp".into(),
-            ReadCachePolicy::Fixed { kv, kp, block } => format!("fixed-{kv}-{kp}-{block}"),
-            ReadCachePolicy::AcKey(_) => "ac-key".into(),
-        }
-    }
-
-    /// Checks the policy's parameters.
-    pub fn validate(&self) -> Result<()> {
-        match *self {
-            ReadCachePolicy::Fixed { kv, kp, block }
-                if u32::from(kv) + u32::from(kp) + u32::from(block) != 10 =>
-            {
-                return invalid(format!(
-                    "fixed read-cache split {kv}+{kp}+{block} does not sum to 10 tenths"
-                ));
-            }
-            ReadCachePolicy::AcKey(p) => {
-                if !(p.learning_rate.is_finite() && p.learning_rate >= 0.0) {
-                    return invalid("AC-Key learning rate must be a finite number >= 0".into());
-                }
-                if !(p.ghost_threshold.is_finite() && (0.0..=1.0).contains(&p.ghost_threshold)) {
-                    return invalid("AC-Key ghost threshold must be in 0..=1".into());
-                }
-                if p.ghost_window == 0 {
-                    return invalid("AC-Key ghost window must be positive".into());
-                }
-                if !(p.initial_point_share.is_finite()
-                    && (0.0..=1.0).contains(&p.initial_point_share))
-                {
-                    return invalid("AC-Key initial point share must be in 0..=1".into());
-                }
-                if !(1..=1024).contains(&p.max_eviction_candidates) {
-                    return invalid("AC-Key max_eviction_candidates must be in 1..=1024".into());
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-impl IndexPolicy {
-    /// Bourbon's settings: delta 8, cost-benefit analyzer, 50 ms wait.
-    pub const BOURBON: IndexPolicy = IndexPolicy::Learned {
-        delta: 8,
-        mode: LearnMode::Cba,
-        wait_ms: 50,
-    };
-
-    /// A learned index that learns every table as soon as it is opened for reads.
-    pub fn learn_all(delta: u32) -> IndexPolicy {
-        IndexPolicy::Learned {
-            delta,
-            mode: LearnMode::Always,
-            wait_ms: 0,
-        }
-    }
-}
-
-/// Which tables the background learner learns (Bourbon's always-learn, no-learn and
-/// cost-benefit analyzer).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum LearnMode {
-    /// Every table read after the wait.
-    Always,
-    /// None (the fence path only; the analyzer's statistics are still collected).
-    Never,
-    /// Tables whose expected benefit over their remaining life exceeds the learning cost.
-    #[default]
-    Cba,
-}
-
-/// Largest error bound of [`IndexPolicy::Learned`].
-pub const MAX_LEARNED_DELTA: u32 = 1 << 16;
 
 /// Options of a database.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
@@ -903,21 +721,6 @@ impl Default for ReadOptions {
             fill_cache: true,
         }
     }
-}
-
-/// How a change of a level's run limit K takes effect (RusKey 4.1-4.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Transition {
-    /// Merge the level into the next one now; the new K applies to the emptied level (on
-    /// the last level, or the deepest one holding data, which has nothing below, at once).
-    Greedy,
-    /// The new K takes effect when the level next empties (on the last level, or the
-    /// deepest one holding data, which never empties, at once). A leveled level (K = 1)
-    /// above data merges down a file at a time and may never empty.
-    Lazy,
-    /// FLSM: sealed runs stay; the active run's capacity becomes C_i / K' at once (sealed
-    /// now if already larger).
-    Flexible,
 }
 
 #[cfg(test)]

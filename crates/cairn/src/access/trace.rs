@@ -44,7 +44,7 @@ pub struct TraceRow {
     pub writes: u32,
 }
 
-/// T[to][from] of Algorithm 2.
+/// `T[to][from]` of Algorithm 2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransferRow {
     /// The range accessed.

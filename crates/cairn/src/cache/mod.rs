@@ -9,6 +9,7 @@ pub mod ghost;
 mod lru_cache;
 pub(crate) mod open_files;
 pub mod read_cache;
+pub mod read_cache_policy;
 pub mod replace;
 mod shared;
 

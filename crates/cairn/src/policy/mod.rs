@@ -14,6 +14,7 @@ pub mod cost_model;
 pub mod cost_prior;
 pub mod hot_ranges;
 pub mod lerp;
+pub mod level_options;
 pub mod mix_scale;
 pub mod overlap;
 pub mod placement;

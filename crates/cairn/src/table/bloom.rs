@@ -9,7 +9,7 @@
 //!   (multiply-shift, no division) and all its `k` bits lie in that line, drawn 9 bits at a
 //!   time from `mix(h1)` and its remixes. One cache miss per probe, for a slightly higher
 //!   false-positive rate at equal bits per key. Layout: the lines, then `k`, then
-//!   [`LOCAL_MARKER`].
+//!   `LOCAL_MARKER`.
 
 use xxhash_rust::xxh3::xxh3_64;
 

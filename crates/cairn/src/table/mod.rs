@@ -47,6 +47,7 @@ pub mod bloom;
 mod builder;
 pub mod format;
 pub mod index;
+pub mod index_policy;
 mod iter;
 pub mod learned_index;
 pub mod model_file;

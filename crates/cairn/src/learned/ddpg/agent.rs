@@ -13,7 +13,7 @@ use crate::{Error, Result};
 mod tests;
 
 /// A DDPG agent for one FLSM-tree level: actor, critic, their targets, the replay buffer
-/// and the exploration noise. See the [module documentation](self).
+/// and the exploration noise. See the module documentation (`learned::ddpg`).
 pub struct DdpgAgent {
     cfg: DdpgConfig,
     actor: Net,
@@ -337,7 +337,7 @@ impl DdpgAgent {
 
     /// Appends the whole agent (configuration, actor, critic, both targets, replay buffer,
     /// noise level, random generator state; not Adam's moments) to `out`, in the layout of
-    /// the [module documentation](self).
+    /// the module documentation (`learned::ddpg`).
     pub fn save(&self, out: &mut Vec<u8>) {
         let c = &self.cfg;
         out.extend_from_slice(MAGIC);

@@ -14,7 +14,7 @@
 //!   hidden layer, `tanh` on the output, so an action is in `[-1, 1]`.
 //! * **Critic** `Q(s, a)`: `(state, action)` concatenated `-> hidden -> hidden -> hidden
 //!   -> 1`, ReLU hidden layers, linear output.
-//! * **Targets** `mu'`, `Q'`: separate copies (their own [`VarMap`]s) made at start and
+//! * **Targets** `mu'`, `Q'`: separate copies (their own `VarMap`s) made at start and
 //!   soft-updated after every gradient step: `theta' <- tau * theta + (1 - tau) * theta'`.
 //! * **Critic loss**: `mean (Q(s, a) - y)^2` with `y = r + gamma * Q'(s2, mu'(s2))`. A
 //!   mission has no terminal state, so there is no done flag.

@@ -52,11 +52,11 @@ pub struct LerpParams {
     /// never stops.
     pub converge_after: u32,
     /// Beyond the paper: at the start and after each persistent shift, K walks one step
-    /// per mission to the K of eq. 5 fitted online from the counts ([`CostPrior`]);
+    /// per mission to the K of eq. 5 fitted online from the counts ([`CostPrior`](crate::policy::cost_prior::CostPrior));
     /// from there Lerp moves and explores as usual. Exploring moves also step toward
     /// the prior's K rather than to a random neighbour.
     pub prior: bool,
-    /// Missions simulated on the cost model ([`CostModel`]) before the first real one
+    /// Missions simulated on the cost model ([`CostModel`](crate::policy::cost_model::CostModel)) before the first real one
     /// (0: none). Skipped when a checkpoint is resumed.
     pub pretrain_missions: u32,
     /// Seed of the agents' weights, noise and replay sampling.
