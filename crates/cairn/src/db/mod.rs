@@ -5,6 +5,7 @@ mod background;
 mod check;
 mod checkpoint;
 mod event_log;
+mod get_observer;
 mod ingest;
 mod inspect;
 mod iter;
@@ -41,21 +42,21 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::access::{Access, RangeCollector};
+use crate::access::RangeCollector;
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, LruBlockCache, ReadCache};
 use crate::compaction::LevelShape;
 use crate::log::LogWriter;
-use crate::lookup_steps::{Step, StepClock};
+use crate::lookup_steps::Step;
 use crate::memtable::Memtable;
 use crate::options::{Options, ReadCachePolicy, ReadOptions, Transition, WriteOptions};
 use crate::policy::prefetch::Prefetcher;
 use crate::stats::{DbStats, OpKind, ReadCacheStats, StatsInner};
 use crate::storage::StorageEnv;
-use crate::table::ReadTrace;
 use crate::types::{check_key, make_lookup_key, parse_internal_key, SeqNo, ValueKind};
 use crate::version::{CfVersion, FileMeta, VersionSet};
 use crate::{Error, Result};
+use get_observer::GetObserver;
 
 use crate::version::{CfAdded, LevelPolicy, SealedRun};
 use snapshot::SnapshotList;
@@ -1152,15 +1153,7 @@ impl DbInner {
             seq,
         } = view;
         let (generation, seq, cf) = (*generation, *seq, state.id);
-        if let Some(a) = &state.access {
-            a.record(key, Access::Read);
-        }
-        if let Some(r) = &state.records {
-            r.record_read(key);
-        }
-        let get_no = self.stats.gets.fetch_add(1, Ordering::Relaxed);
-        // Some reads are broken into steps (Bourbon's lookup breakdown).
-        let mut clock = self.stats.lookup_steps.clock(get_no);
+        let mut obs = GetObserver::open(self, state, key);
         let memtables = || std::iter::once(&sv.mem).chain(sv.imms.iter().map(|(m, _)| m));
         let found_in_memtable = memtables().find_map(|m| m.get(key, seq));
         // The newest range deletion of the key the read sees (0: none). An entry older
@@ -1170,9 +1163,7 @@ impl DbInner {
             .map(|d| d.max_cover(key, seq))
             .max()
             .unwrap_or(0);
-        if let Some(c) = &mut clock {
-            c.lap(Step::Memtables);
-        }
+        obs.lap(Step::Memtables);
         if mem_cover > 0 && found_in_memtable.is_none() {
             return Ok(None); // every table entry is older than the memtables' deletion
         }
@@ -1190,9 +1181,7 @@ impl DbInner {
         let mut admit = None;
         if let (Some(rc), Some(g), true) = (&self.read_cache, generation, state.point_cache) {
             let cached = self.get_cached(rc, g, sv, cf, key, seq, table_cover, ro.fill_cache)?;
-            if let Some(c) = &mut clock {
-                c.lap(Step::PointCache);
-            }
+            obs.lap(Step::PointCache);
             match cached {
                 point_cache::Cached::Answer(v) => return Ok(v),
                 point_cache::Cached::Miss { ghost_hit } => {
@@ -1208,11 +1197,9 @@ impl DbInner {
             key,
             seq,
             table_cover,
-            // One read in READ_TIME_SAMPLE has its time per level measured (RusKey's t_i).
-            timed: get_no.is_multiple_of(READ_TIME_SAMPLE),
             admit,
         };
-        self.get_from_levels(&sv.version, &probe, &mut clock)
+        self.get_from_levels(&sv.version, &probe, &mut obs)
     }
 
     /// The levels' part of a point read: in each run, the table whose range holds the
@@ -1221,7 +1208,7 @@ impl DbInner {
         &self,
         version: &CfVersion,
         p: &Probe<'_>,
-        clock: &mut Option<StepClock<'_>>,
+        obs: &mut GetObserver<'_>,
     ) -> Result<Option<Vec<u8>>> {
         let lookup = make_lookup_key(p.key, p.seq);
         let mut probed = 0u32;
@@ -1229,13 +1216,7 @@ impl DbInner {
             if l.runs.is_empty() {
                 continue;
             }
-            self.stats
-                .level(level)
-                .lookups_reached
-                .fetch_add(1, Ordering::Relaxed);
-            let _level_time = p
-                .timed
-                .then(|| LevelTimer::start(&self.stats.level(level).read_ns, &self.clock));
+            let _level_time = obs.enter_level(level);
             for run in &l.runs {
                 let Some(f) = run.file_for(p.key) else {
                     continue;
@@ -1244,7 +1225,7 @@ impl DbInner {
                     continue; // every entry is newer than the read
                 }
                 probed += 1;
-                if let Some(answer) = self.get_from_table(p, f, level, &lookup, probed, clock)? {
+                if let Some(answer) = self.get_from_table(p, f, level, &lookup, probed, obs)? {
                     return Ok(answer);
                 }
             }
@@ -1262,31 +1243,12 @@ impl DbInner {
         level: usize,
         lookup: &[u8],
         probed: u32,
-        clock: &mut Option<StepClock<'_>>,
+        obs: &mut GetObserver<'_>,
     ) -> Result<Option<Option<Vec<u8>>>> {
         let table = self.tables.get(f, level)?;
-        let mut trace = ReadTrace {
-            time_steps: clock.is_some(),
-            no_fill: !p.ro.fill_cache,
-            ..ReadTrace::default()
-        };
-        if let Some(c) = clock {
-            c.skip();
-        }
+        let mut trace = obs.table_trace(p.ro.fill_cache);
         let r = table.get(lookup, &mut trace);
-        if let Some(c) = clock {
-            c.add(Step::Filters, trace.step_filter_ns);
-            c.add(Step::Index, trace.step_index_ns);
-            c.add(Step::Data, trace.step_data_ns);
-            c.skip();
-        }
-        let counters = self.stats.level(level);
-        counters.record(&trace);
-        if trace.data_misses > 0 || trace.warmed_hits > 0 {
-            let (misses, warmed) = (trace.data_misses, trace.warmed_hits);
-            self.prefetch
-                .note_read(p.key, f.file_no(), misses, warmed, false);
-        }
+        obs.table_read(level, f.file_no(), &trace);
         let Some((ikey, value)) = r? else {
             return Ok(None);
         };
@@ -1301,15 +1263,16 @@ impl DbInner {
         if found_seq < p.table_cover {
             return Ok(Some(None));
         }
-        counters.gets_served.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .level(level)
+            .gets_served
+            .fetch_add(1, Ordering::Relaxed);
         // AC-Key on WiscKey: a KP entry also keeps the value's pointer.
         let value_ptr = (p.admit.is_some() && kind == ValueKind::ValuePointer)
             .then(|| crate::vlog::ValuePointer::decode(&value).ok())
             .flatten();
         let found = self.resolve_entry(p.key, kind, value)?;
-        if let Some(c) = clock {
-            c.lap(Step::Value);
-        }
+        obs.lap(Step::Value);
         if let (Some((rc, g, ghost_hit)), Some(v), Some((_, block))) =
             (p.admit, &found, trace.found_block)
         {
@@ -1514,8 +1477,6 @@ pub(crate) fn level_infos(v: &CfVersion, shape: &LevelShape) -> Vec<LevelInfo> {
         .collect()
 }
 
-/// One point read in this many has its time per level measured.
-const READ_TIME_SAMPLE: u64 = 8;
 impl DbInner {
     /// The statistics now ([`Db::stats`]).
     pub(crate) fn stats_snapshot(&self) -> DbStats {
@@ -1582,32 +1543,7 @@ struct Probe<'a> {
     seq: SeqNo,
     /// The newest range deletion in the tables covering the key (0: none).
     table_cover: SeqNo,
-    /// Whether this read's time per level is measured.
-    timed: bool,
     /// AC-Key: the read cache to admit the found entry to, its generation, and whether
     /// the key's ghost entry was hit.
     admit: Option<(&'a ReadCache, u64, bool)>,
-}
-
-/// Adds the time until it is dropped, times [`READ_TIME_SAMPLE`], to a level's read time
-/// (so the read's early returns are counted too).
-struct LevelTimer<'a> {
-    ns: &'a AtomicU64,
-    start: crate::clock::Stopwatch,
-}
-
-impl<'a> LevelTimer<'a> {
-    fn start(ns: &'a AtomicU64, clock: &crate::clock::EngineClock) -> Self {
-        LevelTimer {
-            ns,
-            start: clock.stopwatch(),
-        }
-    }
-}
-
-impl Drop for LevelTimer<'_> {
-    fn drop(&mut self) {
-        let ns = self.start.elapsed_ns();
-        self.ns.fetch_add(ns * READ_TIME_SAMPLE, Ordering::Relaxed);
-    }
 }

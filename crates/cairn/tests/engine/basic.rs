@@ -288,3 +288,29 @@ fn tiers_place_levels_in_their_directories_and_count_io_per_tier() {
     .unwrap();
     assert_eq!(db.get(&key(12_345)).unwrap(), Some(vec![1u8; 100]));
 }
+
+/// What a get tells the counters and samplers (the read path's observer): every get is
+/// counted, every level it reaches and the one that serves it, one get in 8 times its
+/// levels (RusKey's t_i) and one in 64 its steps (Bourbon's breakdown).
+#[test]
+fn gets_report_to_the_level_counters_and_the_samplers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::small()).unwrap();
+    for i in 0..200u32 {
+        db.put(&WriteOptions::default(), &key(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    let n = 256u64;
+    for i in 0..n as u32 {
+        assert!(db.get(&key(i % 200)).unwrap().is_some());
+    }
+    let s = db.stats();
+    assert_eq!(s.gets, n);
+    let served: u64 = s.levels.iter().map(|l| l.gets_served).sum();
+    assert_eq!(served, n, "every get is served by a table");
+    let reached: u64 = s.levels.iter().map(|l| l.lookups_reached).sum();
+    assert!(reached >= n, "{reached}");
+    assert!(s.levels.iter().map(|l| l.read_ns).sum::<u64>() > 0);
+    assert_eq!(s.lookup_steps.samples, n / 64);
+    db.close().unwrap();
+}
