@@ -1,6 +1,7 @@
-//! Tests of the adaptive read cache (`read_cache.rs`): AC-Key's KV, KP and block caches,
+//! Tests of the adaptive read cache (`read_cache/`): AC-Key's KV, KP and block caches,
 //! their ghost caches and boundaries, and the repointing after flushes and compactions.
 
+use super::repoint::locate;
 use super::*;
 use crate::table::{block_for_tests, BlockRange};
 
