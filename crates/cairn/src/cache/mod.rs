@@ -122,7 +122,8 @@ impl CacheValue {
 
 /// A prefetched data block and whether a read has found it since it was put in the
 /// cache. The mark lives with the cache entry, not in the block: only a prefetcher's
-/// entries carry it.
+/// entries carry it. The entry is charged as its block (the wrapper's 32 bytes are not),
+/// so a staged block replaces a cached one of its size one for one.
 #[derive(Debug)]
 pub struct WarmedBlock {
     block: Arc<Block>,
