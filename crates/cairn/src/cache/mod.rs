@@ -57,6 +57,7 @@ impl BlockKind {
 /// (`Options::cache_index_and_filter_blocks`: then they compete with data blocks for the
 /// budget, as in RocksDB).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum CacheValue {
     /// A data block.
     Data(Arc<Block>),
