@@ -10,6 +10,8 @@ bash scripts/check-unsafe.sh
 python3 scripts/check-fn-length.py
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# The engine's API docs build without a broken link.
+RUSTDOCFLAGS="-D warnings" cargo doc -p cairn --no-deps
 cargo test --workspace "$@"
 # `cairn top` in a terminal (tmux) following a database being written (the debug
 # binaries the workspace's tests just built).
