@@ -323,13 +323,7 @@ impl DbInner {
             // for flushes): its data goes with it. Logging the edit would name an unknown
             // family, which the version set reports as corruption, stopping the database.
             drop(vs);
-            for AddedFile {
-                cf: _,
-                level: _,
-                run: _,
-                file: d,
-            } in &edit.added
-            {
+            for d in edit.added.iter().map(|a| &a.file) {
                 let _ = self
                     .env
                     .remove(&table_path(&self.env, d.tier as usize, d.file_no));

@@ -23,7 +23,6 @@ use super::DbInner;
 use crate::log::LogWriter;
 use crate::storage::{FileKind, StorageEnv};
 use crate::version::set::{current_path, manifest_path};
-use crate::version::AddedFile;
 use crate::vlog::vlog_path;
 use crate::{Error, Result};
 
@@ -133,13 +132,7 @@ impl DbInner {
         let vs = self.versions.lock();
         let mut edit = vs.state_edit();
         let mut vlogs = BTreeSet::new();
-        for AddedFile {
-            cf: _,
-            level: _,
-            run: _,
-            file: d,
-        } in &edit.added
-        {
+        for d in edit.added.iter().map(|a| &a.file) {
             let tier = d.tier as usize;
             let rel = tiers
                 .get(tier)

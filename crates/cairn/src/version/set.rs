@@ -247,13 +247,7 @@ impl VersionSet {
     }
 
     fn preview(&self, edit: &VersionEdit) -> Result<BTreeMap<u32, CfEntry>> {
-        for AddedFile {
-            cf: _,
-            level: _,
-            run: _,
-            file: d,
-        } in &edit.added
-        {
+        for d in edit.added.iter().map(|a| &a.file) {
             let problem = d.problem().or_else(|| {
                 (d.tier as usize >= self.env.num_tiers())
                     .then(|| format!("file {} in tier {} that does not exist", d.file_no, d.tier))
