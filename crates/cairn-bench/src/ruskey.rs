@@ -979,6 +979,13 @@ fn render_convergence(t: &Table, p: &str, set: Settings) -> String {
 }
 
 pub fn summary_cmd(a: &RuskeySummaryArgs) -> Result<()> {
+    let md = summary(a)?;
+    print!("{md}");
+    Ok(())
+}
+
+/// The summary's markdown, written to its `--out` (with the plots, unless `--no-plot`).
+pub fn summary(a: &RuskeySummaryArgs) -> Result<String> {
     if !(a.converged_fraction > 0.0 && a.converged_fraction <= 1.0) {
         bail!("--converged-fraction must be within (0, 1]");
     }
@@ -1006,7 +1013,6 @@ pub fn summary_cmd(a: &RuskeySummaryArgs) -> Result<()> {
     if let Some(command) = &a.provenance {
         md = crate::report::provenance::with_provenance(md, command);
     }
-    print!("{md}");
     let out = a
         .out
         .clone()
@@ -1018,7 +1024,7 @@ pub fn summary_cmd(a: &RuskeySummaryArgs) -> Result<()> {
         }
     }
     eprintln!("summary: {}", out.display());
-    Ok(())
+    Ok(md)
 }
 
 /// Every directory's runs, labelled (see [`dir_label`]).

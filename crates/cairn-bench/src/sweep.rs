@@ -317,6 +317,14 @@ type Outcome = (RunResult, Vec<TimelineRow>);
 /// Runs `sweep`: every figure's points with every engine; a point that recurs in another
 /// figure (the default workload) is run once per engine and reused.
 pub fn sweep_cmd(a: &SweepArgs) -> Result<()> {
+    let summary = sweep(a)?;
+    print!("{summary}");
+    eprintln!("summary: {}", a.out.join("summary.md").display());
+    Ok(())
+}
+
+/// Runs the sweep; returns the summary it wrote to OUT/summary.md.
+pub fn sweep(a: &SweepArgs) -> Result<String> {
     let plans = a.plan()?;
     // Refuse before running anything.
     for p in &plans {
@@ -391,9 +399,7 @@ pub fn sweep_cmd(a: &SweepArgs) -> Result<()> {
         summary.push('\n');
         std::fs::write(a.out.join("summary.md"), &summary)?;
     }
-    print!("{summary}");
-    eprintln!("summary: {}", a.out.join("summary.md").display());
-    Ok(())
+    Ok(summary)
 }
 
 fn header(a: &SweepArgs) -> String {

@@ -115,8 +115,9 @@ fn misses(r: &RunResult) -> Option<f64> {
     r.invalidation.as_ref()?.misses.map(|m| m as f64)
 }
 
-/// A point's label and its runs, one per engine.
-type Points = [(String, Vec<(String, RunResult)>)];
+/// A point's label and its runs (file stem, result), one per engine.
+pub type Point = (String, Vec<(String, RunResult)>);
+type Points = [Point];
 
 /// The three tables of a set of points: cache invalidation (every run), the goals (the
 /// learned runs against the baselines) and, with `overhead`, Table 5's overhead.
@@ -326,8 +327,20 @@ fn overhead_table(points: &Points, title: &str, x: &str) -> String {
 }
 
 pub fn summary_cmd(a: &SummaryArgs) -> Result<()> {
+    let points = load_points(&a.points, a.plots)?;
+    let mut md = summary(&points, &a.title, &a.x_label, !a.no_overhead);
+    if let Some(command) = &a.provenance {
+        md = crate::report::provenance::with_provenance(md, command);
+    }
+    print!("{md}");
+    Ok(())
+}
+
+/// Each `LABEL=DIR` (or `DIR`, labelled by its name) point's runs; with `plots`, each
+/// directory's plots written again.
+pub fn load_points(specs: &[String], plots: bool) -> Result<Vec<Point>> {
     let mut points = Vec::new();
-    for p in &a.points {
+    for p in specs {
         let (label, dir) = match p.split_once('=') {
             Some((l, d)) => (l.to_string(), PathBuf::from(d)),
             None => {
@@ -342,7 +355,7 @@ pub fn summary_cmd(a: &SummaryArgs) -> Result<()> {
         if rs.is_empty() {
             bail!("{} holds no run", dir.display());
         }
-        if a.plots {
+        if plots {
             let timelines = rs
                 .iter()
                 .map(|(stem, r)| {
@@ -355,12 +368,7 @@ pub fn summary_cmd(a: &SummaryArgs) -> Result<()> {
         }
         points.push((label, rs));
     }
-    let mut md = summary(&points, &a.title, &a.x_label, !a.no_overhead);
-    if let Some(command) = &a.provenance {
-        md = crate::report::provenance::with_provenance(md, command);
-    }
-    print!("{md}");
-    Ok(())
+    Ok(points)
 }
 
 #[cfg(test)]

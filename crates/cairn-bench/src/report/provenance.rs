@@ -51,7 +51,9 @@ pub fn with_provenance(md: String, command: &str) -> String {
         date()
     );
     match md.split_once('\n') {
-        Some((h, rest)) if h.starts_with('#') => format!("{h}\n\n{head}{rest}"),
+        Some((h, rest)) if h.starts_with('#') => {
+            format!("{h}\n\n{head}{}", rest.trim_start_matches('\n'))
+        }
         _ => head + &md,
     }
 }

@@ -202,6 +202,13 @@ pub fn summary(traces: &[TraceDir], runs: &[ProfileRuns], open: &[ProfileRuns]) 
 }
 
 pub fn summary_cmd(a: &SalsmSummaryArgs) -> Result<()> {
+    let text = write_summary(a)?;
+    print!("{text}");
+    Ok(())
+}
+
+/// The summary's markdown, written to its `--out`.
+pub fn write_summary(a: &SalsmSummaryArgs) -> Result<String> {
     if !a.dir.is_dir() {
         bail!("{} is not a directory", a.dir.display());
     }
@@ -223,7 +230,6 @@ pub fn summary_cmd(a: &SalsmSummaryArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| a.dir.join("salsm-summary.md"));
     std::fs::write(&out, &text).with_context(|| format!("writing {}", out.display()))?;
-    print!("{text}");
     eprintln!("summary: {}", out.display());
-    Ok(())
+    Ok(text)
 }
