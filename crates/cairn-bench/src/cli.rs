@@ -65,6 +65,9 @@ pub enum Command {
     /// Prices a finished virtual-clock run again under another device model, from the I/O
     /// counts its JSON keeps (measured phase, windows, missions), without rerunning it.
     Reprice(crate::reprice::RepriceArgs),
+    /// A paper's experiments, one entry point each: its runs, then its summary tables in
+    /// OUT/summary.md (with --publish, also in docs/results/PAPER.md).
+    Paper(crate::paper::PaperArgs),
     /// Internal: run one request file in this process (used by `compare`).
     #[command(hide = true)]
     Child {

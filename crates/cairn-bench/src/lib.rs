@@ -8,6 +8,7 @@ pub mod compare;
 pub mod engines;
 pub mod leaper;
 pub mod measure;
+pub mod paper;
 pub mod range_delete;
 pub mod report;
 pub mod reprice;

@@ -23,6 +23,7 @@ fn main() -> Result<()> {
         Command::ClockSummary(a) => cairn_bench::clock_summary::clock_summary_cmd(&a),
         Command::Reprice(a) => cairn_bench::reprice::reprice_cmd(&a),
         Command::SalsmTrace(a) => cairn_bench::salsm::run::trace_cmd(&a),
+        Command::Paper(a) => cairn_bench::paper::paper_cmd(&a),
         Command::Child {
             request,
             json,
