@@ -132,3 +132,52 @@ fn ruskey_runs_the_transitions_part() {
         .join("ruskey-virtual-nvme/transitions/cairn-transition-greedy.json")
         .exists());
 }
+
+#[test]
+fn leaper_runs_its_workloads_and_a_sweep_at_the_synthetic_runs_window() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("leaper");
+    // Baselines only: no learner, so no Python.
+    paper(&[
+        "leaper",
+        "--clock",
+        "virtual",
+        "--quick",
+        "--records",
+        "3000",
+        "--ops",
+        "1500",
+        "--warmup-secs",
+        "1",
+        "--workloads",
+        "synthetic",
+        "--engines",
+        "cairn:lru,cairn:warmup",
+        "--sweeps",
+        "skew",
+        "--zipfs",
+        "0",
+        "--fig10",
+        "false",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let summary = read(&tmp.path().join("leaper-virtual-ssd/summary.md"));
+    assert!(summary.contains("### Table 2 workloads"), "{summary}");
+    assert!(
+        summary.contains("| synthetic | cairn:warmup |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| 0 | cairn:lru |"),
+        "the sweep's point: {summary}"
+    );
+    assert!(
+        summary.contains("skipped on the virtual clock"),
+        "{summary}"
+    );
+    assert!(tmp
+        .path()
+        .join("leaper-virtual-ssd/skew/0/cairn-lru.json")
+        .exists());
+}
