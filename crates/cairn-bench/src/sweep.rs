@@ -5,7 +5,7 @@
 
 use crate::cli::{parse_size, BudgetArgs, WorkloadArgs};
 use crate::compare::{run_one, summary_line, unique_stems, write_outputs};
-use crate::engines::{BenchConfig, EngineName};
+use crate::engines::{BenchConfig, ClockKind, EngineName};
 use crate::measure::timeline::TimelineRow;
 use crate::report::json::RunResult;
 use crate::report::markdown;
@@ -405,6 +405,16 @@ pub fn sweep(a: &SweepArgs) -> Result<String> {
 fn header(a: &SweepArgs) -> String {
     let c = a.budget.config();
     let w = &a.workload;
+    let timing = match c.clock {
+        ClockKind::Wall => {
+            "QPS is timed and, on a shared machine, varies between runs by more than the gaps \
+             it measures at small --ops."
+        }
+        ClockKind::Virtual => {
+            "Clock: virtual (one request thread; every I/O priced on the device model, CPU \
+             priced from counts): QPS is simulated time, and a rerun repeats it exactly."
+        }
+    };
     format!(
         "# AC-Key experiments (cairn-bench sweep)\n\n\
          Default point: workload ac-key-default, {} records, {} ops per point, key {} B, \
@@ -416,8 +426,7 @@ fn header(a: &SweepArgs) -> String {
          Each point runs every engine on the same seeded op stream after the same load; \
          `vs ref` is the QPS ratio to the reference engine; `reads/op` counts the storage reads \
          of point reads and scans per operation. Reads/op is a count, the same on every run \
-         of a seed; QPS is timed and, on a shared machine, varies between runs by more than \
-         the gaps it measures at small --ops.\n\n",
+         of a seed; {timing}\n\n",
         w.records(),
         w.ops,
         w.key_size,
