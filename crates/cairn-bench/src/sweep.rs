@@ -426,7 +426,7 @@ fn header(a: &SweepArgs) -> String {
          Each point runs every engine on the same seeded op stream after the same load; \
          `vs ref` is the QPS ratio to the reference engine; `reads/op` counts the storage reads \
          of point reads and scans per operation. Reads/op is a count, the same on every run \
-         of a seed; {timing}\n\n",
+         of a seed. {timing}\n\n",
         w.records(),
         w.ops,
         w.key_size,
