@@ -191,7 +191,7 @@ fn collect(path: &Path, args: &OpenArgs, opts: &Options, m: ManifestInfo) -> Res
         .column_families
         .into_iter()
         .map(|c| CfOut {
-            id: c.id,
+            id: c.id.get(),
             name: c.name,
             tables: c.tables.len(),
             bytes: c.tables.iter().map(|t| t.size).sum(),

@@ -169,7 +169,10 @@ pub fn run(
             largest: key_out(&p.largest, kenc),
             min_seq: p.min_seq,
             max_seq: p.max_seq,
-            column_family: p.column_family.clone(),
+            column_family: p
+                .column_family
+                .as_ref()
+                .map(|(id, name)| (id.get(), name.clone())),
         },
         index: (0..index.num_blocks())
             .map(|i| {

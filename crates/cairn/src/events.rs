@@ -3,6 +3,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use crate::ids::CfId;
 use crate::table::BlockRange;
 use crate::{Error, Result};
 
@@ -38,7 +39,7 @@ pub struct InputFile {
 #[derive(Clone, Debug)]
 pub struct FlushInfo {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Column family name.
     pub cf_name: String,
     /// Memtable id.
@@ -51,7 +52,7 @@ pub struct FlushInfo {
 #[derive(Clone, Debug)]
 pub struct CompactionInfo {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Column family name.
     pub cf_name: String,
     /// Level the inputs were taken from.

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::ids::CfId;
+
 /// The lock file held while a database is open.
 pub const LOCK: &str = "LOCK";
 /// The file naming the current manifest.
@@ -80,8 +82,8 @@ pub fn vlog(no: u64) -> String {
 }
 
 /// SA-LSM's query store of column family `cf`.
-pub fn query_store(cf: u32) -> String {
-    format!("{QUERY_STORE_PREFIX}{cf}{QUERY_STORE_SUFFIX}")
+pub fn query_store(cf: CfId) -> String {
+    format!("{QUERY_STORE_PREFIX}{}{QUERY_STORE_SUFFIX}", cf.get())
 }
 
 /// The number of a name `<prefix><number>`.
@@ -193,7 +195,7 @@ mod tests {
         assert_eq!(manifest(12), "MANIFEST-000012");
         assert_eq!(manifest(1), FIRST_MANIFEST);
         assert_eq!(table(12), "000012.sst");
-        assert_eq!(query_store(3), "QUERYSTORE-3.rtr");
+        assert_eq!(query_store(CfId::new(3)), "QUERYSTORE-3.rtr");
         assert_eq!(table_no("x.sst"), None);
         assert_eq!(wal_no("000012.sst"), None);
     }

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::ids::CfId;
 use crate::iter::InternalIterator;
 use crate::range_del::RangeDels;
 use crate::storage::{FileKind, StorageEnv};
@@ -29,7 +30,7 @@ pub struct MergeParams<'a> {
     /// Output level (for I/O accounting).
     pub level: usize,
     /// Column family (id, name), recorded in each output's properties.
-    pub column_family: (u32, &'a str),
+    pub column_family: (CfId, &'a str),
     /// Table format options.
     pub build: TableBuildOptions,
     /// Cut output files at this size.

@@ -565,6 +565,7 @@ fn is_bottommost_below(v: &CfVersion, level: usize, lo: &[u8], hi: &[u8]) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::CfId;
     use crate::types::{make_internal_key, range_bound_key, ValueKind};
     use crate::version::{AddedFile, FileDesc, VersionEdit};
 
@@ -597,19 +598,19 @@ mod tests {
         let edit = VersionEdit {
             added: vec![
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 3,
                     run: 1,
                     file: desc(3, b"c", b"h", false),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 3,
                     run: 2,
                     file: desc(1, b"a", b"h", true),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 3,
                     run: 2,
                     file: desc(2, b"h", b"z", false),
@@ -618,7 +619,9 @@ mod tests {
             ..Default::default()
         };
         let v = CfVersion::empty(|_| 1, 4)
-            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .apply(CfId::DEFAULT, &edit, &|d| {
+                Arc::new(FileMeta::new(d.clone(), None))
+            })
             .expect("files do not overlap within a run");
         let seed = v.levels[3].runs[0].files[0].clone();
         assert_eq!(seed.file_no(), 1);
@@ -641,25 +644,25 @@ mod tests {
         let edit = VersionEdit {
             added: vec![
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 1,
                     run: 1,
                     file: desc(1, b"a", b"m", true),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 1,
                     run: 1,
                     file: desc(2, b"m", b"t", true),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 1,
                     run: 1,
                     file: desc(3, b"t", b"z", false),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 2,
                     run: 2,
                     file: desc(4, b"m", b"p", false),
@@ -668,7 +671,9 @@ mod tests {
             ..Default::default()
         };
         let v = CfVersion::empty(|_| 1, 4)
-            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .apply(CfId::DEFAULT, &edit, &|d| {
+                Arc::new(FileMeta::new(d.clone(), None))
+            })
             .expect("files do not overlap");
         let task = manual(&v, 1, b"a", Some(b"b"), &shape, &|_, _| true);
         let Some(Task::Move { file, .. }) = task else {

@@ -16,6 +16,7 @@ use crate::compaction::merge::{merge, MergeOutput, MergeParams, ValueRewriter};
 use crate::compaction::split::{self, Bounded};
 use crate::compaction::{picker, Task};
 use crate::events::{CompactionInfo, FlushInfo, InputFile, OutputFile};
+use crate::ids::CfId;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::merging::MergingIterator;
@@ -135,7 +136,12 @@ impl DbInner {
     }
 
     /// How family `cf`'s tables of `level` are built.
-    pub(super) fn table_options(&self, cf: u32, level: usize, deepest: usize) -> TableBuildOptions {
+    pub(super) fn table_options(
+        &self,
+        cf: CfId,
+        level: usize,
+        deepest: usize,
+    ) -> TableBuildOptions {
         self.cf_opts(cf).table_build_options(level, deepest)
     }
 
@@ -158,7 +164,7 @@ impl DbInner {
     /// Writes a memtable to level-0 tables (one new run). Returns the edit that adds them.
     pub(crate) fn write_level0(
         &self,
-        cf: u32,
+        cf: CfId,
         mem: &Arc<Memtable>,
         deepest: usize,
         warmer: Option<Arc<Warmer>>,
@@ -202,7 +208,7 @@ impl DbInner {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn write_sorted(
         &self,
-        cf: u32,
+        cf: CfId,
         it: &mut dyn InternalIterator,
         dels: Option<&crate::range_del::RangeDels>,
         level: usize,
@@ -446,7 +452,7 @@ impl DbInner {
     /// Compacts `[start, end]` through every level (callers flushed first).
     pub(crate) fn compact_range(
         &self,
-        cf: u32,
+        cf: CfId,
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {

@@ -21,6 +21,7 @@ use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
 use crate::batch::WriteBatch;
 use crate::filenames;
+use crate::ids::CfId;
 use crate::iter::InternalIterator;
 use crate::log::{LogReader, TailState};
 use crate::options::Options;
@@ -47,7 +48,7 @@ pub struct CheckReport {
     /// The manifest `CURRENT` names, when it could be read.
     pub manifest: Option<String>,
     /// Column families of the manifest, by id.
-    pub column_families: Vec<(u32, String)>,
+    pub column_families: Vec<(CfId, String)>,
     /// Table files read whole.
     pub tables: usize,
     /// Entries in them.
@@ -99,7 +100,7 @@ impl CheckReport {
 pub(crate) struct TableScan {
     pub(crate) table: Arc<Table>,
     /// The column family its properties name (`default` for tables predating the field).
-    pub(crate) cf: (u32, String),
+    pub(crate) cf: (CfId, String),
     pub(crate) entries: u64,
     pub(crate) min_seq: u64,
     pub(crate) max_seq: u64,
@@ -179,7 +180,7 @@ pub(crate) fn read_table_whole(
         .properties()
         .column_family
         .clone()
-        .unwrap_or_else(|| (0, "default".into()));
+        .unwrap_or_else(|| (CfId::DEFAULT, "default".into()));
     // Range deletions widen the table's range and sequence numbers, as the builder does.
     let mut any = entries > 0;
     if let Some(d) = table.range_dels() {

@@ -21,6 +21,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 
 use crate::events::{CompactionInfo, EventListener, FlushInfo, OutputFile};
+use crate::ids::CfId;
 
 // The event log's name, and the prefix of rotated logs (the rotation time in
 // microseconds follows it).
@@ -57,8 +58,8 @@ const MAX_PENDING: usize = 10_000;
 /// A running flush (family, memtable) or compaction (family, first input file).
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
 enum JobKey {
-    Flush(u32, u64),
-    Compaction(u32, u64),
+    Flush(CfId, u64),
+    Compaction(CfId, u64),
 }
 
 impl EventLog {

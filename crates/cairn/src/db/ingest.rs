@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{ColumnFamily, Db, DbInner, SuperVersion};
+use crate::ids::CfId;
 use crate::iter::InternalIterator;
 use crate::storage::FileKind;
 use crate::table::{Table, TableIterator};
@@ -133,7 +134,7 @@ impl DbInner {
     }
 
     /// The ingest proper, alone at the head of the write queue.
-    fn ingest(&self, cf: u32, files: &[External]) -> Result<()> {
+    fn ingest(&self, cf: CfId, files: &[External]) -> Result<()> {
         self.check_open()?;
         let _c = self.compaction_lock.write();
         // drop_cf may have run while this waited.
@@ -204,7 +205,7 @@ impl DbInner {
     /// Rewrites every file at `seq` into tables of `level`; the edit that adds them.
     fn write_ingested(
         &self,
-        cf: u32,
+        cf: CfId,
         files: &[External],
         level: usize,
         deepest: usize,

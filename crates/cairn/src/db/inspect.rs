@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::table_cache::table_path;
 use super::{level_infos, LevelInfo};
 use crate::compaction::LevelShape;
+use crate::ids::CfId;
 use crate::options::Options;
 use crate::storage::StorageEnv;
 use crate::version::set::current_path;
@@ -36,8 +37,8 @@ pub struct TableFileInfo {
 /// One column family as the manifest describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CfInfo {
-    /// Id (0 is `default`).
-    pub id: u32,
+    /// Id ([`CfId::DEFAULT`] is `default`).
+    pub id: CfId,
     /// Name.
     pub name: String,
     /// Levels, as [`Db::level_info`](super::Db::level_info) reports them (capacities

@@ -13,6 +13,7 @@ use super::{CfState, DbInner};
 use crate::cache::BlockReplacer;
 use crate::compaction::merge::{merge, MergeOutput, MergeParams, ValueRewriter};
 use crate::events::OutputFile;
+use crate::ids::CfId;
 use crate::iter::InternalIterator;
 use crate::policy::prefetch::Warmer;
 use crate::range_del::RangeDels;
@@ -140,7 +141,7 @@ impl MergeInto<'_> {
 /// Deletes `files` of `level` of family `cf` in `edit`.
 pub(super) fn delete_inputs(
     edit: &mut VersionEdit,
-    cf: u32,
+    cf: CfId,
     level: usize,
     files: &[Arc<FileMeta>],
 ) {
@@ -163,7 +164,7 @@ impl DbInner {
     /// the user keys `range` begins; the guard tells it the end, however the job ends.
     pub(super) fn begin_merge_job<'a>(
         &'a self,
-        cf: u32,
+        cf: CfId,
         inputs: impl IntoIterator<Item = &'a Arc<FileMeta>>,
         range: (&[u8], &[u8]),
     ) -> JobGuard<'a> {
@@ -182,7 +183,7 @@ impl DbInner {
     pub(super) fn add_outputs(
         &self,
         edit: &mut VersionEdit,
-        cf: u32,
+        cf: CfId,
         (level, run): (usize, u64),
         outputs: Vec<MergeOutput>,
         files: &mut Vec<OutputFile>,

@@ -3,6 +3,7 @@
 
 use super::event_log::EventLog;
 use crate::events::EventListener;
+use crate::ids::CfId;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
@@ -122,7 +123,7 @@ fn discard_unfinished_creation(
             Ok(vs) => {
                 vs.vlogs.live_files().is_empty()
                     && vs.cfs.iter().all(|(&id, cf)| {
-                        id == 0 && cf.version.levels.iter().all(|l| l.runs.is_empty())
+                        id == CfId::DEFAULT && cf.version.levels.iter().all(|l| l.runs.is_empty())
                     })
             }
             // Empty, or torn in its first record: the creation's own write, cut.
@@ -316,7 +317,7 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
     if let crate::policy::PrefetchPolicy::Leaper(p) = &inner.opts.prefetch {
         if let Some(model) = p.model.clone() {
             // A model that cannot be used leaves Leaper without one: the open goes on.
-            let _ = inner.load_leaper_model(0, &model);
+            let _ = inner.load_leaper_model(CfId::DEFAULT, &model);
         }
     }
     Ok(inner)
@@ -567,7 +568,7 @@ fn check_files_present(
 
 /// The column families as recovered: each with an empty memtable over its version,
 /// and its access collector and query store when the options ask for them.
-fn column_families(path: &Path, opts: &Options, vs: &VersionSet) -> BTreeMap<u32, Arc<CfState>> {
+fn column_families(path: &Path, opts: &Options, vs: &VersionSet) -> BTreeMap<CfId, Arc<CfState>> {
     vs.cfs
         .iter()
         .map(|(&id, e)| {
@@ -667,13 +668,13 @@ impl DbInner {
         &self,
         log_number: u64,
         skip_no: Option<u64>,
-    ) -> Result<(BTreeMap<u32, Arc<Memtable>>, u64)> {
+    ) -> Result<(BTreeMap<CfId, Arc<Memtable>>, u64)> {
         let mut wals: Vec<u64> = wal_numbers(&self.path)?
             .into_iter()
             .filter(|&n| n >= log_number && Some(n) != skip_no)
             .collect();
         wals.sort_unstable();
-        let mut mems: BTreeMap<u32, Arc<Memtable>> = BTreeMap::new();
+        let mut mems: BTreeMap<CfId, Arc<Memtable>> = BTreeMap::new();
         let mut max_seq = self.last_seq.load(Ordering::Relaxed);
         let skip = self.opts.wal_recovery == WalRecovery::SkipCorrupt;
         for &no in &wals {
@@ -747,7 +748,7 @@ impl DbInner {
     /// then removes what the replay made obsolete.
     fn persist_replayed(
         &self,
-        mems: &BTreeMap<u32, Arc<Memtable>>,
+        mems: &BTreeMap<CfId, Arc<Memtable>>,
         max_seq: u64,
         new_wal: u64,
     ) -> Result<()> {

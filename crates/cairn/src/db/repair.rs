@@ -47,6 +47,7 @@ use super::write::wal_path;
 use crate::batch::{BatchOpKind, WriteBatch};
 use crate::compaction::merge::{merge, MergeOutput, MergeParams};
 use crate::filenames;
+use crate::ids::CfId;
 use crate::iter::InternalIterator;
 use crate::log::LogReader;
 use crate::memtable::Memtable;
@@ -85,7 +86,7 @@ pub struct RepairReport {
     /// Files that could not be read, where they now are in `lost/`, with the reason.
     pub lost: Vec<(PathBuf, String)>,
     /// Column families of the repaired database, by id.
-    pub column_families: Vec<(u32, String)>,
+    pub column_families: Vec<(CfId, String)>,
 }
 
 /// One column family being rebuilt.
@@ -218,7 +219,7 @@ fn free_name_in(dir: &Path, name: &std::ffi::OsStr) -> Result<PathBuf> {
 /// What the rebuild found on disk.
 #[derive(Default)]
 struct Found {
-    plans: BTreeMap<u32, CfPlan>,
+    plans: BTreeMap<CfId, CfPlan>,
     /// Tables read whole, by (tier, number): removed once the new manifest is durable.
     inputs: Vec<(usize, u64)>,
     lost: Vec<(PathBuf, String)>,
@@ -236,7 +237,7 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
     let replay_all = named_missing || !found.lost.is_empty();
     let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut found.plans, replay_all)?;
     found.max_seq = found.max_seq.max(wal_max_seq);
-    found.plans.entry(0).or_default();
+    found.plans.entry(CfId::DEFAULT).or_default();
 
     let mut vs = VersionSet::blank(env.clone(), opts.num_levels, initial_k(opts));
     vs.next_file_no = next_file_no;
@@ -298,9 +299,9 @@ fn write_families(
     env: &StorageEnv,
     opts: &Options,
     vs: &mut VersionSet,
-    plans: &BTreeMap<u32, CfPlan>,
+    plans: &BTreeMap<CfId, CfPlan>,
     edit: &mut VersionEdit,
-) -> Result<(u64, Vec<(u32, String)>)> {
+) -> Result<(u64, Vec<(CfId, String)>)> {
     let level = opts.num_levels - 1;
     let tier = env.tier_for_level(level);
     let mut entries = 0;
@@ -309,7 +310,7 @@ fn write_families(
     for (&id, plan) in plans {
         let name = match (&plan.name, id) {
             (Some(n), _) => n.clone(),
-            (None, 0) => "default".to_string(),
+            (None, CfId::DEFAULT) => "default".to_string(),
             (None, _) => format!("lost-cf-{id}"),
         };
         edit.cf_added.push(CfAdded {
@@ -346,7 +347,7 @@ fn write_family(
     env: &StorageEnv,
     opts: &Options,
     vs: &mut VersionSet,
-    column_family: (u32, &str),
+    column_family: (CfId, &str),
     plan: &CfPlan,
 ) -> Result<(Vec<MergeOutput>, u64)> {
     let mut children: Vec<Box<dyn InternalIterator>> = plan
@@ -485,7 +486,7 @@ fn newest_manifest_names_missing_tables(env: &StorageEnv, opts: &Options) -> boo
 /// copy left, so every entry is replayed (the merge keeps the newest version of a key).
 fn read_wals(
     env: &StorageEnv,
-    plans: &mut BTreeMap<u32, CfPlan>,
+    plans: &mut BTreeMap<CfId, CfPlan>,
     replay_all: bool,
 ) -> Result<(u64, Vec<u64>, u64)> {
     let root = env.root();

@@ -17,6 +17,7 @@ use parking_lot::RwLock;
 use super::learner::Learner;
 use crate::cache::open_files::{FileKey, OpenFile, OpenFiles};
 use crate::cache::BlockCache;
+use crate::ids::CfId;
 use crate::options::IndexPolicy;
 use crate::stats::StatsInner;
 use crate::storage::{FileKind, StorageEnv};
@@ -43,7 +44,7 @@ pub(crate) struct TableCache {
     /// Bourbon's background learner, once a family's tables are learned.
     learner: OnceLock<Arc<Learner>>,
     /// The families whose tables the learner takes.
-    learned_families: RwLock<HashSet<u32>>,
+    learned_families: RwLock<HashSet<CfId>>,
     stats: Arc<StatsInner>,
     /// Shared with the value-log store.
     files: Arc<OpenFiles>,
@@ -100,7 +101,7 @@ impl TableCache {
     }
 
     /// Whether the learner takes the tables of family `cf` (Bourbon's index for it).
-    pub(crate) fn set_family_learned(&self, cf: u32, on: bool) {
+    pub(crate) fn set_family_learned(&self, cf: CfId, on: bool) {
         let mut s = self.learned_families.write();
         if on {
             s.insert(cf);

@@ -2,6 +2,7 @@
 //! models.
 
 use super::*;
+use crate::ids::CfId;
 
 /// An entry: internal key and value.
 pub(super) type Entry = (Vec<u8>, Vec<u8>);
@@ -69,7 +70,7 @@ pub(super) fn build_table_with(
         b.add(k, v).expect("fixture entries are in order");
     }
     if let Some(d) = dels {
-        b.set_column_family(0, "default");
+        b.set_column_family(CfId::DEFAULT, "default");
         b.add_range_dels(d);
     }
     b.finish().expect("finish fixture table");

@@ -1,6 +1,7 @@
 //! Seeds of every fuzz target: small valid inputs made with the engine's own encoders.
 
 use super::*;
+use crate::ids::CfId;
 use crate::version::{AddedFile, CfAdded, CompactPointer, DeletedFile, LevelPolicy, SealedRun};
 
 /// A LightGBM text model over Leaper's 18 features: a stump on `r1` (categorical when
@@ -53,17 +54,17 @@ pub(super) fn sample_edit() -> VersionEdit {
         last_seq: Some(1 << 40),
         next_run_id: Some(3),
         cf_added: vec![CfAdded {
-            id: 1,
+            id: CfId::new(1),
             name: "users".into(),
         }],
-        cf_dropped: vec![4],
+        cf_dropped: vec![CfId::new(4)],
         deleted: vec![DeletedFile {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 1,
             file_no: 12,
         }],
         added: vec![AddedFile {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 2,
             run: 5,
             file: FileDesc {
@@ -80,12 +81,12 @@ pub(super) fn sample_edit() -> VersionEdit {
             },
         }],
         sealed: vec![SealedRun {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 2,
             run: 4,
         }],
         policies: vec![LevelPolicy {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 2,
             state: PolicyState {
                 k: 3,
@@ -94,7 +95,7 @@ pub(super) fn sample_edit() -> VersionEdit {
             },
         }],
         compact_pointers: vec![CompactPointer {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 1,
             key: b"m".to_vec(),
         }],
@@ -104,7 +105,8 @@ pub(super) fn sample_edit() -> VersionEdit {
 pub(super) fn sample_batch() -> WriteBatch {
     let mut b = WriteBatch::new();
     b.put(b"alpha", b"one").expect("small key");
-    b.put_cf(3, b"beta", &[7u8; 40]).expect("small key");
+    b.put_cf(CfId::new(3), b"beta", &[7u8; 40])
+        .expect("small key");
     b.delete(b"gamma").expect("small key");
     b.delete_range(b"d", b"f").expect("ordered range");
     b
@@ -202,7 +204,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
                 format_version: Some(1),
                 next_file_no: Some(2),
                 cf_added: vec![CfAdded {
-                    id: 0,
+                    id: CfId::DEFAULT,
                     name: "default".into(),
                 }],
                 ..Default::default()
@@ -264,8 +266,8 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             use crate::learned::ColdSet;
             let keys = (0..6).map(|i| format!("user{i:04}").into_bytes()).collect();
             vec![
-                ColdSet::new(0, 5000, 2.5e6, "rsf", keys).encode(),
-                ColdSet::new(3, 0, 0.0, "lru", Vec::new()).encode(),
+                ColdSet::new(CfId::DEFAULT, 5000, 2.5e6, "rsf", keys).encode(),
+                ColdSet::new(CfId::new(3), 0, 0.0, "lru", Vec::new()).encode(),
             ]
         }
         _ => Vec::new(),
@@ -362,7 +364,7 @@ pub(super) fn table_properties_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
         range_dels: None,
     };
     let cf = TableProperties {
-        column_family: Some((7, "logs".into())),
+        column_family: Some((CfId::new(7), "logs".into())),
         ..p.clone()
     };
     let dels = TableProperties {
@@ -376,7 +378,7 @@ pub(super) fn table_properties_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
 pub(super) fn access_trace_seeds() -> Vec<Vec<u8>> {
     use crate::access::{TraceHeader, TraceRow, TransferRow};
     let h = TraceHeader {
-        cf_id: 3,
+        cf_id: CfId::new(3),
         key_offset: 2,
         range_width: 10,
         slot_ms: 1000,
@@ -408,7 +410,7 @@ pub(super) fn record_trace_seeds() -> Vec<Vec<u8>> {
         encode, tag_time, RecordEntry, RecordTraceHeader, FLAG_INSERT_SEEN,
     };
     let h = RecordTraceHeader {
-        cf_id: 1,
+        cf_id: CfId::new(1),
         sample_rate: 1.0,
         day_ms: 1000,
         start_ms: 0,

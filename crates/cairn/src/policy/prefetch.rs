@@ -52,6 +52,7 @@ use super::staging::Staging;
 use crate::access::key_number;
 use crate::cache::{BlockCache, BlockKey, CacheValue, Priority, Staged};
 use crate::clock::EngineClock;
+use crate::ids::CfId;
 use crate::table::{Block, BlockHandle, BlockSink};
 use crate::types::user_key;
 
@@ -514,7 +515,7 @@ pub(crate) struct Prefetcher {
     /// Whether invalidation misses are counted (Leaper's policies always count: eq. 3's
     /// beta is fitted from them).
     metric: bool,
-    sources: RwLock<HashMap<u32, Arc<dyn HotRangeSource>>>,
+    sources: RwLock<HashMap<CfId, Arc<dyn HotRangeSource>>>,
     counters: Arc<Counters>,
     events: Mutex<EventLog>,
     fits: Mutex<Fits>,
@@ -539,9 +540,9 @@ impl Prefetcher {
                 policy,
                 PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_)
             );
-        let mut sources: HashMap<u32, Arc<dyn HotRangeSource>> = HashMap::new();
+        let mut sources: HashMap<CfId, Arc<dyn HotRangeSource>> = HashMap::new();
         if let PrefetchPolicy::Oracle(src) = &policy {
-            sources.insert(0, src.clone());
+            sources.insert(CfId::DEFAULT, src.clone());
         }
         Prefetcher {
             policy,
@@ -568,7 +569,7 @@ impl Prefetcher {
     }
 
     /// Installs (or replaces) the hot-range source of a column family.
-    pub(crate) fn set_source(&self, cf: u32, src: Arc<dyn HotRangeSource>) {
+    pub(crate) fn set_source(&self, cf: CfId, src: Arc<dyn HotRangeSource>) {
         if let Some(old) = self.sources.write().insert(cf, src) {
             let (ranges, nanos) = old.inference_cost();
             self.counters.retired_evals.fetch_add(ranges, Relaxed);
@@ -581,7 +582,7 @@ impl Prefetcher {
         self.counters.model_errors.fetch_add(1, Relaxed);
     }
 
-    fn source(&self, cf: u32) -> Option<Arc<dyn HotRangeSource>> {
+    fn source(&self, cf: CfId) -> Option<Arc<dyn HotRangeSource>> {
         match self.policy {
             PrefetchPolicy::Leaper(_) if self.rolled_back.load(Relaxed) => None,
             PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
@@ -593,7 +594,7 @@ impl Prefetcher {
 
     /// The invalidation misses of a Leaper compaction of `blocks` cached input blocks
     /// that roll Leaper back (None: no guardrail for this job).
-    fn rollback_at(&self, cf: u32, blocks: u64) -> Option<u64> {
+    fn rollback_at(&self, cf: CfId, blocks: u64) -> Option<u64> {
         match &self.policy {
             PrefetchPolicy::Leaper(p) if p.rollback_share > 0.0 && self.source(cf).is_some() => {
                 let at = (p.rollback_share * blocks as f64).ceil() as u64;
@@ -690,7 +691,7 @@ impl Prefetcher {
 
     /// A warmer for a flush of `cf` whose keys lie in `keys` (smallest and largest user
     /// key), if the policy warms flushed blocks.
-    pub(crate) fn flush_warmer(&self, cf: u32, keys: KeySpan<'_>) -> Option<Arc<Warmer>> {
+    pub(crate) fn flush_warmer(&self, cf: CfId, keys: KeySpan<'_>) -> Option<Arc<Warmer>> {
         let warm = match &self.policy {
             PrefetchPolicy::WarmFlush | PrefetchPolicy::WarmAll => Warm::All,
             PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
@@ -759,7 +760,7 @@ impl Prefetcher {
     /// starts.
     pub(crate) fn compaction_begin(
         &self,
-        cf: u32,
+        cf: CfId,
         inputs: &[(u64, u64)],
         keys: KeySpan<'_>,
     ) -> CompactionJob {
@@ -832,7 +833,7 @@ impl Prefetcher {
     /// can swap in.
     fn leaper_begin(
         &self,
-        cf: u32,
+        cf: CfId,
         input_blocks: u64,
         cached: &[(BlockKey, Arc<Block>)],
         keys: KeySpan<'_>,
@@ -1107,9 +1108,9 @@ mod tests {
         let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(1 << 20, 1));
         let policy = PrefetchPolicy::Leaper(LeaperParams::default());
         let p = Prefetcher::new(policy, cache.clone(), 4096, 60_000, true, EngineClock::Wall);
-        p.set_source(0, Arc::new(Nothing));
+        p.set_source(CfId::DEFAULT, Arc::new(Nothing));
         cache_blocks(&cache, 1);
-        let job = p.compaction_begin(0, &[(1, 40 * 4096)], ALL);
+        let job = p.compaction_begin(CfId::DEFAULT, &[(1, 40 * 4096)], ALL);
         assert_eq!(
             p.stats().evicted_blocks,
             40,
@@ -1126,14 +1127,14 @@ mod tests {
         assert_eq!(p.stats().rollbacks, 1);
         // Stopped: the next job evicts and warms nothing.
         cache_blocks(&cache, 3);
-        let job = p.compaction_begin(0, &[(3, 40 * 4096)], ALL);
+        let job = p.compaction_begin(CfId::DEFAULT, &[(3, 40 * 4096)], ALL);
         assert!(job.warmer.is_none());
         assert_eq!(p.stats().evicted_blocks, 40);
         p.compaction_end(job);
         // A model loaded again: Leaper acts again.
-        p.set_source(0, Arc::new(Nothing));
+        p.set_source(CfId::DEFAULT, Arc::new(Nothing));
         assert!(!p.stats().rolled_back);
-        let job = p.compaction_begin(0, &[(3, 40 * 4096)], ALL);
+        let job = p.compaction_begin(CfId::DEFAULT, &[(3, 40 * 4096)], ALL);
         assert!(job.warmer.is_some());
         assert_eq!(p.stats().evicted_blocks, 80);
         p.compaction_end(job);
@@ -1162,7 +1163,7 @@ mod tests {
             cache.insert(key, v, charge);
         }
         let usage = cache.usage();
-        let job = p.compaction_begin(0, &[(1, 8192)], ALL);
+        let job = p.compaction_begin(CfId::DEFAULT, &[(1, 8192)], ALL);
         let w = job.warmer.clone().expect("the oracle warms");
         // Output table 9: four blocks of the same size, scores 1, 5, 3 and none.
         let outs: [(u64, u64); 4] = [(0, 49), (150, 199), (200, 249), (400, 449)];

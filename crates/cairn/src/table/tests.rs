@@ -12,6 +12,7 @@ use super::format::{block_trailer, BlockType};
 use super::*;
 use crate::cache::{BlockCache, LruBlockCache};
 use crate::compression::Compression;
+use crate::ids::CfId;
 use crate::iter::InternalIterator;
 use crate::options::IndexPolicy;
 use crate::storage::{FileKind, StorageEnv};
@@ -1272,7 +1273,7 @@ fn build_with_dels(
     let path = fx.root.join(name);
     let f = fx.env.create(&path, FileKind::Table, 0, Some(0))?;
     let mut b = TableBuilder::new(f, TableBuildOptions::default());
-    b.set_column_family(0, "default");
+    b.set_column_family(CfId::DEFAULT, "default");
     for (k, v) in entries {
         b.add(k, v)?;
     }

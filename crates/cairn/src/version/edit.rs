@@ -2,6 +2,7 @@
 //! column family's levels; an edit is written (and synced) before it is installed.
 
 use crate::coding::{put_bytes, put_varint, Reader};
+use crate::ids::CfId;
 use crate::{Error, Result};
 
 /// The durable description of one table file.
@@ -76,7 +77,7 @@ pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CfAdded {
     /// Column family id.
-    pub id: u32,
+    pub id: CfId,
     /// Column family name.
     pub name: String,
 }
@@ -85,7 +86,7 @@ pub struct CfAdded {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeletedFile {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// File number.
@@ -97,7 +98,7 @@ pub struct DeletedFile {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AddedFile {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// Run id within the level.
@@ -110,7 +111,7 @@ pub struct AddedFile {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SealedRun {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// Run id within the level.
@@ -121,7 +122,7 @@ pub struct SealedRun {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelPolicy {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// The policy state.
@@ -132,7 +133,7 @@ pub struct LevelPolicy {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactPointer {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// User key.
@@ -155,7 +156,7 @@ pub struct VersionEdit {
     /// Column families created.
     pub cf_added: Vec<CfAdded>,
     /// Column families dropped.
-    pub cf_dropped: Vec<u32>,
+    pub cf_dropped: Vec<CfId>,
     /// Files removed.
     pub deleted: Vec<DeletedFile>,
     /// Files added.
@@ -193,7 +194,7 @@ impl VersionEdit {
     }
 
     /// The (column family, level) of every file, run, policy and cursor record.
-    pub fn places(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+    pub fn places(&self) -> impl Iterator<Item = (CfId, u32)> + '_ {
         let d = self.deleted.iter().map(|d| (d.cf, d.level));
         let a = self.added.iter().map(|a| (a.cf, a.level));
         let s = self.sealed.iter().map(|s| (s.cf, s.level));
@@ -222,16 +223,16 @@ impl VersionEdit {
         opt(&mut o, T_NEXT_RUN, self.next_run_id);
         for CfAdded { id, name } in &self.cf_added {
             o.push(T_CF_ADD);
-            put_varint(&mut o, *id as u64);
+            put_varint(&mut o, u64::from(id.get()));
             put_bytes(&mut o, name.as_bytes());
         }
         for id in &self.cf_dropped {
             o.push(T_CF_DROP);
-            put_varint(&mut o, *id as u64);
+            put_varint(&mut o, u64::from(id.get()));
         }
         for d in &self.deleted {
             o.push(T_DELETED);
-            put_varint(&mut o, d.cf as u64);
+            put_varint(&mut o, u64::from(d.cf.get()));
             put_varint(&mut o, d.level as u64);
             put_varint(&mut o, d.file_no);
         }
@@ -250,7 +251,7 @@ impl VersionEdit {
                 T_ADDED_VLOG
             };
             o.push(tag);
-            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, u64::from(cf.get()));
             put_varint(&mut o, *level as u64);
             put_varint(&mut o, *run);
             put_varint(&mut o, f.file_no);
@@ -274,7 +275,7 @@ impl VersionEdit {
         }
         for s in &self.sealed {
             o.push(T_SEALED);
-            put_varint(&mut o, s.cf as u64);
+            put_varint(&mut o, u64::from(s.cf.get()));
             put_varint(&mut o, s.level as u64);
             put_varint(&mut o, s.run);
         }
@@ -285,7 +286,7 @@ impl VersionEdit {
         } in &self.policies
         {
             o.push(T_POLICY);
-            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, u64::from(cf.get()));
             put_varint(&mut o, *level as u64);
             put_varint(&mut o, p.k as u64);
             put_varint(&mut o, p.pending_k.map_or(0, |k| k as u64 + 1));
@@ -293,7 +294,7 @@ impl VersionEdit {
         }
         for CompactPointer { cf, level, key } in &self.compact_pointers {
             o.push(T_POINTER);
-            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, u64::from(cf.get()));
             put_varint(&mut o, *level as u64);
             put_bytes(&mut o, key);
         }
@@ -328,18 +329,18 @@ impl VersionEdit {
                 T_LAST_SEQ => e.last_seq = Some(r.varint()?),
                 T_NEXT_RUN => e.next_run_id = Some(r.varint()?),
                 T_CF_ADD => {
-                    let id = r.varint32()?;
+                    let id = CfId::new(r.varint32()?);
                     let name = String::from_utf8(r.bytes()?.to_vec()).ok()?;
                     e.cf_added.push(CfAdded { id, name });
                 }
-                T_CF_DROP => e.cf_dropped.push(r.varint32()?),
+                T_CF_DROP => e.cf_dropped.push(CfId::new(r.varint32()?)),
                 T_DELETED => e.deleted.push(DeletedFile {
-                    cf: r.varint32()?,
+                    cf: CfId::new(r.varint32()?),
                     level: r.varint32()?,
                     file_no: r.varint()?,
                 }),
                 tag @ (T_ADDED | T_ADDED_VLOG | T_ADDED_DELS) => {
-                    let (cf, level, run) = (r.varint32()?, r.varint32()?, r.varint()?);
+                    let (cf, level, run) = (CfId::new(r.varint32()?), r.varint32()?, r.varint()?);
                     let mut f = FileDesc {
                         file_no: r.varint()?,
                         tier: r.varint32()?,
@@ -379,12 +380,12 @@ impl VersionEdit {
                     });
                 }
                 T_SEALED => e.sealed.push(SealedRun {
-                    cf: r.varint32()?,
+                    cf: CfId::new(r.varint32()?),
                     level: r.varint32()?,
                     run: r.varint()?,
                 }),
                 T_POLICY => {
-                    let (cf, level, k) = (r.varint32()?, r.varint32()?, r.varint32()?);
+                    let (cf, level, k) = (CfId::new(r.varint32()?), r.varint32()?, r.varint32()?);
                     let pending = r.varint32()?;
                     let draining = match r.u8()? {
                         0 => false,
@@ -403,7 +404,7 @@ impl VersionEdit {
                     });
                 }
                 T_POINTER => {
-                    let (cf, level) = (r.varint32()?, r.varint32()?);
+                    let (cf, level) = (CfId::new(r.varint32()?), r.varint32()?);
                     e.compact_pointers.push(CompactPointer {
                         cf,
                         level,
@@ -450,17 +451,17 @@ mod tests {
             last_seq: Some(1 << 40),
             next_run_id: Some(3),
             cf_added: vec![CfAdded {
-                id: 1,
+                id: CfId::new(1),
                 name: "users".into(),
             }],
-            cf_dropped: vec![4],
+            cf_dropped: vec![CfId::new(4)],
             deleted: vec![DeletedFile {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 1,
                 file_no: 12,
             }],
             added: vec![AddedFile {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 2,
                 run: 5,
                 file: FileDesc {
@@ -477,12 +478,12 @@ mod tests {
                 },
             }],
             sealed: vec![SealedRun {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 2,
                 run: 4,
             }],
             policies: vec![LevelPolicy {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 2,
                 state: PolicyState {
                     k: 3,
@@ -491,7 +492,7 @@ mod tests {
                 },
             }],
             compact_pointers: vec![CompactPointer {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 1,
                 key: b"m".to_vec(),
             }],

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::ids::CfId;
 use crate::range_del::RangeDels;
 use crate::table::Table;
 use crate::types::{is_range_bound, user_key};
@@ -32,7 +33,7 @@ pub struct FileMeta {
     /// The durable description.
     pub desc: FileDesc,
     /// The column family holding it.
-    pub cf: u32,
+    pub cf: CfId,
     obsolete: Option<Arc<ObsoleteFiles>>,
     /// Holds on the value-log files the table references (dropped with the table).
     _vlogs: Vec<Arc<crate::vlog::VlogRef>>,
@@ -52,7 +53,7 @@ impl FileMeta {
     pub fn new(desc: FileDesc, obsolete: Option<Arc<ObsoleteFiles>>) -> Self {
         FileMeta {
             desc,
-            cf: 0,
+            cf: CfId::DEFAULT,
             obsolete,
             _vlogs: Vec::new(),
             read_charge: AtomicU64::new(0),
@@ -60,7 +61,7 @@ impl FileMeta {
         }
     }
     /// Names the column family holding the file.
-    pub fn in_family(mut self, cf: u32) -> Self {
+    pub fn in_family(mut self, cf: CfId) -> Self {
         self.cf = cf;
         self
     }
@@ -273,7 +274,7 @@ impl CfVersion {
     /// fresh one via `make`.
     pub fn apply(
         &self,
-        cf: u32,
+        cf: CfId,
         edit: &VersionEdit,
         make: &dyn Fn(&FileDesc) -> Arc<FileMeta>,
     ) -> crate::Result<CfVersion> {

@@ -8,6 +8,7 @@
 //! large, and after a failed write, so a partly written record is never followed by more.
 
 use crate::filenames;
+use crate::ids::CfId;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -62,9 +63,9 @@ pub struct VersionSet {
     /// Next run id.
     pub next_run_id: u64,
     /// Column families by id.
-    pub cfs: BTreeMap<u32, CfEntry>,
+    pub cfs: BTreeMap<CfId, CfEntry>,
     /// Largest column family id added so far, dropped ones included.
-    pub max_cf_id: u32,
+    pub max_cf_id: CfId,
     /// Queue of files no version references any more.
     pub obsolete: Arc<ObsoleteFiles>,
     /// Which value-log files installed tables reference.
@@ -76,7 +77,7 @@ pub struct VersionSet {
     pub(crate) halt: Arc<crate::error::Halt>,
     /// The states such failed edits would have installed, kept so that the files they
     /// add are never queued for deletion: the manifest may name them after a restart.
-    limbo: Vec<BTreeMap<u32, CfEntry>>,
+    limbo: Vec<BTreeMap<CfId, CfEntry>>,
 }
 
 /// How a failed manifest write left the disk.
@@ -109,7 +110,7 @@ impl VersionSet {
             log_number: 0,
             next_run_id: 1,
             cfs: BTreeMap::new(),
-            max_cf_id: 0,
+            max_cf_id: CfId::DEFAULT,
             obsolete: Arc::new(ObsoleteFiles::default()),
             vlogs: Arc::new(crate::vlog::VlogRegistry::default()),
             saw_format: false,
@@ -127,7 +128,7 @@ impl VersionSet {
         let mut vs = Self::blank(env, num_levels, initial_k);
         let edit = VersionEdit {
             cf_added: vec![CfAdded {
-                id: 0,
+                id: CfId::DEFAULT,
                 name: "default".into(),
             }],
             ..Default::default()
@@ -202,7 +203,7 @@ impl VersionSet {
                 ));
             }
         }
-        if !any || !vs.cfs.contains_key(&0) || !vs.saw_format {
+        if !any || !vs.cfs.contains_key(&CfId::DEFAULT) || !vs.saw_format {
             return Err(Error::corruption(name, "manifest holds no database state"));
         }
         Ok(vs)
@@ -223,11 +224,11 @@ impl VersionSet {
     }
 
     /// The current version of a column family.
-    pub fn version(&self, cf: u32) -> Option<Arc<CfVersion>> {
+    pub fn version(&self, cf: CfId) -> Option<Arc<CfVersion>> {
         self.cfs.get(&cf).map(|e| e.version.clone())
     }
 
-    fn make_meta(&self, cf: u32) -> impl Fn(&FileDesc) -> Arc<FileMeta> + '_ {
+    fn make_meta(&self, cf: CfId) -> impl Fn(&FileDesc) -> Arc<FileMeta> + '_ {
         let o = self.obsolete.clone();
         let v = self.vlogs.clone();
         move |d: &FileDesc| {
@@ -246,7 +247,7 @@ impl VersionSet {
         Ok(())
     }
 
-    fn preview(&self, edit: &VersionEdit) -> Result<BTreeMap<u32, CfEntry>> {
+    fn preview(&self, edit: &VersionEdit) -> Result<BTreeMap<CfId, CfEntry>> {
         for d in edit.added.iter().map(|a| &a.file) {
             let problem = d.problem().or_else(|| {
                 (d.tier as usize >= self.env.num_tiers())
@@ -270,7 +271,7 @@ impl VersionSet {
         for id in &edit.cf_dropped {
             cfs.remove(id);
         }
-        let touched: std::collections::BTreeSet<u32> = edit.places().map(|(cf, _)| cf).collect();
+        let touched: std::collections::BTreeSet<CfId> = edit.places().map(|(cf, _)| cf).collect();
         for cf in touched {
             let Some(entry) = cfs.get_mut(&cf) else {
                 if edit.cf_dropped.contains(&cf) {
@@ -286,7 +287,7 @@ impl VersionSet {
         Ok(cfs)
     }
 
-    fn install(&mut self, edit: &VersionEdit, cfs: BTreeMap<u32, CfEntry>) {
+    fn install(&mut self, edit: &VersionEdit, cfs: BTreeMap<CfId, CfEntry>) {
         self.cfs = cfs;
         for CfAdded { id, name: _ } in &edit.cf_added {
             self.max_cf_id = self.max_cf_id.max(*id);
@@ -368,7 +369,7 @@ impl VersionSet {
     /// `CURRENT` at it.
     fn roll_manifest(
         &mut self,
-        next: &BTreeMap<u32, CfEntry>,
+        next: &BTreeMap<CfId, CfEntry>,
         edit: &VersionEdit,
     ) -> std::result::Result<(), Outcome> {
         // Reserve the manifest's number before describing the state.
@@ -450,7 +451,7 @@ impl VersionSet {
     }
 
     /// An edit that rebuilds `cfs` from nothing.
-    fn snapshot_edit(&self, cfs: &BTreeMap<u32, CfEntry>) -> VersionEdit {
+    fn snapshot_edit(&self, cfs: &BTreeMap<CfId, CfEntry>) -> VersionEdit {
         let mut e = VersionEdit {
             format_version: Some(super::edit::MANIFEST_FORMAT_VERSION),
             ..Default::default()
@@ -497,7 +498,7 @@ impl VersionSet {
         // The largest id ever used, though its family was dropped: recorded as added and
         // dropped at once (a form every manifest reader knows), so that no later family
         // takes it and the dropped family's WAL records are never replayed into one.
-        let live_max = cfs.keys().next_back().copied().unwrap_or(0);
+        let live_max = cfs.keys().next_back().copied().unwrap_or(CfId::DEFAULT);
         if self.max_cf_id > live_max {
             e.cf_added.push(CfAdded {
                 id: self.max_cf_id,

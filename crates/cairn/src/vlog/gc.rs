@@ -119,6 +119,7 @@ pub fn pick_table(v: &CfVersion, targets: &HashSet<u64>) -> Option<(usize, u64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::CfId;
 
     fn u(file_no: u64, total: u64, live: u64) -> VlogUsage {
         VlogUsage {
@@ -147,7 +148,7 @@ mod tests {
         };
         let edit = VersionEdit {
             added: vec![AddedFile {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 0,
                 run: 1,
                 file: desc(9, vec![(5, 30), (6, 40)]),
@@ -155,7 +156,9 @@ mod tests {
             ..Default::default()
         };
         let v = CfVersion::empty(|_| 1, 3)
-            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .apply(CfId::DEFAULT, &edit, &|d| {
+                Arc::new(FileMeta::new(d.clone(), None))
+            })
             .unwrap();
         let sizes = |no| Some(HEADER_LEN + if no == 5 { 30 } else { 80 });
         let us = usage([&v], sizes);

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use cairn::compaction::{pick, pick_free, LevelShape, Task};
 use cairn::types::{make_internal_key, ValueKind};
 use cairn::version::{CfVersion, FileDesc, FileMeta, PolicyState, VersionEdit};
-use cairn::{Compression, Db, Options, ReadOptions, Transition, WriteOptions};
+use cairn::{CfId, Compression, Db, Options, ReadOptions, Transition, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::support::key6 as dkey;
 use cairn::version::{AddedFile, CompactPointer, DeletedFile, LevelPolicy, SealedRun};
 
-const CF: u32 = 0;
+const CF: CfId = CfId::DEFAULT;
 
 fn ukey(i: u32) -> Vec<u8> {
     format!("{i:06}").into_bytes()

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use cairn::compaction::{pick, LevelShape, Task};
 use cairn::types::{make_internal_key, ValueKind};
 use cairn::version::{AddedFile, CfVersion, FileDesc, FileMeta, VersionEdit};
-use cairn::{Db, Options, WriteOptions};
+use cairn::{CfId, Db, Options, WriteOptions};
 
 use crate::support::key6 as key;
 
@@ -39,7 +39,7 @@ fn three_levels(added: Vec<(u32, u32, u64, FileDesc)>) -> (LevelShape, CfVersion
     let added = added
         .into_iter()
         .map(|(cf, level, run, file)| AddedFile {
-            cf,
+            cf: CfId::new(cf),
             level,
             run,
             file,
@@ -51,7 +51,7 @@ fn three_levels(added: Vec<(u32, u32, u64, FileDesc)>) -> (LevelShape, CfVersion
     };
     let k = |l: usize| if l == 0 { 4 } else { 1 };
     let v = CfVersion::empty(k, 3)
-        .apply(0, &edit, &|d: &FileDesc| {
+        .apply(CfId::DEFAULT, &edit, &|d: &FileDesc| {
             Arc::new(FileMeta::new(d.clone(), None))
         })
         .unwrap();

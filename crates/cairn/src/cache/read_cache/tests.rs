@@ -3,9 +3,10 @@
 
 use super::repoint::locate;
 use super::*;
+use crate::ids::CfId;
 use crate::table::{block_for_tests, BlockRange};
 
-const CF: u32 = 0;
+const CF: CfId = CfId::DEFAULT;
 
 /// AC-Key with windows of `window` lookups, ghosts free to go off after one, and the
 /// targets starting at a third of the budget each (the tests below place entries
@@ -88,7 +89,7 @@ fn first_read_is_kp_then_a_hit_promotes_to_kv() {
     assert_eq!(c.read_cache_stats().kp_bytes, (8 + POINTER_BYTES) as u64);
     // Column families do not see each other's keys.
     assert_eq!(
-        c.lookup_point(1, &key(2), 50),
+        c.lookup_point(CfId::new(1), &key(2), 50),
         PointLookup::Miss { ghost_hit: false }
     );
 }
