@@ -64,7 +64,7 @@ fn repair<'py>(
     match r.method {
         cairn::RepairMethod::Manifest(no) => {
             d.set_item("method", "manifest")?;
-            d.set_item("manifest", no)?;
+            d.set_item("manifest", no.get())?;
         }
         cairn::RepairMethod::Rebuilt => d.set_item("method", "rebuilt")?,
     }

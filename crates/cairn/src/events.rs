@@ -4,6 +4,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::table::BlockRange;
 use crate::{Error, Result};
 
@@ -11,7 +12,7 @@ use crate::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct OutputFile {
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Level it was added to.
     pub level: usize,
     /// Size in bytes.
@@ -28,7 +29,7 @@ pub struct OutputFile {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputFile {
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Level it came from.
     pub level: usize,
     /// Size in bytes.

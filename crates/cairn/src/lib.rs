@@ -66,7 +66,7 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use events::{CompactionInfo, EventListener, FlushInfo};
-pub use ids::CfId;
+pub use ids::{CfId, FileNo};
 pub use options::{
     AcKeyParams, BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy, ReadOptions,
     Transition, WalRecovery, WriteOptions,

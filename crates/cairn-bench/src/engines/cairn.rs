@@ -9,7 +9,7 @@ use crate::measure::belady::{BlockTrace, TracingCache};
 use anyhow::{anyhow, Context, Result};
 use cairn::events::{CompactionInfo, EventListener, FlushInfo};
 use cairn::policy::{PrefetchPolicy, TunerPolicy};
-use cairn::{CfId, Db, Options, ReadCachePolicy, WriteOptions};
+use cairn::{CfId, Db, FileNo, Options, ReadCachePolicy, WriteOptions};
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::Arc;
@@ -34,7 +34,7 @@ struct JobLog {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum JobKey {
     Flush(CfId, u64),
-    Compaction(CfId, usize, Vec<u64>),
+    Compaction(CfId, usize, Vec<FileNo>),
 }
 
 impl JobLog {

@@ -30,6 +30,7 @@
 
 use std::sync::Arc;
 
+use crate::ids::FileNo;
 use crate::version::{CfVersion, FileMeta, Level, PolicyState, Run};
 
 /// Parameters of the level structure.
@@ -324,8 +325,8 @@ fn bookkeeping(v: &CfVersion, shape: &LevelShape, busy: &dyn Fn(usize) -> bool) 
     None
 }
 
-fn file_numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {
-    let mut n: Vec<u64> = files.iter().map(|f| f.file_no()).collect();
+fn file_numbers(files: &[Arc<FileMeta>]) -> Vec<FileNo> {
+    let mut n: Vec<FileNo> = files.iter().map(|f| f.file_no()).collect();
     n.sort_unstable();
     n
 }
@@ -572,7 +573,7 @@ mod tests {
     /// A file of `[lo, hi]`, or of `[lo, hi)` when a range deletion sets its end.
     fn desc(file_no: u64, lo: &[u8], hi: &[u8], open_end: bool) -> FileDesc {
         FileDesc {
-            file_no,
+            file_no: FileNo::new(file_no),
             size: 1000,
             smallest: make_internal_key(lo, 5, ValueKind::Value),
             largest: if open_end {
@@ -624,11 +625,11 @@ mod tests {
             })
             .expect("files do not overlap within a run");
         let seed = v.levels[3].runs[0].files[0].clone();
-        assert_eq!(seed.file_no(), 1);
+        assert_eq!(seed.file_no(), FileNo::new(1));
         let Task::Merge { inputs, .. } = rewrite_last_level(&v, 3, &seed, &|_, _| true) else {
             panic!("a merge within the level");
         };
-        assert_eq!(file_numbers(&inputs), vec![1, 2, 3]);
+        assert_eq!(file_numbers(&inputs), [1, 2, 3].map(FileNo::new));
     }
 
     #[test]
@@ -679,7 +680,7 @@ mod tests {
         let Some(Task::Move { file, .. }) = task else {
             panic!("one file moves alone: {task:?}");
         };
-        assert_eq!(file.file_no(), 1);
+        assert_eq!(file.file_no(), FileNo::new(1));
         // The file starting at "m" is reached from one ending there inclusively.
         let task = manual(&v, 1, b"m", Some(b"m"), &shape, &|_, _| true);
         let Some(Task::Merge {
@@ -691,6 +692,9 @@ mod tests {
             panic!("a merge: {task:?}");
         };
         let nos = |fs: &[Arc<FileMeta>]| fs.iter().map(|f| f.file_no()).collect::<Vec<_>>();
-        assert_eq!((nos(&inputs), nos(&dest_inputs)), (vec![2], vec![4]));
+        assert_eq!(
+            (nos(&inputs), nos(&dest_inputs)),
+            (vec![FileNo::new(2)], vec![FileNo::new(4)])
+        );
     }
 }

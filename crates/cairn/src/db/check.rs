@@ -22,6 +22,7 @@ use super::write::wal_path;
 use crate::batch::WriteBatch;
 use crate::filenames;
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::log::{LogReader, TailState};
 use crate::options::Options;
@@ -117,8 +118,8 @@ pub(crate) struct TableScan {
 pub(crate) fn read_table_whole(
     env: &StorageEnv,
     tier: usize,
-    no: u64,
-    vlog_sizes: &mut HashMap<u64, Option<u64>>,
+    no: FileNo,
+    vlog_sizes: &mut HashMap<FileNo, Option<u64>>,
 ) -> Result<TableScan> {
     let path = table_path(env, tier, no);
     let name = path.display().to_string();
@@ -215,7 +216,7 @@ pub type CheckProgress<'a> = &'a mut dyn FnMut(&Path, usize, usize);
 /// A table the check reads, with the manifest's description when it names the table.
 struct TableTask {
     tier: usize,
-    no: u64,
+    no: FileNo,
     desc: Option<FileDesc>,
 }
 
@@ -250,8 +251,8 @@ pub(crate) fn check(path: &Path, opts: &Options, progress: CheckProgress) -> Res
 
     // What to read: from the manifest when there is one, else everything on disk.
     let mut tables: Vec<TableTask> = Vec::new();
-    let mut vlogs: Vec<u64>;
-    let mut wals: Vec<u64> = Vec::new();
+    let mut vlogs: Vec<FileNo>;
+    let mut wals: Vec<FileNo> = Vec::new();
     match &vs {
         Some(vs) => {
             let mut named = HashSet::new();
@@ -429,7 +430,7 @@ fn check_runs(cf: &str, v: &crate::version::CfVersion, r: &mut CheckReport) {
 fn check_table(
     env: &StorageEnv,
     t: &TableTask,
-    vlog_sizes: &mut HashMap<u64, Option<u64>>,
+    vlog_sizes: &mut HashMap<FileNo, Option<u64>>,
     r: &mut CheckReport,
 ) {
     let path = table_path(env, t.tier, t.no);
@@ -543,7 +544,7 @@ fn check_wal(env: &StorageEnv, path: &Path, newest: bool, r: &mut CheckReport) {
 fn check_models(
     env: &StorageEnv,
     disk: &Inventory,
-    live: &HashSet<(usize, u64)>,
+    live: &HashSet<(usize, FileNo)>,
     have_manifest: bool,
     r: &mut CheckReport,
 ) {
@@ -602,11 +603,11 @@ fn check_advisory(root: &Path, r: &mut CheckReport) {
 #[derive(Default)]
 struct Inventory {
     /// (tier, number), sorted.
-    tables: Vec<(usize, u64)>,
-    models: Vec<(usize, u64)>,
-    vlogs: Vec<u64>,
-    wals: Vec<u64>,
-    manifests: Vec<u64>,
+    tables: Vec<(usize, FileNo)>,
+    models: Vec<(usize, FileNo)>,
+    vlogs: Vec<FileNo>,
+    wals: Vec<FileNo>,
+    manifests: Vec<FileNo>,
 }
 
 impl Inventory {

@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 
 use crate::events::{CompactionInfo, EventListener, FlushInfo, OutputFile};
 use crate::ids::CfId;
+use crate::ids::FileNo;
 
 // The event log's name, and the prefix of rotated logs (the rotation time in
 // microseconds follows it).
@@ -59,7 +60,7 @@ const MAX_PENDING: usize = 10_000;
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
 enum JobKey {
     Flush(CfId, u64),
-    Compaction(CfId, u64),
+    Compaction(CfId, FileNo),
 }
 
 impl EventLog {
@@ -253,7 +254,7 @@ impl EventListener for EventLog {
     }
 
     fn on_compaction_begin(&self, i: &CompactionInfo) {
-        let first = i.inputs.first().map_or(0, |f| f.file_no);
+        let first = i.inputs.first().map_or(FileNo::new(0), |f| f.file_no);
         self.begin(JobKey::Compaction(i.cf, first));
         let bytes: u64 = i.inputs.iter().map(|f| f.size).sum();
         self.event(
@@ -270,7 +271,7 @@ impl EventListener for EventLog {
     }
 
     fn on_compaction_end(&self, i: &CompactionInfo) {
-        let first = i.inputs.first().map_or(0, |f| f.file_no);
+        let first = i.inputs.first().map_or(FileNo::new(0), |f| f.file_no);
         let micros = self.end(JobKey::Compaction(i.cf, first));
         let bytes = output_bytes(&i.outputs);
         self.event(

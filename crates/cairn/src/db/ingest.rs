@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use super::{ColumnFamily, Db, DbInner, SuperVersion};
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::storage::FileKind;
 use crate::table::{Table, TableIterator};
@@ -92,7 +93,7 @@ impl DbInner {
         let refuse = |why: &str| Err(Error::InvalidArgument(format!("{name}: {why}")));
         let file = self.env.open_read(path, FileKind::Table, 0, None, false)?;
         // The number keys nothing: the table is opened without a cache.
-        let table = Arc::new(Table::open(file, u64::MAX, None)?);
+        let table = Arc::new(Table::open(file, FileNo::new(u64::MAX), None)?);
         if table.range_dels().is_some() {
             return refuse("a table holding range deletions cannot be ingested");
         }

@@ -9,6 +9,7 @@ use super::table_cache::table_path;
 use super::{level_infos, LevelInfo};
 use crate::compaction::LevelShape;
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::options::Options;
 use crate::storage::StorageEnv;
 use crate::version::set::current_path;
@@ -19,7 +20,7 @@ use crate::{Error, Result};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableFileInfo {
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Storage tier.
     pub tier: u32,
     /// Level.
@@ -56,13 +57,13 @@ pub struct ManifestInfo {
     /// Last sequence number recorded (writes still in the WAL are not counted).
     pub last_seq: u64,
     /// Write-ahead logs numbered from this one on are replayed at open.
-    pub log_number: u64,
+    pub log_number: FileNo,
     /// Next file number.
-    pub next_file_no: u64,
+    pub next_file_no: FileNo,
     /// Column families, by id.
     pub column_families: Vec<CfInfo>,
     /// Value-log files referenced by tables.
-    pub value_logs: Vec<u64>,
+    pub value_logs: Vec<FileNo>,
 }
 
 pub(crate) fn inspect(path: &Path, opts: &Options) -> Result<ManifestInfo> {

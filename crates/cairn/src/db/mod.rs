@@ -47,6 +47,7 @@ use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, LruBlockCache, ReadCache};
 use crate::compaction::LevelShape;
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::log::LogWriter;
 use crate::lookup_steps::Step;
 use crate::memtable::Memtable;
@@ -68,8 +69,8 @@ use table_cache::TableCache;
 /// the first WAL file that may hold its entries.
 pub(crate) struct SuperVersion {
     pub(crate) mem: Arc<Memtable>,
-    pub(crate) mem_wal: u64,
-    pub(crate) imms: Vec<(Arc<Memtable>, u64)>,
+    pub(crate) mem_wal: FileNo,
+    pub(crate) imms: Vec<(Arc<Memtable>, FileNo)>,
     pub(crate) version: Arc<CfVersion>,
 }
 
@@ -132,7 +133,7 @@ pub(crate) type ExclusiveWork = Box<dyn FnOnce(&DbInner) -> Result<()> + Send>;
 
 pub(crate) struct WalState {
     pub(crate) writer: Option<LogWriter>,
-    pub(crate) number: u64,
+    pub(crate) number: FileNo,
     /// The last write failed: part or all of its record may be in the file.
     pub(crate) poisoned: bool,
     /// Where the failed write's record began.
@@ -214,7 +215,7 @@ pub(crate) struct DbInner {
     /// Separated values: reads, file sizes, counters.
     pub(crate) vlog: Arc<crate::vlog::VlogStore>,
     /// Value-log files chosen for GC: compactions move the values they read from them.
-    pub(crate) gc_targets: Mutex<std::collections::HashSet<u64>>,
+    pub(crate) gc_targets: Mutex<std::collections::HashSet<FileNo>>,
     /// The cache around flush and compaction (Leaper and its baselines).
     pub(crate) prefetch: Arc<Prefetcher>,
     /// The compaction-policy tuner (RusKey), when one is configured.

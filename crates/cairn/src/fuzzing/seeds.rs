@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::version::{AddedFile, CfAdded, CompactPointer, DeletedFile, LevelPolicy, SealedRun};
 
 /// A LightGBM text model over Leaper's 18 features: a stump on `r1` (categorical when
@@ -49,8 +50,8 @@ pub(super) fn leaper_meta(k: u32) -> LeaperMeta {
 pub(super) fn sample_edit() -> VersionEdit {
     VersionEdit {
         format_version: Some(1),
-        log_number: Some(7),
-        next_file_no: Some(99),
+        log_number: Some(FileNo::new(7)),
+        next_file_no: Some(FileNo::new(99)),
         last_seq: Some(1 << 40),
         next_run_id: Some(3),
         cf_added: vec![CfAdded {
@@ -61,14 +62,14 @@ pub(super) fn sample_edit() -> VersionEdit {
         deleted: vec![DeletedFile {
             cf: CfId::DEFAULT,
             level: 1,
-            file_no: 12,
+            file_no: FileNo::new(12),
         }],
         added: vec![AddedFile {
             cf: CfId::DEFAULT,
             level: 2,
             run: 5,
             file: FileDesc {
-                file_no: 13,
+                file_no: FileNo::new(13),
                 tier: 1,
                 size: 4096,
                 smallest: make_internal_key(b"a", 1, ValueKind::Value),
@@ -76,7 +77,7 @@ pub(super) fn sample_edit() -> VersionEdit {
                 num_entries: 10,
                 min_seq: 1,
                 max_seq: 9,
-                vlog_refs: vec![(3, 1000), (8, 20)],
+                vlog_refs: vec![(FileNo::new(3), 1000), (FileNo::new(8), 20)],
                 range_dels: 3,
             },
         }],
@@ -202,7 +203,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             sample_edit().encode(),
             VersionEdit {
                 format_version: Some(1),
-                next_file_no: Some(2),
+                next_file_no: Some(FileNo::new(2)),
                 cf_added: vec![CfAdded {
                     id: CfId::DEFAULT,
                     name: "default".into(),
@@ -224,13 +225,13 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         }
         "value_pointer" => vec![
             ValuePointer {
-                file_no: 7,
+                file_no: FileNo::new(7),
                 offset: 12345,
                 len: 300,
             }
             .encode(),
             ValuePointer {
-                file_no: u64::MAX,
+                file_no: FileNo::new(u64::MAX),
                 offset: 12,
                 len: u32::MAX,
             }
@@ -326,7 +327,7 @@ pub(super) fn compressed_block_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
 pub(super) fn index_block_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
     let bytes = build_table(small, seed_table_opts(128, 0.0));
     let file = scratch_files(&bytes, 1).pop().expect("one file");
-    let t = Table::open(file, 1, None).expect("open seed table");
+    let t = Table::open(file, FileNo::new(1), None).expect("open seed table");
     let idx = t.index().expect("a pinned index");
     let list: Vec<IndexEntry> = (0..idx.num_blocks())
         .map(|i| idx.block(i).clone())

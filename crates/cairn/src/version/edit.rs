@@ -3,13 +3,14 @@
 
 use crate::coding::{put_bytes, put_varint, Reader};
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::{Error, Result};
 
 /// The durable description of one table file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileDesc {
     /// File number (names the file).
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Tier (directory) holding the file.
     pub tier: u32,
     /// Size in bytes.
@@ -26,7 +27,7 @@ pub struct FileDesc {
     pub max_seq: u64,
     /// Value-log files the table's pointers reference: (file number, bytes of the records
     /// referenced), ascending by file number. Empty without key-value separation.
-    pub vlog_refs: Vec<(u64, u64)>,
+    pub vlog_refs: Vec<(FileNo, u64)>,
     /// Range tombstones the table holds (readers gather them without opening the tables
     /// that hold none).
     pub range_dels: u64,
@@ -90,7 +91,7 @@ pub struct DeletedFile {
     /// Level (0 is the newest).
     pub level: u32,
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
 }
 
 /// A table file added to a run of a level. A run id not present in the level creates a
@@ -146,9 +147,9 @@ pub struct VersionEdit {
     /// Format version of the manifest (set in the first record of every manifest).
     pub format_version: Option<u32>,
     /// WAL files below this number are no longer needed.
-    pub log_number: Option<u64>,
+    pub log_number: Option<FileNo>,
     /// Next file number to allocate.
-    pub next_file_no: Option<u64>,
+    pub next_file_no: Option<FileNo>,
     /// Last sequence number durable in tables.
     pub last_seq: Option<u64>,
     /// Next run id to allocate.
@@ -217,8 +218,8 @@ impl VersionEdit {
                 put_varint(o, v);
             }
         };
-        opt(&mut o, T_LOG, self.log_number);
-        opt(&mut o, T_NEXT_FILE, self.next_file_no);
+        opt(&mut o, T_LOG, self.log_number.map(FileNo::get));
+        opt(&mut o, T_NEXT_FILE, self.next_file_no.map(FileNo::get));
         opt(&mut o, T_LAST_SEQ, self.last_seq);
         opt(&mut o, T_NEXT_RUN, self.next_run_id);
         for CfAdded { id, name } in &self.cf_added {
@@ -234,7 +235,7 @@ impl VersionEdit {
             o.push(T_DELETED);
             put_varint(&mut o, u64::from(d.cf.get()));
             put_varint(&mut o, d.level as u64);
-            put_varint(&mut o, d.file_no);
+            put_varint(&mut o, d.file_no.get());
         }
         for AddedFile {
             cf,
@@ -254,7 +255,7 @@ impl VersionEdit {
             put_varint(&mut o, u64::from(cf.get()));
             put_varint(&mut o, *level as u64);
             put_varint(&mut o, *run);
-            put_varint(&mut o, f.file_no);
+            put_varint(&mut o, f.file_no.get());
             put_varint(&mut o, f.tier as u64);
             put_varint(&mut o, f.size);
             put_bytes(&mut o, &f.smallest);
@@ -265,7 +266,7 @@ impl VersionEdit {
             if tag != T_ADDED {
                 put_varint(&mut o, f.vlog_refs.len() as u64);
                 for &(no, bytes) in &f.vlog_refs {
-                    put_varint(&mut o, no);
+                    put_varint(&mut o, no.get());
                     put_varint(&mut o, bytes);
                 }
             }
@@ -324,8 +325,8 @@ impl VersionEdit {
         while !r.is_empty() {
             match r.u8()? {
                 T_FORMAT => e.format_version = Some(r.varint32()?),
-                T_LOG => e.log_number = Some(r.varint()?),
-                T_NEXT_FILE => e.next_file_no = Some(r.varint()?),
+                T_LOG => e.log_number = Some(FileNo::new(r.varint()?)),
+                T_NEXT_FILE => e.next_file_no = Some(FileNo::new(r.varint()?)),
                 T_LAST_SEQ => e.last_seq = Some(r.varint()?),
                 T_NEXT_RUN => e.next_run_id = Some(r.varint()?),
                 T_CF_ADD => {
@@ -337,12 +338,12 @@ impl VersionEdit {
                 T_DELETED => e.deleted.push(DeletedFile {
                     cf: CfId::new(r.varint32()?),
                     level: r.varint32()?,
-                    file_no: r.varint()?,
+                    file_no: FileNo::new(r.varint()?),
                 }),
                 tag @ (T_ADDED | T_ADDED_VLOG | T_ADDED_DELS) => {
                     let (cf, level, run) = (CfId::new(r.varint32()?), r.varint32()?, r.varint()?);
                     let mut f = FileDesc {
-                        file_no: r.varint()?,
+                        file_no: FileNo::new(r.varint()?),
                         tier: r.varint32()?,
                         size: r.varint()?,
                         smallest: r.bytes()?.to_vec(),
@@ -359,7 +360,7 @@ impl VersionEdit {
                             return None;
                         }
                         for _ in 0..n {
-                            f.vlog_refs.push((r.varint()?, r.varint()?));
+                            f.vlog_refs.push((FileNo::new(r.varint()?), r.varint()?));
                         }
                         // Ascending and distinct, as written: one encoding per state.
                         if f.vlog_refs.windows(2).any(|w| w[0].0 >= w[1].0) {
@@ -446,8 +447,8 @@ mod tests {
     fn round_trip() {
         let e = VersionEdit {
             format_version: Some(1),
-            log_number: Some(7),
-            next_file_no: Some(99),
+            log_number: Some(FileNo::new(7)),
+            next_file_no: Some(FileNo::new(99)),
             last_seq: Some(1 << 40),
             next_run_id: Some(3),
             cf_added: vec![CfAdded {
@@ -458,14 +459,14 @@ mod tests {
             deleted: vec![DeletedFile {
                 cf: CfId::DEFAULT,
                 level: 1,
-                file_no: 12,
+                file_no: FileNo::new(12),
             }],
             added: vec![AddedFile {
                 cf: CfId::DEFAULT,
                 level: 2,
                 run: 5,
                 file: FileDesc {
-                    file_no: 13,
+                    file_no: FileNo::new(13),
                     tier: 1,
                     size: 4096,
                     smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
@@ -473,7 +474,7 @@ mod tests {
                     num_entries: 10,
                     min_seq: 1,
                     max_seq: 9,
-                    vlog_refs: vec![(3, 1000), (8, 20)],
+                    vlog_refs: vec![(FileNo::new(3), 1000), (FileNo::new(8), 20)],
                     range_dels: 0,
                 },
             }],

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::range_del::RangeDels;
 use crate::table::Table;
 use crate::types::{is_range_bound, user_key};
@@ -76,7 +77,7 @@ impl FileMeta {
         self
     }
     /// File number.
-    pub fn file_no(&self) -> u64 {
+    pub fn file_no(&self) -> FileNo {
         self.desc.file_no
     }
     /// Size in bytes.
@@ -257,7 +258,7 @@ impl CfVersion {
     }
 
     /// Every file number referenced.
-    pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+    pub fn file_numbers(&self) -> impl Iterator<Item = FileNo> + '_ {
         self.levels
             .iter()
             .flat_map(|l| l.runs.iter())
@@ -281,7 +282,7 @@ impl CfVersion {
         let mut v = self.clone();
         v.range_dels = OnceLock::new();
         let bad = |m: String| Err(Error::corruption("manifest", m));
-        let mut removed: HashMap<u64, Arc<FileMeta>> = HashMap::new();
+        let mut removed: HashMap<FileNo, Arc<FileMeta>> = HashMap::new();
         for &DeletedFile {
             cf: c,
             level,

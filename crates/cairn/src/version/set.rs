@@ -9,6 +9,7 @@
 
 use crate::filenames;
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -25,15 +26,15 @@ const MAX_MANIFEST_BYTES: u64 = 32 << 20;
 /// File numbers whose last version went away, waiting to be deleted.
 #[derive(Debug, Default)]
 pub struct ObsoleteFiles {
-    files: Mutex<Vec<(u64, u32)>>,
+    files: Mutex<Vec<(FileNo, u32)>>,
 }
 
 impl ObsoleteFiles {
-    pub(crate) fn push(&self, file_no: u64, tier: u32) {
+    pub(crate) fn push(&self, file_no: FileNo, tier: u32) {
         self.files.lock().push((file_no, tier));
     }
     /// Takes the queued (file number, tier) pairs.
-    pub fn take(&self) -> Vec<(u64, u32)> {
+    pub fn take(&self) -> Vec<(FileNo, u32)> {
         std::mem::take(&mut *self.files.lock())
     }
 }
@@ -51,15 +52,15 @@ pub struct CfEntry {
 pub struct VersionSet {
     env: StorageEnv,
     manifest: Option<LogWriter>,
-    manifest_no: u64,
+    manifest_no: FileNo,
     num_levels: usize,
     initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
     /// Next file number to hand out.
-    pub next_file_no: u64,
+    pub next_file_no: FileNo,
     /// Largest sequence number known durable in tables (WAL replay may raise it).
     pub last_seq: u64,
     /// WAL files below this number are obsolete.
-    pub log_number: u64,
+    pub log_number: FileNo,
     /// Next run id.
     pub next_run_id: u64,
     /// Column families by id.
@@ -102,12 +103,12 @@ impl VersionSet {
         VersionSet {
             env,
             manifest: None,
-            manifest_no: 0,
+            manifest_no: FileNo::new(0),
             num_levels,
             initial_k,
-            next_file_no: 1,
+            next_file_no: FileNo::new(1),
             last_seq: 0,
-            log_number: 0,
+            log_number: FileNo::new(0),
             next_run_id: 1,
             cfs: BTreeMap::new(),
             max_cf_id: CfId::DEFAULT,
@@ -151,8 +152,9 @@ impl VersionSet {
             .and_then(|s| s.strip_suffix('\n'))
             .filter(|s| s.starts_with(filenames::MANIFEST_PREFIX) && !s.contains('/'))
             .ok_or_else(|| Error::corruption(filenames::CURRENT, "does not name a manifest"))?;
-        let manifest_no: u64 = name[filenames::MANIFEST_PREFIX.len()..]
+        let manifest_no = name[filenames::MANIFEST_PREFIX.len()..]
             .parse()
+            .map(FileNo::new)
             .map_err(|_| Error::corruption(filenames::CURRENT, "bad manifest number"))?;
         Self::recover_manifest(env, num_levels, initial_k, manifest_no)
     }
@@ -163,7 +165,7 @@ impl VersionSet {
         env: StorageEnv,
         num_levels: usize,
         initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
-        manifest_no: u64,
+        manifest_no: FileNo,
     ) -> Result<Self> {
         let path = manifest_path(env.root(), manifest_no);
         let name = filenames::manifest(manifest_no);
@@ -210,9 +212,9 @@ impl VersionSet {
     }
 
     /// Allocates a file number.
-    pub fn new_file_no(&mut self) -> u64 {
+    pub fn new_file_no(&mut self) -> FileNo {
         let n = self.next_file_no;
-        self.next_file_no += 1;
+        self.next_file_no = n.next();
         n
     }
 
@@ -317,10 +319,10 @@ impl VersionSet {
             let e = self.halt.error().map(|e| e.to_string()).unwrap_or_default();
             return Err(Error::Closed(format!("the database stopped: {e}")));
         }
-        edit.next_file_no = Some(self.next_file_no.max(edit.next_file_no.unwrap_or(0)));
+        edit.next_file_no = Some(self.next_file_no.max(edit.next_file_no.unwrap_or_default()));
         edit.next_run_id = Some(self.next_run_id.max(edit.next_run_id.unwrap_or(0)));
         edit.last_seq = Some(self.last_seq.max(edit.last_seq.unwrap_or(0)));
-        edit.log_number = Some(self.log_number.max(edit.log_number.unwrap_or(0)));
+        edit.log_number = Some(self.log_number.max(edit.log_number.unwrap_or_default()));
         let next = self.preview(&edit)?;
         self.sync_new_entries(&edit)?;
         let needs_new = self
@@ -384,7 +386,7 @@ impl VersionSet {
                 let old = self.manifest_no;
                 self.manifest = Some(w);
                 self.manifest_no = no;
-                if old != 0 && old != no {
+                if old != FileNo::new(0) && old != no {
                     let _ = self.env.remove(&manifest_path(self.env.root(), old));
                 }
                 Ok(())
@@ -424,7 +426,7 @@ impl VersionSet {
         Ok(())
     }
 
-    fn write_new_manifest(&self, no: u64, snapshot: &VersionEdit) -> Result<LogWriter> {
+    fn write_new_manifest(&self, no: FileNo, snapshot: &VersionEdit) -> Result<LogWriter> {
         let root = self.env.root().to_path_buf();
         let path = manifest_path(&root, no);
         let f = self.env.create(&path, FileKind::Manifest, 0, None)?;
@@ -510,7 +512,7 @@ impl VersionSet {
     }
 
     /// Every live table file number with its tier.
-    pub fn live_files(&self) -> std::collections::HashSet<u64> {
+    pub fn live_files(&self) -> std::collections::HashSet<FileNo> {
         self.cfs
             .values()
             .flat_map(|e| e.version.file_numbers().collect::<Vec<_>>())
@@ -518,7 +520,7 @@ impl VersionSet {
     }
 
     /// The manifest file number in use.
-    pub fn manifest_no(&self) -> u64 {
+    pub fn manifest_no(&self) -> FileNo {
         self.manifest_no
     }
 

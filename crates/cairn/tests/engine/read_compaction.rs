@@ -15,7 +15,7 @@ use crate::support::key6 as key;
 
 fn desc(file_no: u64, lo: &str, hi: &str, size: u64) -> FileDesc {
     FileDesc {
-        file_no,
+        file_no: cairn::FileNo::new(file_no),
         tier: 0,
         size,
         smallest: make_internal_key(lo.as_bytes(), file_no, ValueKind::Value),
@@ -72,7 +72,7 @@ fn picker_merges_level0_once_seeks_outweigh_the_merge() {
         v.levels[0].runs[0].files[0].clone(),
         v.levels[0].runs[1].files[0].clone(),
     );
-    assert_eq!(newest.file_no(), 3);
+    assert_eq!(newest.file_no(), cairn::FileNo::new(3));
     // The merge reads level 0 (6 MiB) and the level-1 file it overlaps (1 MiB, not the
     // 8 MiB one beside it): worth 7 MiB / 16 KiB = 448 seeks, charged to either table.
     for _ in 0..400 {

@@ -58,6 +58,7 @@ use super::ghost::{fingerprint, GhostList, BLOCK_GHOST_BYTES, FINGERPRINT_BYTES}
 use super::{BlockCache, BlockKey, BlockReplacer, CacheStats, CacheValue};
 use crate::events::OutputFile;
 use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::options::{AcKeyParams, ReadCachePolicy};
@@ -73,7 +74,7 @@ pub const POINTER_BYTES: usize = 24;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KpPointer {
     /// Table file number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Where the data block is in the table: a hit reads it without the table's index
     /// (with `cache_index_and_filter_blocks`, that saves an index lookup, maybe a read).
     pub block: BlockHandle,
@@ -369,7 +370,7 @@ impl ReadCache {
         value: &[u8],
         seq: u64,
         m: u32,
-        file_no: u64,
+        file_no: FileNo,
         block: BlockHandle,
         value_ptr: Option<ValuePointer>,
         ghost_hit: bool,
@@ -549,7 +550,7 @@ impl BlockCache for ReadCache {
         self.state.lock().blocks.remove(key);
     }
 
-    fn erase_file(&self, file_no: u64) {
+    fn erase_file(&self, file_no: FileNo) {
         let mut st = self.state.lock();
         for k in st.blocks.keys() {
             if k.file_no == file_no {
@@ -567,7 +568,7 @@ impl BlockCache for ReadCache {
         self.capacity
     }
 
-    fn cached_data_blocks(&self, files: &HashSet<u64>) -> Vec<(BlockKey, Arc<Block>)> {
+    fn cached_data_blocks(&self, files: &HashSet<FileNo>) -> Vec<(BlockKey, Arc<Block>)> {
         let st = self.state.lock();
         st.blocks
             .keys()

@@ -5,9 +5,10 @@
 
 use super::*;
 use crate::ids::CfId;
+use crate::ids::FileNo;
 
 /// The table and block of `ukey` among freshly written tables, from their block ranges.
-pub(super) fn locate(outputs: &[OutputFile], ukey: &[u8]) -> Option<(u64, BlockHandle)> {
+pub(super) fn locate(outputs: &[OutputFile], ukey: &[u8]) -> Option<(FileNo, BlockHandle)> {
     let f = outputs
         .iter()
         .find(|o| o.smallest.as_slice() <= ukey && ukey <= o.largest.as_slice())?;
@@ -184,8 +185,8 @@ impl ReadCache {
     /// whose key is not found there are dropped. Call after the new version is installed;
     /// bumps the generation so that no read that began before leaves a pointer into an
     /// input table.
-    pub fn on_compaction(&self, cf: CfId, inputs: &[u64], outputs: &[OutputFile]) {
-        let inputs: HashSet<u64> = inputs.iter().copied().collect();
+    pub fn on_compaction(&self, cf: CfId, inputs: &[FileNo], outputs: &[OutputFile]) {
+        let inputs: HashSet<FileNo> = inputs.iter().copied().collect();
         let prefix = cf.get().to_be_bytes();
         let mut st = self.state.lock();
         // A reader that found its entry in an input table must not cache a pointer to it.
@@ -217,8 +218,8 @@ impl ReadCache {
 
     /// A collector of replacements for the cached data blocks of a compaction's input
     /// tables, to hand to the compaction's table writers; `None` if none is cached.
-    pub fn block_replacer(&self, inputs: &[u64]) -> Option<BlockReplacer> {
-        let inputs: HashSet<u64> = inputs.iter().copied().collect();
+    pub fn block_replacer(&self, inputs: &[FileNo]) -> Option<BlockReplacer> {
+        let inputs: HashSet<FileNo> = inputs.iter().copied().collect();
         let st = self.state.lock();
         let cached = st
             .blocks
