@@ -23,7 +23,7 @@ struct IssueOut<'a> {
 struct CheckOut<'a> {
     ok: bool,
     manifest: Option<&'a str>,
-    column_families: &'a [(u32, String)],
+    column_families: Vec<(u32, &'a str)>,
     tables: usize,
     entries: u64,
     value_logs: usize,
@@ -64,7 +64,11 @@ pub fn run(path: &Path, args: &OpenArgs, json: bool) -> Result<ExitCode> {
         let out = CheckOut {
             ok: r.is_ok(),
             manifest: r.manifest.as_deref(),
-            column_families: &r.column_families,
+            column_families: r
+                .column_families
+                .iter()
+                .map(|(id, name)| (id.get(), name.as_str()))
+                .collect(),
             tables: r.tables,
             entries: r.entries,
             value_logs: r.value_logs,

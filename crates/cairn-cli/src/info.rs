@@ -191,7 +191,7 @@ fn collect(path: &Path, args: &OpenArgs, opts: &Options, m: ManifestInfo) -> Res
         .column_families
         .into_iter()
         .map(|c| CfOut {
-            id: c.id,
+            id: c.id.get(),
             name: c.name,
             tables: c.tables.len(),
             bytes: c.tables.iter().map(|t| t.size).sum(),
@@ -222,8 +222,8 @@ fn collect(path: &Path, args: &OpenArgs, opts: &Options, m: ManifestInfo) -> Res
         path: path.to_path_buf(),
         manifest: m.manifest,
         last_seq: m.last_seq,
-        log_number: m.log_number,
-        next_file_no: m.next_file_no,
+        log_number: m.log_number.get(),
+        next_file_no: m.next_file_no.get(),
         column_families,
         files: kinds,
         learned,

@@ -140,7 +140,7 @@ pub fn run(
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     anyhow::ensure!(meta.is_file(), "{} is not a file", path.display());
     // The number in the name keys nothing here (no cache); 0 for a renamed file.
-    let file_no = path
+    let file_no: u64 = path
         .file_stem()
         .and_then(|s| s.to_str())
         .and_then(|s| s.parse().ok())
@@ -148,7 +148,7 @@ pub fn run(
     let env = StorageEnv::new(dir, &[], 0.0)?;
     let file = env.open_read(path, FileKind::Table, 0, None, false)?;
     let table = Arc::new(
-        Table::open(file, file_no, None)
+        Table::open(file, cairn::FileNo::new(file_no), None)
             .with_context(|| format!("{} is not a readable cairn table", path.display()))?,
     );
     let (kenc, venc) = (enc.key(), enc.value());
@@ -169,7 +169,10 @@ pub fn run(
             largest: key_out(&p.largest, kenc),
             min_seq: p.min_seq,
             max_seq: p.max_seq,
-            column_family: p.column_family.clone(),
+            column_family: p
+                .column_family
+                .as_ref()
+                .map(|(id, name)| (id.get(), name.clone())),
         },
         index: (0..index.num_blocks())
             .map(|i| {
@@ -278,7 +281,7 @@ fn read_entries(
                 Ok(vp) => (
                     None,
                     Some(PointerOut {
-                        vlog: vp.file_no,
+                        vlog: vp.file_no.get(),
                         offset: vp.offset,
                         len: vp.len,
                     }),

@@ -47,8 +47,10 @@ impl PyWriteBatch {
 impl Inner {
     /// The column-family id of `cf` (0, `default`, when left out), after checking it
     /// belongs to the database of the batch's other column families.
-    fn cf_id(&mut self, cf: Option<PyRef<'_, PyDb>>) -> PyResult<u32> {
-        let Some(view) = cf else { return Ok(0) };
+    fn cf_id(&mut self, cf: Option<PyRef<'_, PyDb>>) -> PyResult<cairn::CfId> {
+        let Some(view) = cf else {
+            return Ok(cairn::CfId::DEFAULT);
+        };
         match &self.owner {
             Some(owner) if !owner.upgrade().is_some_and(|o| o.same(&view.shared)) => {
                 return Err(InvalidArgument::new_err(

@@ -64,7 +64,7 @@ fn repair<'py>(
     match r.method {
         cairn::RepairMethod::Manifest(no) => {
             d.set_item("method", "manifest")?;
-            d.set_item("manifest", no)?;
+            d.set_item("manifest", no.get())?;
         }
         cairn::RepairMethod::Rebuilt => d.set_item("method", "rebuilt")?,
     }
@@ -76,8 +76,13 @@ fn repair<'py>(
         lost.append((p.display().to_string(), why))?;
     }
     d.set_item("lost", lost)?;
-    d.set_item("column_families", r.column_families)?;
+    d.set_item("column_families", families(r.column_families))?;
     Ok(d)
+}
+
+/// A report's column families as Python sees them: (id as a plain int, name).
+fn families(cfs: Vec<(cairn::CfId, String)>) -> Vec<(u32, String)> {
+    cfs.into_iter().map(|(id, name)| (id.get(), name)).collect()
 }
 
 /// Verifies every checksum of every file of the database at ``path`` and the manifest's
@@ -98,7 +103,7 @@ fn check<'py>(
     let d = PyDict::new(py);
     d.set_item("ok", r.is_ok())?;
     d.set_item("manifest", r.manifest)?;
-    d.set_item("column_families", r.column_families)?;
+    d.set_item("column_families", families(r.column_families))?;
     d.set_item("tables", r.tables)?;
     d.set_item("entries", r.entries)?;
     d.set_item("value_logs", r.value_logs)?;

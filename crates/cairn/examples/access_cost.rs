@@ -17,7 +17,7 @@ fn main() {
     for p in [1.0, 0.1] {
         for threads in [1usize, 2] {
             let c = Arc::new(RangeCollector::new(
-                0,
+                cairn::CfId::DEFAULT,
                 AccessOptions {
                     sample_p: p,
                     ..AccessOptions::default()
@@ -67,7 +67,7 @@ fn query_store_cost() {
     for rate in [1.0, 0.1] {
         for threads in [1usize, 2] {
             let s = Arc::new(RecordStore::new(
-                0,
+                cairn::CfId::DEFAULT,
                 RecordOptions {
                     sample_rate: rate,
                     ..RecordOptions::default()

@@ -80,7 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 _ => (IndexPolicy::Fence, &fixed_path, &mapped_env, None),
             };
             let f = e.open_read(path, FileKind::Table, 0, Some(0), false)?;
-            let no = 10 * round + name.len() as u64;
+            let no = cairn::FileNo::new(10 * round + name.len() as u64);
             let t = Table::open_with(f, no, cache, policy)?;
             for l in &lookups {
                 t.get(l, &mut ReadTrace::default())?; // warm the cache

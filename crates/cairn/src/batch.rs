@@ -7,6 +7,7 @@
 //! Operation `i` gets sequence number `first_seq + i`.
 
 use crate::coding::put_varint;
+use crate::ids::CfId;
 use crate::types::{check_key, check_value, SeqNo, MAX_KEY_SIZE, MAX_SEQ, MAX_VALUE_SIZE};
 use crate::{Error, Result};
 
@@ -14,7 +15,7 @@ use crate::{Error, Result};
 pub const BATCH_HEADER_LEN: usize = 12;
 
 /// The column family used by the operations without a `_cf` suffix.
-pub const DEFAULT_CF: u32 = 0;
+pub const DEFAULT_CF: CfId = CfId::DEFAULT;
 
 /// What a batch operation does. The discriminants are the kind bytes in the WAL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,8 +43,8 @@ impl BatchOpKind {
 /// One operation of a batch, borrowed from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchOp<'a> {
-    /// Column family id (0 is the default one).
-    pub cf: u32,
+    /// Column family id ([`CfId::DEFAULT`] is the default one).
+    pub cf: CfId,
     /// What the operation does.
     pub kind: BatchOpKind,
     /// The key (the start key of a range).
@@ -72,7 +73,7 @@ impl WriteBatch {
     }
 
     /// Sets `key` to `value` in column family `cf`.
-    pub fn put_cf(&mut self, cf: u32, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put_cf(&mut self, cf: CfId, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key)?;
         check_value(value)?;
         self.push(BatchOpKind::Put, cf, key, value)
@@ -84,7 +85,7 @@ impl WriteBatch {
     }
 
     /// Removes `key` from column family `cf`.
-    pub fn delete_cf(&mut self, cf: u32, key: &[u8]) -> Result<()> {
+    pub fn delete_cf(&mut self, cf: CfId, key: &[u8]) -> Result<()> {
         check_key(key)?;
         self.push(BatchOpKind::Delete, cf, key, &[])
     }
@@ -96,7 +97,7 @@ impl WriteBatch {
 
     /// Removes the keys in `[start, end)` from column family `cf`. `start > end` is an
     /// invalid argument; `start == end` is an empty range.
-    pub fn delete_range_cf(&mut self, cf: u32, start: &[u8], end: &[u8]) -> Result<()> {
+    pub fn delete_range_cf(&mut self, cf: CfId, start: &[u8], end: &[u8]) -> Result<()> {
         check_key(start)?;
         check_key(end)?;
         if start > end {
@@ -107,14 +108,14 @@ impl WriteBatch {
         self.push(BatchOpKind::DeleteRange, cf, start, end)
     }
 
-    fn push(&mut self, kind: BatchOpKind, cf: u32, key: &[u8], value: &[u8]) -> Result<()> {
+    fn push(&mut self, kind: BatchOpKind, cf: CfId, key: &[u8], value: &[u8]) -> Result<()> {
         let Some(count) = self.count.checked_add(1) else {
             return Err(Error::InvalidArgument(
                 "write batch holds too many operations".into(),
             ));
         };
         self.rep.push(kind as u8);
-        put_varint(&mut self.rep, cf as u64);
+        put_varint(&mut self.rep, u64::from(cf.get()));
         put_varint(&mut self.rep, key.len() as u64);
         self.rep.extend_from_slice(key);
         put_varint(&mut self.rep, value.len() as u64);
@@ -256,6 +257,7 @@ fn parse_op<'a>(buf: &mut &'a [u8]) -> Result<BatchOp<'a>, String> {
     *buf = rest;
     let kind = BatchOpKind::from_u8(kind_byte).ok_or(format!("unknown kind {kind_byte}"))?;
     let cf = u32::try_from(get_varint(buf)?).map_err(|_| "column family id too large")?;
+    let cf = CfId::new(cf);
     let key = get_slice(buf, MAX_KEY_SIZE, "key")?;
     let value_limit = match kind {
         BatchOpKind::Put => MAX_VALUE_SIZE,

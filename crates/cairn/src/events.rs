@@ -3,6 +3,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::table::BlockRange;
 use crate::{Error, Result};
 
@@ -10,7 +12,7 @@ use crate::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct OutputFile {
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Level it was added to.
     pub level: usize,
     /// Size in bytes.
@@ -27,7 +29,7 @@ pub struct OutputFile {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputFile {
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Level it came from.
     pub level: usize,
     /// Size in bytes.
@@ -38,7 +40,7 @@ pub struct InputFile {
 #[derive(Clone, Debug)]
 pub struct FlushInfo {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Column family name.
     pub cf_name: String,
     /// Memtable id.
@@ -51,7 +53,7 @@ pub struct FlushInfo {
 #[derive(Clone, Debug)]
 pub struct CompactionInfo {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Column family name.
     pub cf_name: String,
     /// Level the inputs were taken from.

@@ -4,6 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::ids::CfId;
+
+use crate::ids::FileNo;
+
 /// The lock file held while a database is open.
 pub const LOCK: &str = "LOCK";
 /// The file naming the current manifest.
@@ -45,12 +49,12 @@ const QUERY_STORE_SUFFIX: &str = ".rtr";
 pub const TMP_SUFFIX: &str = ".tmp";
 
 /// `MANIFEST-000012` for 12.
-pub fn manifest(no: u64) -> String {
-    format!("{MANIFEST_PREFIX}{no:06}")
+pub fn manifest(no: FileNo) -> String {
+    format!("{MANIFEST_PREFIX}{:06}", no.get())
 }
 
 /// What `CURRENT` holds when it names manifest `no`.
-pub fn current_contents(no: u64) -> String {
+pub fn current_contents(no: FileNo) -> String {
     format!("{}\n", manifest(no))
 }
 
@@ -60,28 +64,28 @@ pub fn options(no: u64) -> String {
 }
 
 /// `000012.log` for 12: a write-ahead log.
-pub fn wal(no: u64) -> String {
-    format!("{no:06}{WAL_SUFFIX}")
+pub fn wal(no: FileNo) -> String {
+    format!("{:06}{WAL_SUFFIX}", no.get())
 }
 
 /// `000012.sst` for 12: a table.
-pub fn table(no: u64) -> String {
-    format!("{no:06}{TABLE_SUFFIX}")
+pub fn table(no: FileNo) -> String {
+    format!("{:06}{TABLE_SUFFIX}", no.get())
 }
 
 /// `000012.plr` for 12: table 12's learned model.
-pub fn model(no: u64) -> String {
-    format!("{no:06}{MODEL_SUFFIX}")
+pub fn model(no: FileNo) -> String {
+    format!("{:06}{MODEL_SUFFIX}", no.get())
 }
 
 /// `000012.vlog` for 12: a value-log file.
-pub fn vlog(no: u64) -> String {
-    format!("{no:06}{VLOG_SUFFIX}")
+pub fn vlog(no: FileNo) -> String {
+    format!("{:06}{VLOG_SUFFIX}", no.get())
 }
 
 /// SA-LSM's query store of column family `cf`.
-pub fn query_store(cf: u32) -> String {
-    format!("{QUERY_STORE_PREFIX}{cf}{QUERY_STORE_SUFFIX}")
+pub fn query_store(cf: CfId) -> String {
+    format!("{QUERY_STORE_PREFIX}{}{QUERY_STORE_SUFFIX}", cf.get())
 }
 
 /// The number of a name `<prefix><number>`.
@@ -95,8 +99,8 @@ fn number_before(name: &str, suffix: &str) -> Option<u64> {
 }
 
 /// The number of a manifest's name.
-pub fn manifest_no(name: &str) -> Option<u64> {
-    number_after(name, MANIFEST_PREFIX)
+pub fn manifest_no(name: &str) -> Option<FileNo> {
+    number_after(name, MANIFEST_PREFIX).map(FileNo::new)
 }
 
 /// The number of an options file's name.
@@ -105,23 +109,23 @@ pub fn options_no(name: &str) -> Option<u64> {
 }
 
 /// The number of a write-ahead log's name.
-pub fn wal_no(name: &str) -> Option<u64> {
-    number_before(name, WAL_SUFFIX)
+pub fn wal_no(name: &str) -> Option<FileNo> {
+    number_before(name, WAL_SUFFIX).map(FileNo::new)
 }
 
 /// The number of a table's name.
-pub fn table_no(name: &str) -> Option<u64> {
-    number_before(name, TABLE_SUFFIX)
+pub fn table_no(name: &str) -> Option<FileNo> {
+    number_before(name, TABLE_SUFFIX).map(FileNo::new)
 }
 
 /// The number of a learned model's name (its table's).
-pub fn model_no(name: &str) -> Option<u64> {
-    number_before(name, MODEL_SUFFIX)
+pub fn model_no(name: &str) -> Option<FileNo> {
+    number_before(name, MODEL_SUFFIX).map(FileNo::new)
 }
 
 /// The number of a value-log file's name.
-pub fn vlog_no(name: &str) -> Option<u64> {
-    number_before(name, VLOG_SUFFIX)
+pub fn vlog_no(name: &str) -> Option<FileNo> {
+    number_before(name, VLOG_SUFFIX).map(FileNo::new)
 }
 
 /// Whether `name` is an options file (or its temporary).
@@ -162,17 +166,17 @@ pub fn current_path(root: &Path) -> PathBuf {
 }
 
 /// Path of manifest number `no`.
-pub fn manifest_path(root: &Path, no: u64) -> PathBuf {
+pub fn manifest_path(root: &Path, no: FileNo) -> PathBuf {
     root.join(manifest(no))
 }
 
 /// Path of write-ahead log number `no`.
-pub fn wal_path(root: &Path, no: u64) -> PathBuf {
+pub fn wal_path(root: &Path, no: FileNo) -> PathBuf {
     root.join(wal(no))
 }
 
 /// Path of value-log file `no` in the database directory.
-pub fn vlog_path(root: &Path, no: u64) -> PathBuf {
+pub fn vlog_path(root: &Path, no: FileNo) -> PathBuf {
     root.join(vlog(no))
 }
 
@@ -182,18 +186,19 @@ mod tests {
 
     #[test]
     fn names_read_back_to_their_numbers() {
-        for no in [0, 1, 12, 999_999, 1_000_000, u64::MAX] {
+        for raw in [0, 1, 12, 999_999, 1_000_000, u64::MAX] {
+            assert_eq!(options_no(&options(raw)), Some(raw));
+            let no = FileNo::new(raw);
             assert_eq!(manifest_no(&manifest(no)), Some(no));
-            assert_eq!(options_no(&options(no)), Some(no));
             assert_eq!(wal_no(&wal(no)), Some(no));
             assert_eq!(table_no(&table(no)), Some(no));
             assert_eq!(model_no(&model(no)), Some(no));
             assert_eq!(vlog_no(&vlog(no)), Some(no));
         }
-        assert_eq!(manifest(12), "MANIFEST-000012");
-        assert_eq!(manifest(1), FIRST_MANIFEST);
-        assert_eq!(table(12), "000012.sst");
-        assert_eq!(query_store(3), "QUERYSTORE-3.rtr");
+        assert_eq!(manifest(FileNo::new(12)), "MANIFEST-000012");
+        assert_eq!(manifest(FileNo::new(1)), FIRST_MANIFEST);
+        assert_eq!(table(FileNo::new(12)), "000012.sst");
+        assert_eq!(query_store(CfId::new(3)), "QUERYSTORE-3.rtr");
         assert_eq!(table_no("x.sst"), None);
         assert_eq!(wal_no("000012.sst"), None);
     }
@@ -206,6 +211,6 @@ mod tests {
         assert!(!is_event_log("LOG.old.") && !is_event_log("LOG.old.x") && !is_event_log("a.log"));
         assert!(is_query_store("QUERYSTORE-0.rtr") && is_query_store_tmp("QUERYSTORE-0.tmp"));
         assert!(!is_query_store("QUERYSTORE-0.tmp") && !is_query_store("QUERYSTORE-0.sst"));
-        assert_eq!(current_contents(7), "MANIFEST-000007\n");
+        assert_eq!(current_contents(FileNo::new(7)), "MANIFEST-000007\n");
     }
 }

@@ -32,6 +32,7 @@ pub mod events;
 pub mod filenames;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod ids;
 pub mod iter;
 pub mod key_text;
 mod latency;
@@ -65,6 +66,7 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use events::{CompactionInfo, EventListener, FlushInfo};
+pub use ids::{CfId, FileNo};
 pub use options::{
     AcKeyParams, BloomAllocation, IndexPolicy, LearnMode, Options, ReadCachePolicy, ReadOptions,
     Transition, WalRecovery, WriteOptions,

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn::{Db, Options, WriteBatch, WriteOptions};
+use cairn::{CfId, Db, Options, WriteBatch, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -417,17 +417,23 @@ fn child_main(dir: &Path) {
                     std::io::stdout().lock().write_all(line.as_bytes()).unwrap();
                     let r = if two_cfs {
                         let odd = db.cf(ODD_CF).expect("created above").id();
-                        let cf = |i: u32| if i.is_multiple_of(2) { 0 } else { odd };
+                        let cf = |i: u32| {
+                            if i.is_multiple_of(2) {
+                                CfId::DEFAULT
+                            } else {
+                                odd
+                            }
+                        };
                         let mut b = WriteBatch::new();
                         for op in &ops {
                             match *op {
                                 Op::Put(i) => b.put_cf(cf(i), &key(tid, i), &value(tid, i, ctr)),
                                 Op::Delete(i) => b.delete_cf(cf(i), &key(tid, i)),
-                                Op::DeleteRange(x, y) => {
-                                    b.delete_range_cf(0, &key(tid, x), &key(tid, y)).and_then(
-                                        |_| b.delete_range_cf(odd, &key(tid, x), &key(tid, y)),
-                                    )
-                                }
+                                Op::DeleteRange(x, y) => b
+                                    .delete_range_cf(CfId::DEFAULT, &key(tid, x), &key(tid, y))
+                                    .and_then(|_| {
+                                        b.delete_range_cf(odd, &key(tid, x), &key(tid, y))
+                                    }),
                                 Op::Ingest(..) => unreachable!("no ingest with two families"),
                             }
                             .unwrap();
@@ -635,7 +641,7 @@ fn verify(
         };
         if two_cfs {
             assert_eq!(
-                cf_id == 0,
+                cf_id == CfId::DEFAULT,
                 i.is_multiple_of(2),
                 "cycle {cycle}: {ks} found in column family {cf_id}, where it was never written"
             );

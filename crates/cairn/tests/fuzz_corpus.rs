@@ -541,7 +541,7 @@ mod regenerate {
             let f = env
                 .open_read(p, FileKind::Table, 0, Some(0), false)
                 .unwrap();
-            let t = std::sync::Arc::new(Table::open(f, 1, None).unwrap());
+            let t = std::sync::Arc::new(Table::open(f, cairn::FileNo::new(1), None).unwrap());
             let data_end = if footer.filter.size > 0 {
                 footer.filter.offset
             } else {

@@ -20,25 +20,25 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cairn::storage::FaultInjector;
-use cairn::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use cairn::{CfId, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use support::env_u64;
 
-type State = BTreeMap<(u32, Vec<u8>), Vec<u8>>;
+type State = BTreeMap<(CfId, Vec<u8>), Vec<u8>>;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Put(u32, Vec<u8>, Vec<u8>),
-    Delete(u32, Vec<u8>),
+    Put(CfId, Vec<u8>, Vec<u8>),
+    Delete(CfId, Vec<u8>),
     /// Every key of the family in `[start, end)`: one record, often over many keys.
-    DeleteRange(u32, Vec<u8>, Vec<u8>),
-    Batch(Vec<(u32, Vec<u8>, Option<Vec<u8>>)>),
+    DeleteRange(CfId, Vec<u8>, Vec<u8>),
+    Batch(Vec<(CfId, Vec<u8>, Option<Vec<u8>>)>),
 }
 
 fn apply(s: &mut State, op: &Op) {
-    let mut one = |cf: u32, k: &[u8], v: Option<&Vec<u8>>| match v {
+    let mut one = |cf: CfId, k: &[u8], v: Option<&Vec<u8>>| match v {
         Some(v) => {
             s.insert((cf, k.to_vec()), v.clone());
         }
@@ -127,7 +127,7 @@ fn contents(db: &Db) -> State {
     s
 }
 
-fn random_op(rng: &mut SmallRng, n: usize, cfs: &[u32; 2]) -> Op {
+fn random_op(rng: &mut SmallRng, n: usize, cfs: &[CfId; 2]) -> Op {
     let key = |rng: &mut SmallRng| format!("k{:03}", rng.random_range(0..150)).into_bytes();
     let value = |rng: &mut SmallRng| {
         let len = rng.random_range(4..120);
@@ -194,7 +194,7 @@ fn cycle(dir: &Path, variant: usize, seed: u64, base: &State) -> (State, bool) {
     if db.cf("b").is_none() {
         db.create_cf("b").unwrap();
     }
-    let cfs = [0, db.cf("b").unwrap().id()];
+    let cfs = [CfId::DEFAULT, db.cf("b").unwrap().id()];
     faults.cut_power_after(rng.random_range(1..2500));
     let mut acked: Vec<(Op, bool)> = Vec::new();
     // Writes before this index are durable: a synced write or a finished flush made them.
@@ -250,7 +250,9 @@ fn cycle(dir: &Path, variant: usize, seed: u64, base: &State) -> (State, bool) {
     let found = contents(&db);
     // Point reads (through the learned index where models survived) agree with the scan.
     for ((cf, key), value) in &found {
-        let cf = db.cf(if *cf == 0 { "default" } else { "b" }).unwrap();
+        let cf = db
+            .cf(if *cf == CfId::DEFAULT { "default" } else { "b" })
+            .unwrap();
         assert_eq!(
             db.get_cf(&cf, key).unwrap().as_ref(),
             Some(value),
@@ -349,7 +351,7 @@ fn injected_io_errors_are_errors_and_lose_nothing_acknowledged() {
                 )
                 .unwrap();
                 db.create_cf("b").unwrap();
-                let cfs = [0, db.cf("b").unwrap().id()];
+                let cfs = [CfId::DEFAULT, db.cf("b").unwrap().id()];
                 faults.fail_nth(op, nth, err);
                 let mut rng = SmallRng::seed_from_u64(seed);
                 let mut state = State::new();
@@ -441,7 +443,7 @@ fn background_io_errors_are_retried_or_stop_writes() {
                     )
                     .unwrap();
                     db.create_cf("b").unwrap();
-                    let cfs = [0, db.cf("b").unwrap().id()];
+                    let cfs = [CfId::DEFAULT, db.cf("b").unwrap().id()];
                     // On tables only: flushes and compactions write and read them, in
                     // their own threads. A persistent fault fails every later call too.
                     let times = if persistent { 5000 } else { 1 };

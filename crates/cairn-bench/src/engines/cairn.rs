@@ -9,7 +9,7 @@ use crate::measure::belady::{BlockTrace, TracingCache};
 use anyhow::{anyhow, Context, Result};
 use cairn::events::{CompactionInfo, EventListener, FlushInfo};
 use cairn::policy::{PrefetchPolicy, TunerPolicy};
-use cairn::{Db, Options, ReadCachePolicy, WriteOptions};
+use cairn::{CfId, Db, FileNo, Options, ReadCachePolicy, WriteOptions};
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::Arc;
@@ -33,8 +33,8 @@ struct JobLog {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum JobKey {
-    Flush(u32, u64),
-    Compaction(u32, usize, Vec<u64>),
+    Flush(CfId, u64),
+    Compaction(CfId, usize, Vec<FileNo>),
 }
 
 impl JobLog {

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use cairn::cache::{BlockCache, BlockKey, CacheStats, CacheValue, Priority, Staged, SwapOutcome};
 use cairn::table::Block;
+use cairn::FileNo;
 use parking_lot::Mutex;
 
 /// The lookups of a run's measured phase.
@@ -49,7 +50,7 @@ impl BlockTrace {
         let new: HashSet<u32> = lookups
             .iter()
             .zip(&ids)
-            .filter(|(k, _)| k.file_no > old)
+            .filter(|(k, _)| k.file_no.get() > old)
             .map(|(_, &i)| i)
             .collect();
         Some(BeladyBounds {
@@ -95,7 +96,7 @@ impl BlockCache for TracingCache {
         if t.recording.load(Relaxed) {
             t.lookups.lock().push(*key);
         } else {
-            t.old_files_up_to.fetch_max(key.file_no, Relaxed);
+            t.old_files_up_to.fetch_max(key.file_no.get(), Relaxed);
         }
         self.inner.lookup(key)
     }
@@ -110,7 +111,7 @@ impl BlockCache for TracingCache {
         self.inner.insert_with(key, value, charge, priority)
     }
 
-    fn swap_in(&self, files: &HashSet<u64>, staged: Vec<Staged>) -> SwapOutcome {
+    fn swap_in(&self, files: &HashSet<FileNo>, staged: Vec<Staged>) -> SwapOutcome {
         self.inner.swap_in(files, staged)
     }
 
@@ -118,7 +119,7 @@ impl BlockCache for TracingCache {
         self.inner.erase(key)
     }
 
-    fn erase_file(&self, file_no: u64) {
+    fn erase_file(&self, file_no: FileNo) {
         self.inner.erase_file(file_no)
     }
 
@@ -134,7 +135,7 @@ impl BlockCache for TracingCache {
         self.inner.stats()
     }
 
-    fn cached_data_blocks(&self, files: &HashSet<u64>) -> Vec<(BlockKey, Arc<Block>)> {
+    fn cached_data_blocks(&self, files: &HashSet<FileNo>) -> Vec<(BlockKey, Arc<Block>)> {
         self.inner.cached_data_blocks(files)
     }
 }
@@ -145,7 +146,7 @@ fn dense_ids(keys: &[BlockKey]) -> Vec<u32> {
     keys.iter()
         .map(|k| {
             let n = ids.len() as u32;
-            *ids.entry((k.file_no, k.offset)).or_insert(n)
+            *ids.entry((k.file_no.get(), k.offset)).or_insert(n)
         })
         .collect()
 }
@@ -272,7 +273,10 @@ mod tests {
         let inner: Arc<dyn BlockCache> = Arc::new(cairn::cache::LruBlockCache::new(1 << 20, 1));
         let trace = Arc::new(BlockTrace::default());
         let c = TracingCache::new(inner, trace.clone());
-        let key = |file_no, offset| BlockKey { file_no, offset };
+        let key = |file_no, offset| BlockKey {
+            file_no: FileNo::new(file_no),
+            offset,
+        };
         // One data block of 4,000 bytes went in (the mean charge); file 3 is read before.
         trace.inserted.fetch_add(1, Relaxed);
         trace.inserted_bytes.fetch_add(4000, Relaxed);

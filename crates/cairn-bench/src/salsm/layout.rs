@@ -39,7 +39,10 @@ pub fn tier_keys(dir: &Path) -> Result<TierKeys> {
             .unwrap_or(0);
         let f = env.open_read(&p, FileKind::Table, 0, None, false)?;
         out.bytes += f.size();
-        let t = Arc::new(Table::open(f, no, None).with_context(|| format!("{}", p.display()))?);
+        let t = Arc::new(
+            Table::open(f, cairn::FileNo::new(no), None)
+                .with_context(|| format!("{}", p.display()))?,
+        );
         let mut it = t.iter();
         it.seek_to_first();
         while it.valid() {

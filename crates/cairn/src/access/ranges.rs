@@ -29,6 +29,7 @@ use parking_lot::{Mutex, RwLock};
 use super::clock::Clock;
 use super::trace::{TraceHeader, TraceRow, TransferRow};
 use super::AccessOptions;
+use crate::ids::CfId;
 
 /// Slots a range remembers: the 6 of the features, the current one and one being folded.
 pub const RING: usize = 8;
@@ -192,7 +193,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Per-range access counters of one column family.
 pub struct RangeCollector {
     id: u64,
-    cf_id: u32,
+    cf_id: CfId,
     opts: AccessOptions,
     clock: Arc<dyn Clock>,
     start_ms: u64,
@@ -219,7 +220,7 @@ impl std::fmt::Debug for RangeCollector {
 
 impl RangeCollector {
     /// A collector for column family `cf_id`; slot 0 starts now.
-    pub fn new(cf_id: u32, opts: AccessOptions) -> Self {
+    pub fn new(cf_id: CfId, opts: AccessOptions) -> Self {
         let clock = opts.clock.clone();
         let start_ms = clock.now_ms();
         let p = opts.sample_p.clamp(0.0, 1.0);

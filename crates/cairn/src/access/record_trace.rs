@@ -11,6 +11,7 @@
 
 use std::path::Path;
 
+use crate::ids::CfId;
 use crate::storage::{FileKind, StorageEnv};
 use crate::{Error, Result};
 
@@ -55,7 +56,7 @@ pub const FLAG_DELETED: u32 = 4;
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordTraceHeader {
     /// Column family id.
-    pub cf_id: u32,
+    pub cf_id: CfId,
     /// Share of records tracked.
     pub sample_rate: f64,
     /// Length of a day in milliseconds.
@@ -99,7 +100,7 @@ pub fn encode(h: &RecordTraceHeader, records: &[RecordEntry]) -> Vec<u8> {
         .sum();
     let mut b = Vec::with_capacity(HEADER_LEN + body + 4);
     b.extend_from_slice(RECORD_TRACE_MAGIC);
-    for v in [RECORD_TRACE_VERSION, h.cf_id] {
+    for v in [RECORD_TRACE_VERSION, h.cf_id.get()] {
         b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(&h.sample_rate.to_le_bytes());
@@ -182,7 +183,7 @@ pub fn decode(b: &[u8], file: &str) -> Result<(RecordTraceHeader, Vec<RecordEntr
             supported: RECORD_TRACE_VERSION,
         });
     }
-    let cf_id = c.u32().ok_or_else(short)?;
+    let cf_id = CfId::new(c.u32().ok_or_else(short)?);
     let sample_rate = f64::from_bits(c.u64().ok_or_else(short)?);
     let (day_ms, start_ms, end_ms) = (
         c.u64().ok_or_else(short)?,
@@ -295,7 +296,7 @@ mod tests {
 
     fn sample() -> (RecordTraceHeader, Vec<RecordEntry>) {
         let h = RecordTraceHeader {
-            cf_id: 2,
+            cf_id: CfId::new(2),
             sample_rate: 0.5,
             day_ms: 86_400_000,
             start_ms: 1000,

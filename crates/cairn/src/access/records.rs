@@ -18,6 +18,7 @@ use super::record_trace::{
     tag_time, time_ms, RecordEntry, RecordTraceHeader, FLAG_DELETED, FLAG_INSERT_SEEN,
     FLAG_TRUNCATED,
 };
+use crate::ids::CfId;
 use crate::{Error, Result};
 
 const SHARDS: usize = 64;
@@ -88,7 +89,7 @@ struct Record {
 
 /// The query store of one column family.
 pub struct RecordStore {
-    cf_id: u32,
+    cf_id: CfId,
     opts: RecordOptions,
     threshold: u64,
     start_ms: AtomicU64,
@@ -111,7 +112,7 @@ impl std::fmt::Debug for RecordStore {
 
 impl RecordStore {
     /// An empty store whose window starts now.
-    pub fn new(cf_id: u32, opts: RecordOptions) -> Self {
+    pub fn new(cf_id: CfId, opts: RecordOptions) -> Self {
         let threshold = if opts.sample_rate >= 1.0 {
             u64::MAX
         } else {
@@ -134,7 +135,7 @@ impl RecordStore {
     /// A store resuming a persisted trace (its window start, counts and records); records
     /// the current options would not sample are left out.
     pub fn resume(
-        cf_id: u32,
+        cf_id: CfId,
         opts: RecordOptions,
         h: &RecordTraceHeader,
         records: Vec<RecordEntry>,
@@ -324,7 +325,7 @@ mod tests {
 
     fn store(clock: &ManualClock, max_times: usize) -> RecordStore {
         RecordStore::new(
-            7,
+            CfId::new(7),
             RecordOptions {
                 max_times,
                 max_days: 2,
@@ -349,7 +350,7 @@ mod tests {
         s.record_scan();
         let (h, r) = s.snapshot();
         assert_eq!((h.point_reads, h.writes, h.scans), (3, 2, 1));
-        assert_eq!((h.start_ms, h.end_ms, h.cf_id), (500, 2100, 7));
+        assert_eq!((h.start_ms, h.end_ms, h.cf_id), (500, 2100, CfId::new(7)));
         assert_eq!(r.len(), 2);
         let k = &r[0];
         assert_eq!(k.key, b"k");
@@ -392,7 +393,7 @@ mod tests {
         assert_eq!(h.point_reads, 0);
         assert_eq!(r[0].days, vec![(0, 1, 5)]);
         // The tags survive a resume.
-        let again = RecordStore::resume(7, s.options().clone(), &h, r.clone());
+        let again = RecordStore::resume(CfId::new(7), s.options().clone(), &h, r.clone());
         assert_eq!(again.snapshot().1[0].times, want);
     }
 
@@ -404,7 +405,7 @@ mod tests {
             clock: Arc::new(clock.clone()),
             ..RecordOptions::default()
         };
-        let s = RecordStore::new(1, opts.clone());
+        let s = RecordStore::new(CfId::new(1), opts.clone());
         for i in 0..4000u32 {
             s.record_write(&i.to_be_bytes(), false, None);
             s.record_read(&i.to_be_bytes());
@@ -415,7 +416,7 @@ mod tests {
         // Every tracked record has both of its accesses: a record is in or out whole.
         assert!(r.iter().all(|e| e.times.len() == 2));
         clock.advance(10);
-        let resumed = RecordStore::resume(1, opts, &h, r.clone());
+        let resumed = RecordStore::resume(CfId::new(1), opts, &h, r.clone());
         let (h2, r2) = resumed.snapshot();
         assert_eq!(r2, r);
         assert_eq!((h2.start_ms, h2.point_reads, h2.end_ms), (0, 4000, 10));
@@ -425,7 +426,7 @@ mod tests {
     fn full_store_refuses_new_records() {
         let clock = ManualClock::new(0);
         let s = RecordStore::new(
-            0,
+            CfId::DEFAULT,
             RecordOptions {
                 max_records: 2,
                 clock: Arc::new(clock),

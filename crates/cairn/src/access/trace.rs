@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::ids::CfId;
 use crate::storage::{FileKind, StorageEnv};
 use crate::{Error, Result};
 
@@ -18,7 +19,7 @@ const ROW_LEN: usize = 24;
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceHeader {
     /// Column family id.
-    pub cf_id: u32,
+    pub cf_id: CfId,
     /// Bytes skipped before a key's 8 bytes.
     pub key_offset: u32,
     /// Key numbers per range (A0).
@@ -59,7 +60,7 @@ pub struct TransferRow {
 pub fn encode(h: &TraceHeader, rows: &[TraceRow], transfers: &[TransferRow]) -> Vec<u8> {
     let mut b = Vec::with_capacity(HEADER_LEN + (rows.len() + transfers.len()) * ROW_LEN + 4);
     b.extend_from_slice(TRACE_MAGIC);
-    for v in [TRACE_VERSION, h.cf_id, h.key_offset, 0] {
+    for v in [TRACE_VERSION, h.cf_id.get(), h.key_offset, 0] {
         b.extend_from_slice(&v.to_le_bytes());
     }
     for v in [h.range_width, h.slot_ms] {
@@ -116,7 +117,7 @@ pub fn decode(b: &[u8], file: &str) -> Result<(TraceHeader, Vec<TraceRow>, Vec<T
         });
     }
     let h = TraceHeader {
-        cf_id: u32_at(b, 12),
+        cf_id: CfId::new(u32_at(b, 12)),
         key_offset: u32_at(b, 16),
         range_width: u64_at(b, 24),
         slot_ms: u64_at(b, 32),
@@ -184,7 +185,7 @@ mod tests {
 
     fn sample() -> (TraceHeader, Vec<TraceRow>, Vec<TransferRow>) {
         let h = TraceHeader {
-            cf_id: 3,
+            cf_id: CfId::new(3),
             key_offset: 2,
             range_width: 10,
             slot_ms: 1000,

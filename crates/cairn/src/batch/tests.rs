@@ -2,9 +2,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::*;
+use crate::ids::CfId;
 
 /// An owned operation, for the model.
-type Op = (u32, BatchOpKind, Vec<u8>, Vec<u8>);
+type Op = (CfId, BatchOpKind, Vec<u8>, Vec<u8>);
 
 fn random_bytes(rng: &mut SmallRng, max: usize) -> Vec<u8> {
     let len = if rng.random_bool(0.2) {
@@ -19,12 +20,12 @@ fn random_batch(rng: &mut SmallRng, n: usize) -> (WriteBatch, Vec<Op>) {
     let mut b = WriteBatch::new();
     let mut ops = Vec::new();
     for _ in 0..n {
-        let cf = match rng.random_range(0..4) {
+        let cf = CfId::new(match rng.random_range(0..4) {
             0 => 0,
             1 => rng.random_range(0..200),
             2 => rng.random_range(0..100_000),
             _ => rng.random(),
-        };
+        });
         let key = random_bytes(rng, 40);
         let op = match rng.random_range(0..3) {
             0 => {
@@ -84,7 +85,15 @@ fn default_cf_and_plain_ops() {
     b.delete_range(b"e", b"e").unwrap();
     let ops = ops_of(&b);
     assert!(ops.iter().all(|o| o.0 == DEFAULT_CF));
-    assert_eq!(ops[1], (0, BatchOpKind::Delete, b"b".to_vec(), Vec::new()));
+    assert_eq!(
+        ops[1],
+        (
+            CfId::DEFAULT,
+            BatchOpKind::Delete,
+            b"b".to_vec(),
+            Vec::new()
+        )
+    );
     assert_eq!(ops[2].3, b"d");
     // Put: kind, cf, key len, key, value len, value.
     assert_eq!(
@@ -107,7 +116,7 @@ fn invalid_ops_are_rejected_and_leave_the_batch_unchanged() {
         b.put(&big_key, b""),
         Err(Error::TooLarge { what: "key", .. })
     ));
-    assert!(b.delete_cf(3, &big_key).is_err());
+    assert!(b.delete_cf(CfId::new(3), &big_key).is_err());
     assert!(b.delete_range(b"a", &big_key).is_err());
     assert!(matches!(
         b.delete_range(b"b", b"a"),

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use super::{
     BlockCache, BlockKey, BlockKind, CacheStats, CacheValue, Priority, Staged, SwapOutcome,
 };
+use crate::ids::FileNo;
 use crate::table::Block;
 
 /// Number of shards [`LruBlockCache::with_default_shards`] uses.
@@ -120,7 +121,7 @@ impl Shard {
 
     /// Takes out the data blocks of `files`, each with its place: (hot part?, position
     /// from the part's head as a share of its length).
-    fn take_data_of(&mut self, files: &HashSet<u64>) -> Vec<Place> {
+    fn take_data_of(&mut self, files: &HashSet<FileNo>) -> Vec<Place> {
         let mut out = Vec::new();
         for (hot, part) in [(true, &self.hot), (false, &self.cold)] {
             let n = part.len().max(1) as f64;
@@ -229,7 +230,7 @@ impl LruBlockCache {
     /// The shard a key lives in.
     pub fn shard_of(&self, key: &BlockKey) -> usize {
         let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&key.file_no.to_le_bytes());
+        b[..8].copy_from_slice(&key.file_no.get().to_le_bytes());
         b[8..].copy_from_slice(&key.offset.to_le_bytes());
         (xxhash_rust::xxh3::xxh3_64(&b) % self.shards.len() as u64) as usize
     }
@@ -290,7 +291,7 @@ impl BlockCache for LruBlockCache {
     /// that part in its own shard, and the staged blocks keep that order among
     /// themselves. Shards keep separate lists, so a place is a part and an order, not the
     /// exact position.
-    fn swap_in(&self, files: &HashSet<u64>, staged: Vec<Staged>) -> SwapOutcome {
+    fn swap_in(&self, files: &HashSet<FileNo>, staged: Vec<Staged>) -> SwapOutcome {
         let mut places: Vec<Place> = self
             .shards
             .iter()
@@ -325,7 +326,7 @@ impl BlockCache for LruBlockCache {
         self.shard(key).lock().remove(key);
     }
 
-    fn erase_file(&self, file_no: u64) {
+    fn erase_file(&self, file_no: FileNo) {
         for shard in self.shards.iter() {
             let mut s = shard.lock();
             let keys: Vec<BlockKey> = s
@@ -347,7 +348,7 @@ impl BlockCache for LruBlockCache {
         self.capacity
     }
 
-    fn cached_data_blocks(&self, files: &HashSet<u64>) -> Vec<(BlockKey, Arc<Block>)> {
+    fn cached_data_blocks(&self, files: &HashSet<FileNo>) -> Vec<(BlockKey, Arc<Block>)> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             let s = shard.lock();
@@ -377,7 +378,10 @@ mod tests {
     const OV: usize = LruBlockCache::ENTRY_OVERHEAD;
 
     fn key(file_no: u64, offset: u64) -> BlockKey {
-        BlockKey { file_no, offset }
+        BlockKey {
+            file_no: FileNo::new(file_no),
+            offset,
+        }
     }
 
     /// (hot part, cold part), each most recent first (one shard).
@@ -411,7 +415,7 @@ mod tests {
         c.lookup(&key(1, 0));
         c.lookup(&key(1, 1));
         let before = c.usage();
-        let out = c.swap_in(&HashSet::from([1]), staged(9, 6));
+        let out = c.swap_in(&HashSet::from([FileNo::new(1)]), staged(9, 6));
         assert_eq!(out.erased, 4);
         assert_eq!(
             out.inserted, 4,
@@ -425,7 +429,7 @@ mod tests {
         // The next two take the cold places of 1/3 and 1/2, in that order, above the
         // blocks that were there.
         assert_eq!(&cold[..2], &[key(9, 2), key(9, 3)]);
-        assert!(cold[2..].iter().all(|k| k.file_no == 2));
+        assert!(cold[2..].iter().all(|k| k.file_no == FileNo::new(2)));
         assert_eq!(c.stats().evictions, 0);
     }
 
@@ -438,7 +442,7 @@ mod tests {
             c.insert(key(1, off), CacheValue::Data(b.clone()), charge);
         }
         c.insert(key(1, 99), CacheValue::Filter(filter_for_tests()), 10);
-        let out = c.swap_in(&HashSet::from([1]), staged(9, 1));
+        let out = c.swap_in(&HashSet::from([FileNo::new(1)]), staged(9, 1));
         assert_eq!((out.erased, out.inserted), (3, 1));
         assert_eq!(
             c.len(),
@@ -595,7 +599,7 @@ mod tests {
         // The most recent inserts survive.
         assert!(c.lookup(&key(19, 49 * 4096)).is_some());
         assert!(c.lookup(&key(0, 0)).is_none());
-        c.erase_file(19);
+        c.erase_file(FileNo::new(19));
         assert!(c.lookup(&key(19, 49 * 4096)).is_none());
         assert_eq!(c.usage(), c.len() * (1000 + OV));
         for off in 0..50 {

@@ -21,13 +21,14 @@ pub use read_cache::{KpPointer, PointLookup, ReadCache};
 pub use replace::BlockReplacer;
 pub use shared::SharedCacheView;
 
+use crate::ids::FileNo;
 use crate::table::{Block, BloomFilter, FenceIndex};
 
 /// Identifies a cached block: the table's file number and the block's offset in it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct BlockKey {
     /// The table's file number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// The block's offset in the file.
     pub offset: u64,
 }
@@ -240,7 +241,11 @@ pub trait BlockCache: Send + Sync {
     /// does not grow (Leaper §6.2's warming at install, Incremental Warmup's swap). The
     /// i-th staged block takes the place of the i-th most valuable block taken out where
     /// the cache keeps places (its segment); a cache without them inserts as usual.
-    fn swap_in(&self, files: &std::collections::HashSet<u64>, staged: Vec<Staged>) -> SwapOutcome {
+    fn swap_in(
+        &self,
+        files: &std::collections::HashSet<FileNo>,
+        staged: Vec<Staged>,
+    ) -> SwapOutcome {
         let olds = self.cached_data_blocks(files);
         let mut out = SwapOutcome {
             erased: olds.len(),
@@ -264,7 +269,7 @@ pub trait BlockCache: Send + Sync {
     /// Drops one block.
     fn erase(&self, key: &BlockKey);
     /// Drops every block of a file (called when the table is deleted).
-    fn erase_file(&self, file_no: u64);
+    fn erase_file(&self, file_no: FileNo);
     /// Bytes charged now.
     fn usage(&self) -> usize;
     /// The byte budget.
@@ -276,7 +281,7 @@ pub trait BlockCache: Send + Sync {
     /// cannot list its blocks returns none: the prefetchers then do less, never wrong.
     fn cached_data_blocks(
         &self,
-        _files: &std::collections::HashSet<u64>,
+        _files: &std::collections::HashSet<FileNo>,
     ) -> Vec<(BlockKey, Arc<Block>)> {
         Vec::new()
     }

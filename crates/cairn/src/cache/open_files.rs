@@ -21,6 +21,7 @@ use std::sync::Arc;
 use lru::LruCache;
 use parking_lot::{Mutex, RwLock};
 
+use crate::ids::FileNo;
 use crate::storage::RandomAccessFile;
 use crate::table::Table;
 
@@ -37,12 +38,12 @@ const MAX_SHARDS: usize = 16;
 /// Which file: tables and value-log files share one budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum FileKey {
-    Table(u64),
-    ValueLog(u64),
+    Table(FileNo),
+    ValueLog(FileNo),
 }
 
 impl FileKey {
-    fn file_no(self) -> u64 {
+    fn file_no(self) -> FileNo {
         match self {
             FileKey::Table(n) | FileKey::ValueLog(n) => n,
         }
@@ -207,7 +208,7 @@ impl OpenFiles {
 
 /// File numbers are consecutive, so their remainder spreads them evenly.
 fn shard_of(key: FileKey, shards: usize) -> usize {
-    (key.file_no() % shards as u64) as usize
+    (key.file_no().get() % shards as u64) as usize
 }
 
 fn prev_power_of_two(n: usize) -> usize {
@@ -237,7 +238,7 @@ mod tests {
                 .open_read(&p, crate::storage::FileKind::ValueLog, 0, None, false)
                 .unwrap();
             let got = files.insert(
-                FileKey::ValueLog(no),
+                FileKey::ValueLog(FileNo::new(no)),
                 OpenFile::ValueLog(Arc::new(f)),
                 |_| {},
             );
@@ -255,29 +256,32 @@ mod tests {
         // File 0 is held: passed over, the least recent others closed.
         assert_eq!(files.len(), 10);
         assert_eq!(files.evictions(), 20);
-        assert!(files.get(FileKey::ValueLog(0)).is_some(), "in use: kept");
         assert!(
-            files.get(FileKey::ValueLog(1)).is_none(),
+            files.get(FileKey::ValueLog(FileNo::new(0))).is_some(),
+            "in use: kept"
+        );
+        assert!(
+            files.get(FileKey::ValueLog(FileNo::new(1))).is_none(),
             "least recent closed"
         );
-        assert!(files.get(FileKey::ValueLog(29)).is_some());
+        assert!(files.get(FileKey::ValueLog(FileNo::new(29))).is_some());
         assert_eq!(first.read_at(0, 8).unwrap(), 0u64.to_le_bytes());
         // A hit makes a file most recent: it outlives the next openings.
-        assert!(files.get(FileKey::ValueLog(21)).is_some());
-        files.remove(FileKey::ValueLog(29));
+        assert!(files.get(FileKey::ValueLog(FileNo::new(21))).is_some());
+        files.remove(FileKey::ValueLog(FileNo::new(29)));
         assert_eq!(files.len(), 9);
         drop(first);
         let (_dir2, _) = fill(&files, 3); // numbers 0 (cached), 1 and 2 again
         assert_eq!(files.len(), 10);
-        assert!(files.get(FileKey::ValueLog(21)).is_some());
-        assert!(files.get(FileKey::ValueLog(22)).is_none());
+        assert!(files.get(FileKey::ValueLog(FileNo::new(21))).is_some());
+        assert!(files.get(FileKey::ValueLog(FileNo::new(22))).is_none());
         // A table and a value-log file of one number are two entries.
-        assert!(files.get(FileKey::Table(21)).is_none());
+        assert!(files.get(FileKey::Table(FileNo::new(21))).is_none());
 
         // Every file in use: the shard goes over its share, and comes back once they are
         // released.
         let held: Vec<OpenFile> = (0..40)
-            .filter_map(|n| files.get(FileKey::ValueLog(n)))
+            .filter_map(|n| files.get(FileKey::ValueLog(FileNo::new(n))))
             .collect();
         let extra = tempfile::tempdir().unwrap();
         let env = crate::storage::StorageEnv::new(extra.path(), &[], 0.0).unwrap();
@@ -288,7 +292,7 @@ mod tests {
                 .open_read(&p, crate::storage::FileKind::ValueLog, 0, None, false)
                 .unwrap();
             files.insert(
-                FileKey::ValueLog(no),
+                FileKey::ValueLog(FileNo::new(no)),
                 OpenFile::ValueLog(Arc::new(f)),
                 |_| {},
             )

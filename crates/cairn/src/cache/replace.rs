@@ -9,6 +9,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::BlockKey;
+use crate::ids::FileNo;
 use crate::table::{Block, BlockHandle};
 
 struct Old {
@@ -56,7 +57,7 @@ impl BlockReplacer {
     /// A new data block of table `file_no`, with its first and last user keys.
     pub fn offer(
         &self,
-        file_no: u64,
+        file_no: FileNo,
         handle: BlockHandle,
         first: &[u8],
         last: &[u8],
@@ -124,7 +125,7 @@ mod tests {
 
     fn offer(r: &BlockReplacer, file_no: u64, at: u64, a: u32, z: u32) {
         r.offer(
-            file_no,
+            FileNo::new(file_no),
             BlockHandle::new(at, 10),
             &k(a),
             &k(z),
@@ -137,7 +138,7 @@ mod tests {
         let old = |n: u64, a, z| {
             let c = block(a..=z);
             let key = BlockKey {
-                file_no: n,
+                file_no: FileNo::new(n),
                 offset: 0,
             };
             (key, Arc::new(Block::decode(c, "t").unwrap()))
@@ -152,7 +153,7 @@ mod tests {
         got.sort_by_key(|(o, _, _)| o.file_no);
         let pick: Vec<(u64, u64, u64)> = got
             .iter()
-            .map(|(o, n, _)| (o.file_no, n.file_no, n.offset))
+            .map(|(o, n, _)| (o.file_no.get(), n.file_no.get(), n.offset))
             .collect();
         assert_eq!(pick, vec![(1, 9, 4096), (2, 10, 0)]);
         assert_eq!(got[0].2.entry_count(), 18);

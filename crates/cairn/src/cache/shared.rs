@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{BlockCache, BlockKey, CacheStats, CacheValue, Priority, Staged, SwapOutcome};
+use crate::ids::FileNo;
 use crate::table::Block;
 
 /// Where a view's number goes in a file number: file numbers stay far below 2^40.
@@ -35,8 +36,8 @@ impl SharedCacheView {
         }
     }
 
-    fn file(&self, file_no: u64) -> u64 {
-        file_no ^ self.mark
+    fn file(&self, file_no: FileNo) -> FileNo {
+        FileNo::new(file_no.get() ^ self.mark)
     }
 
     fn key(&self, k: &BlockKey) -> BlockKey {
@@ -61,8 +62,8 @@ impl BlockCache for SharedCacheView {
             .insert_with(self.key(&key), value, charge, priority)
     }
 
-    fn swap_in(&self, files: &HashSet<u64>, staged: Vec<Staged>) -> SwapOutcome {
-        let mine: HashSet<u64> = files.iter().map(|&f| self.file(f)).collect();
+    fn swap_in(&self, files: &HashSet<FileNo>, staged: Vec<Staged>) -> SwapOutcome {
+        let mine: HashSet<FileNo> = files.iter().map(|&f| self.file(f)).collect();
         let staged = staged
             .into_iter()
             .map(|s| Staged {
@@ -77,7 +78,7 @@ impl BlockCache for SharedCacheView {
         self.inner.erase(&self.key(key))
     }
 
-    fn erase_file(&self, file_no: u64) {
+    fn erase_file(&self, file_no: FileNo) {
         self.inner.erase_file(self.file(file_no))
     }
 
@@ -95,8 +96,8 @@ impl BlockCache for SharedCacheView {
         self.inner.stats()
     }
 
-    fn cached_data_blocks(&self, files: &HashSet<u64>) -> Vec<(BlockKey, Arc<Block>)> {
-        let mine: HashSet<u64> = files.iter().map(|&f| self.file(f)).collect();
+    fn cached_data_blocks(&self, files: &HashSet<FileNo>) -> Vec<(BlockKey, Arc<Block>)> {
+        let mine: HashSet<FileNo> = files.iter().map(|&f| self.file(f)).collect();
         self.inner
             .cached_data_blocks(&mine)
             .into_iter()

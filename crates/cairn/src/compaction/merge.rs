@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::range_del::RangeDels;
 use crate::storage::{FileKind, StorageEnv};
@@ -29,7 +31,7 @@ pub struct MergeParams<'a> {
     /// Output level (for I/O accounting).
     pub level: usize,
     /// Column family (id, name), recorded in each output's properties.
-    pub column_family: (u32, &'a str),
+    pub column_family: (CfId, &'a str),
     /// Table format options.
     pub build: TableBuildOptions,
     /// Cut output files at this size.
@@ -39,12 +41,12 @@ pub struct MergeParams<'a> {
     /// Nothing older than the output can hold these keys: tombstones may be dropped.
     pub bottommost: bool,
     /// Allocates a file number and its path.
-    pub new_file: &'a mut dyn FnMut() -> (u64, PathBuf),
+    pub new_file: &'a mut dyn FnMut() -> (FileNo, PathBuf),
     /// Checked between entries; a stop request ends the merge with an error.
     pub should_stop: &'a dyn Fn() -> bool,
     /// Gives each output table (by file number) a sink for its data blocks (AC-Key hands
     /// new blocks to the cache this way).
-    pub block_sink: Option<&'a dyn Fn(u64) -> BlockSink>,
+    pub block_sink: Option<&'a dyn Fn(FileNo) -> BlockSink>,
     /// Rewrites values of kept entries (key-value separation and value-log GC); `None`
     /// keeps every value as it is.
     pub values: Option<&'a mut dyn ValueRewriter>,
@@ -91,8 +93,8 @@ struct Open {
     /// The first user key of the file's share of range deletions (`None`: unbounded).
     dels_from: Option<Vec<u8>>,
     /// Bytes of value-log records referenced, per value-log file.
-    vlog_refs: BTreeMap<u64, u64>,
-    file_no: u64,
+    vlog_refs: BTreeMap<FileNo, u64>,
+    file_no: FileNo,
     path: PathBuf,
 }
 

@@ -30,6 +30,7 @@
 
 use std::sync::Arc;
 
+use crate::ids::FileNo;
 use crate::version::{CfVersion, FileMeta, Level, PolicyState, Run};
 
 /// Parameters of the level structure.
@@ -324,8 +325,8 @@ fn bookkeeping(v: &CfVersion, shape: &LevelShape, busy: &dyn Fn(usize) -> bool) 
     None
 }
 
-fn file_numbers(files: &[Arc<FileMeta>]) -> Vec<u64> {
-    let mut n: Vec<u64> = files.iter().map(|f| f.file_no()).collect();
+fn file_numbers(files: &[Arc<FileMeta>]) -> Vec<FileNo> {
+    let mut n: Vec<FileNo> = files.iter().map(|f| f.file_no()).collect();
     n.sort_unstable();
     n
 }
@@ -565,13 +566,14 @@ fn is_bottommost_below(v: &CfVersion, level: usize, lo: &[u8], hi: &[u8]) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::CfId;
     use crate::types::{make_internal_key, range_bound_key, ValueKind};
     use crate::version::{AddedFile, FileDesc, VersionEdit};
 
     /// A file of `[lo, hi]`, or of `[lo, hi)` when a range deletion sets its end.
     fn desc(file_no: u64, lo: &[u8], hi: &[u8], open_end: bool) -> FileDesc {
         FileDesc {
-            file_no,
+            file_no: FileNo::new(file_no),
             size: 1000,
             smallest: make_internal_key(lo, 5, ValueKind::Value),
             largest: if open_end {
@@ -597,19 +599,19 @@ mod tests {
         let edit = VersionEdit {
             added: vec![
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 3,
                     run: 1,
                     file: desc(3, b"c", b"h", false),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 3,
                     run: 2,
                     file: desc(1, b"a", b"h", true),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 3,
                     run: 2,
                     file: desc(2, b"h", b"z", false),
@@ -618,14 +620,16 @@ mod tests {
             ..Default::default()
         };
         let v = CfVersion::empty(|_| 1, 4)
-            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .apply(CfId::DEFAULT, &edit, &|d| {
+                Arc::new(FileMeta::new(d.clone(), None))
+            })
             .expect("files do not overlap within a run");
         let seed = v.levels[3].runs[0].files[0].clone();
-        assert_eq!(seed.file_no(), 1);
+        assert_eq!(seed.file_no(), FileNo::new(1));
         let Task::Merge { inputs, .. } = rewrite_last_level(&v, 3, &seed, &|_, _| true) else {
             panic!("a merge within the level");
         };
-        assert_eq!(file_numbers(&inputs), vec![1, 2, 3]);
+        assert_eq!(file_numbers(&inputs), [1, 2, 3].map(FileNo::new));
     }
 
     #[test]
@@ -641,25 +645,25 @@ mod tests {
         let edit = VersionEdit {
             added: vec![
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 1,
                     run: 1,
                     file: desc(1, b"a", b"m", true),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 1,
                     run: 1,
                     file: desc(2, b"m", b"t", true),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 1,
                     run: 1,
                     file: desc(3, b"t", b"z", false),
                 },
                 AddedFile {
-                    cf: 0,
+                    cf: CfId::DEFAULT,
                     level: 2,
                     run: 2,
                     file: desc(4, b"m", b"p", false),
@@ -668,13 +672,15 @@ mod tests {
             ..Default::default()
         };
         let v = CfVersion::empty(|_| 1, 4)
-            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .apply(CfId::DEFAULT, &edit, &|d| {
+                Arc::new(FileMeta::new(d.clone(), None))
+            })
             .expect("files do not overlap");
         let task = manual(&v, 1, b"a", Some(b"b"), &shape, &|_, _| true);
         let Some(Task::Move { file, .. }) = task else {
             panic!("one file moves alone: {task:?}");
         };
-        assert_eq!(file.file_no(), 1);
+        assert_eq!(file.file_no(), FileNo::new(1));
         // The file starting at "m" is reached from one ending there inclusively.
         let task = manual(&v, 1, b"m", Some(b"m"), &shape, &|_, _| true);
         let Some(Task::Merge {
@@ -686,6 +692,9 @@ mod tests {
             panic!("a merge: {task:?}");
         };
         let nos = |fs: &[Arc<FileMeta>]| fs.iter().map(|f| f.file_no()).collect::<Vec<_>>();
-        assert_eq!((nos(&inputs), nos(&dest_inputs)), (vec![2], vec![4]));
+        assert_eq!(
+            (nos(&inputs), nos(&dest_inputs)),
+            (vec![FileNo::new(2)], vec![FileNo::new(4)])
+        );
     }
 }

@@ -16,6 +16,8 @@ use crate::compaction::merge::{merge, MergeOutput, MergeParams, ValueRewriter};
 use crate::compaction::split::{self, Bounded};
 use crate::compaction::{picker, Task};
 use crate::events::{CompactionInfo, FlushInfo, InputFile, OutputFile};
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::merging::MergingIterator;
@@ -135,7 +137,12 @@ impl DbInner {
     }
 
     /// How family `cf`'s tables of `level` are built.
-    pub(super) fn table_options(&self, cf: u32, level: usize, deepest: usize) -> TableBuildOptions {
+    pub(super) fn table_options(
+        &self,
+        cf: CfId,
+        level: usize,
+        deepest: usize,
+    ) -> TableBuildOptions {
         self.cf_opts(cf).table_build_options(level, deepest)
     }
 
@@ -158,15 +165,15 @@ impl DbInner {
     /// Writes a memtable to level-0 tables (one new run). Returns the edit that adds them.
     pub(crate) fn write_level0(
         &self,
-        cf: u32,
+        cf: CfId,
         mem: &Arc<Memtable>,
         deepest: usize,
         warmer: Option<Arc<Warmer>>,
     ) -> Result<(VersionEdit, Vec<OutputFile>)> {
-        let sink = warmer.map(|w| move |file_no: u64| w.sink(file_no));
+        let sink = warmer.map(|w| move |file_no: FileNo| w.sink(file_no));
         let o = self.cf_opts(cf);
         let target = o.target_file_size.max(o.write_buffer_size as u64 * 2);
-        let sink = sink.as_ref().map(|s| s as &dyn Fn(u64) -> BlockSink);
+        let sink = sink.as_ref().map(|s| s as &dyn Fn(FileNo) -> BlockSink);
         let mut it = mem.iter();
         let dels = mem.range_dels();
         let (outputs, vlog_size) =
@@ -202,13 +209,13 @@ impl DbInner {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn write_sorted(
         &self,
-        cf: u32,
+        cf: CfId,
         it: &mut dyn InternalIterator,
         dels: Option<&crate::range_del::RangeDels>,
         level: usize,
         deepest: usize,
         target_file_size: u64,
-        sink: Option<&dyn Fn(u64) -> BlockSink>,
+        sink: Option<&dyn Fn(FileNo) -> BlockSink>,
     ) -> Result<(Vec<MergeOutput>, u64)> {
         let tier = self.env.tier_for_level(level);
         let cf_name = self
@@ -315,7 +322,7 @@ impl DbInner {
         }
         // Reads of the flushed keys go to the new tables once they are installed below
         // (Leaper's metric; recorded first, so the first of those reads count).
-        let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
+        let outputs: Vec<FileNo> = files.iter().map(|f| f.file_no).collect();
         self.prefetch.flush_done(mem, &outputs);
         let mut vs = self.versions.lock();
         if !vs.cfs.contains_key(&cf.id) {
@@ -347,7 +354,7 @@ impl DbInner {
                 v
             })
             .min()
-            .unwrap_or(0);
+            .unwrap_or(FileNo::new(0));
         edit.log_number = Some(min_wal);
         // On failure the outputs stay: the edit may have reached the manifest (the next
         // open removes them if it did not).
@@ -378,7 +385,7 @@ impl DbInner {
         Ok(())
     }
 
-    pub(crate) fn remove_old_wals(&self, log_number: u64) {
+    pub(crate) fn remove_old_wals(&self, log_number: FileNo) {
         let current = self.wal.lock().number;
         if let Ok(rd) = std::fs::read_dir(&self.path) {
             for e in rd.flatten() {
@@ -446,7 +453,7 @@ impl DbInner {
     /// Compacts `[start, end]` through every level (callers flushed first).
     pub(crate) fn compact_range(
         &self,
-        cf: u32,
+        cf: CfId,
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
@@ -491,7 +498,7 @@ impl DbInner {
     ) -> Result<()> {
         let last = self.shape.last();
         let v = state.sv.load().version.clone();
-        let seeds: Vec<u64> = v.levels[last]
+        let seeds: Vec<FileNo> = v.levels[last]
             .runs
             .iter()
             .flat_map(|r| r.files.iter())
@@ -963,7 +970,7 @@ impl DbInner {
         }
     }
 
-    fn new_vlog_file(&self) -> (u64, std::path::PathBuf) {
+    fn new_vlog_file(&self) -> (FileNo, std::path::PathBuf) {
         let no = self.versions.lock().new_file_no();
         (no, crate::vlog::vlog_path(self.env.root(), no))
     }
@@ -1024,7 +1031,7 @@ impl DbInner {
             return Ok(false);
         };
         let usage = self.vlog_usage();
-        let targets: HashSet<u64> = crate::vlog::gc::pick_files(&usage, target)
+        let targets: HashSet<FileNo> = crate::vlog::gc::pick_files(&usage, target)
             .into_iter()
             .collect();
         *self.gc_targets.lock() = targets.clone();

@@ -21,6 +21,8 @@ use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
 use crate::batch::WriteBatch;
 use crate::filenames;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::log::{LogReader, TailState};
 use crate::options::Options;
@@ -47,7 +49,7 @@ pub struct CheckReport {
     /// The manifest `CURRENT` names, when it could be read.
     pub manifest: Option<String>,
     /// Column families of the manifest, by id.
-    pub column_families: Vec<(u32, String)>,
+    pub column_families: Vec<(CfId, String)>,
     /// Table files read whole.
     pub tables: usize,
     /// Entries in them.
@@ -99,7 +101,7 @@ impl CheckReport {
 pub(crate) struct TableScan {
     pub(crate) table: Arc<Table>,
     /// The column family its properties name (`default` for tables predating the field).
-    pub(crate) cf: (u32, String),
+    pub(crate) cf: (CfId, String),
     pub(crate) entries: u64,
     pub(crate) min_seq: u64,
     pub(crate) max_seq: u64,
@@ -116,8 +118,8 @@ pub(crate) struct TableScan {
 pub(crate) fn read_table_whole(
     env: &StorageEnv,
     tier: usize,
-    no: u64,
-    vlog_sizes: &mut HashMap<u64, Option<u64>>,
+    no: FileNo,
+    vlog_sizes: &mut HashMap<FileNo, Option<u64>>,
 ) -> Result<TableScan> {
     let path = table_path(env, tier, no);
     let name = path.display().to_string();
@@ -179,7 +181,7 @@ pub(crate) fn read_table_whole(
         .properties()
         .column_family
         .clone()
-        .unwrap_or_else(|| (0, "default".into()));
+        .unwrap_or_else(|| (CfId::DEFAULT, "default".into()));
     // Range deletions widen the table's range and sequence numbers, as the builder does.
     let mut any = entries > 0;
     if let Some(d) = table.range_dels() {
@@ -214,7 +216,7 @@ pub type CheckProgress<'a> = &'a mut dyn FnMut(&Path, usize, usize);
 /// A table the check reads, with the manifest's description when it names the table.
 struct TableTask {
     tier: usize,
-    no: u64,
+    no: FileNo,
     desc: Option<FileDesc>,
 }
 
@@ -249,8 +251,8 @@ pub(crate) fn check(path: &Path, opts: &Options, progress: CheckProgress) -> Res
 
     // What to read: from the manifest when there is one, else everything on disk.
     let mut tables: Vec<TableTask> = Vec::new();
-    let mut vlogs: Vec<u64>;
-    let mut wals: Vec<u64> = Vec::new();
+    let mut vlogs: Vec<FileNo>;
+    let mut wals: Vec<FileNo> = Vec::new();
     match &vs {
         Some(vs) => {
             let mut named = HashSet::new();
@@ -428,7 +430,7 @@ fn check_runs(cf: &str, v: &crate::version::CfVersion, r: &mut CheckReport) {
 fn check_table(
     env: &StorageEnv,
     t: &TableTask,
-    vlog_sizes: &mut HashMap<u64, Option<u64>>,
+    vlog_sizes: &mut HashMap<FileNo, Option<u64>>,
     r: &mut CheckReport,
 ) {
     let path = table_path(env, t.tier, t.no);
@@ -542,7 +544,7 @@ fn check_wal(env: &StorageEnv, path: &Path, newest: bool, r: &mut CheckReport) {
 fn check_models(
     env: &StorageEnv,
     disk: &Inventory,
-    live: &HashSet<(usize, u64)>,
+    live: &HashSet<(usize, FileNo)>,
     have_manifest: bool,
     r: &mut CheckReport,
 ) {
@@ -601,11 +603,11 @@ fn check_advisory(root: &Path, r: &mut CheckReport) {
 #[derive(Default)]
 struct Inventory {
     /// (tier, number), sorted.
-    tables: Vec<(usize, u64)>,
-    models: Vec<(usize, u64)>,
-    vlogs: Vec<u64>,
-    wals: Vec<u64>,
-    manifests: Vec<u64>,
+    tables: Vec<(usize, FileNo)>,
+    models: Vec<(usize, FileNo)>,
+    vlogs: Vec<FileNo>,
+    wals: Vec<FileNo>,
+    manifests: Vec<FileNo>,
 }
 
 impl Inventory {

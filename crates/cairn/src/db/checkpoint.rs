@@ -20,6 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use super::table_cache::{model_path, table_path};
 use super::write::wal_path;
 use super::DbInner;
+use crate::ids::FileNo;
 use crate::log::LogWriter;
 use crate::storage::{FileKind, StorageEnv};
 use crate::version::set::{current_path, manifest_path};
@@ -154,7 +155,7 @@ impl DbInner {
         // The logs the manifest's log number keeps: older ones complete, the newest at a
         // record boundary (appends wait for the log lock).
         let wal = self.wal.lock();
-        for no in vs.log_number..=wal.number {
+        for no in (vs.log_number.get()..=wal.number.get()).map(FileNo::new) {
             let from = wal_path(&self.path, no);
             if from.exists() {
                 copy_synced(&from, &wal_path(out, no))?;

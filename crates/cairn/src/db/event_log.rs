@@ -21,6 +21,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 
 use crate::events::{CompactionInfo, EventListener, FlushInfo, OutputFile};
+use crate::ids::CfId;
+use crate::ids::FileNo;
 
 // The event log's name, and the prefix of rotated logs (the rotation time in
 // microseconds follows it).
@@ -57,8 +59,8 @@ const MAX_PENDING: usize = 10_000;
 /// A running flush (family, memtable) or compaction (family, first input file).
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
 enum JobKey {
-    Flush(u32, u64),
-    Compaction(u32, u64),
+    Flush(CfId, u64),
+    Compaction(CfId, FileNo),
 }
 
 impl EventLog {
@@ -252,7 +254,7 @@ impl EventListener for EventLog {
     }
 
     fn on_compaction_begin(&self, i: &CompactionInfo) {
-        let first = i.inputs.first().map_or(0, |f| f.file_no);
+        let first = i.inputs.first().map_or(FileNo::new(0), |f| f.file_no);
         self.begin(JobKey::Compaction(i.cf, first));
         let bytes: u64 = i.inputs.iter().map(|f| f.size).sum();
         self.event(
@@ -269,7 +271,7 @@ impl EventListener for EventLog {
     }
 
     fn on_compaction_end(&self, i: &CompactionInfo) {
-        let first = i.inputs.first().map_or(0, |f| f.file_no);
+        let first = i.inputs.first().map_or(FileNo::new(0), |f| f.file_no);
         let micros = self.end(JobKey::Compaction(i.cf, first));
         let bytes = output_bytes(&i.outputs);
         self.event(

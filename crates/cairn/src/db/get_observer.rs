@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::{CfState, DbInner};
 use crate::access::Access;
 use crate::clock::{EngineClock, Stopwatch};
+use crate::ids::FileNo;
 use crate::lookup_steps::{Step, StepClock};
 use crate::policy::prefetch::Prefetcher;
 use crate::stats::StatsInner;
@@ -80,7 +81,7 @@ impl<'a> GetObserver<'a> {
     }
 
     /// A table of `level` (file `file_no`) was read with `trace`.
-    pub(super) fn table_read(&mut self, level: usize, file_no: u64, trace: &ReadTrace) {
+    pub(super) fn table_read(&mut self, level: usize, file_no: FileNo, trace: &ReadTrace) {
         if let Some(c) = &mut self.steps {
             c.add(Step::Filters, trace.step_filter_ns);
             c.add(Step::Index, trace.step_index_ns);

@@ -18,6 +18,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{ColumnFamily, Db, DbInner, SuperVersion};
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::storage::FileKind;
 use crate::table::{Table, TableIterator};
@@ -91,7 +93,7 @@ impl DbInner {
         let refuse = |why: &str| Err(Error::InvalidArgument(format!("{name}: {why}")));
         let file = self.env.open_read(path, FileKind::Table, 0, None, false)?;
         // The number keys nothing: the table is opened without a cache.
-        let table = Arc::new(Table::open(file, u64::MAX, None)?);
+        let table = Arc::new(Table::open(file, FileNo::new(u64::MAX), None)?);
         if table.range_dels().is_some() {
             return refuse("a table holding range deletions cannot be ingested");
         }
@@ -133,7 +135,7 @@ impl DbInner {
     }
 
     /// The ingest proper, alone at the head of the write queue.
-    fn ingest(&self, cf: u32, files: &[External]) -> Result<()> {
+    fn ingest(&self, cf: CfId, files: &[External]) -> Result<()> {
         self.check_open()?;
         let _c = self.compaction_lock.write();
         // drop_cf may have run while this waited.
@@ -204,7 +206,7 @@ impl DbInner {
     /// Rewrites every file at `seq` into tables of `level`; the edit that adds them.
     fn write_ingested(
         &self,
-        cf: u32,
+        cf: CfId,
         files: &[External],
         level: usize,
         deepest: usize,

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use super::table_cache::table_path;
 use super::{level_infos, LevelInfo};
 use crate::compaction::LevelShape;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::options::Options;
 use crate::storage::StorageEnv;
 use crate::version::set::current_path;
@@ -18,7 +20,7 @@ use crate::{Error, Result};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableFileInfo {
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Storage tier.
     pub tier: u32,
     /// Level.
@@ -36,8 +38,8 @@ pub struct TableFileInfo {
 /// One column family as the manifest describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CfInfo {
-    /// Id (0 is `default`).
-    pub id: u32,
+    /// Id ([`CfId::DEFAULT`] is `default`).
+    pub id: CfId,
     /// Name.
     pub name: String,
     /// Levels, as [`Db::level_info`](super::Db::level_info) reports them (capacities
@@ -55,13 +57,13 @@ pub struct ManifestInfo {
     /// Last sequence number recorded (writes still in the WAL are not counted).
     pub last_seq: u64,
     /// Write-ahead logs numbered from this one on are replayed at open.
-    pub log_number: u64,
+    pub log_number: FileNo,
     /// Next file number.
-    pub next_file_no: u64,
+    pub next_file_no: FileNo,
     /// Column families, by id.
     pub column_families: Vec<CfInfo>,
     /// Value-log files referenced by tables.
-    pub value_logs: Vec<u64>,
+    pub value_logs: Vec<FileNo>,
 }
 
 pub(crate) fn inspect(path: &Path, opts: &Options) -> Result<ManifestInfo> {

@@ -12,11 +12,12 @@ use parking_lot::Mutex;
 
 use super::{CfState, DbInner};
 use crate::compaction::{picker, Task};
+use crate::ids::CfId;
 
 /// The levels one running job holds in one column family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Claim {
-    cf: u32,
+    cf: CfId,
     first: usize,
     last: usize,
 }

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 
 use super::table_cache::model_path;
 use crate::clock::thread_cpu_nanos;
+use crate::ids::FileNo;
 use crate::learned::cba::{self, CbaInput, LearnCost, PathSamples};
 use crate::options::LearnMode;
 use crate::stats::{LevelCounters, StatsInner};
@@ -48,7 +49,7 @@ struct Tracked {
 }
 
 struct State {
-    tables: HashMap<u64, Tracked>,
+    tables: HashMap<FileNo, Tracked>,
     lifetimes: Vec<VecDeque<Duration>>,
     learn_cost: LearnCost,
 }
@@ -163,7 +164,7 @@ impl Learner {
     }
 
     /// A table was deleted: remember its lifetime at its level.
-    pub(crate) fn retire(&self, file_no: u64) {
+    pub(crate) fn retire(&self, file_no: FileNo) {
         let mut s = self.state.lock();
         if let Some(t) = s.tables.remove(&file_no) {
             let l = &mut s.lifetimes[t.level];

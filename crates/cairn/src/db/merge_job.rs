@@ -13,6 +13,8 @@ use super::{CfState, DbInner};
 use crate::cache::BlockReplacer;
 use crate::compaction::merge::{merge, MergeOutput, MergeParams, ValueRewriter};
 use crate::events::OutputFile;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::policy::prefetch::Warmer;
 use crate::range_del::RangeDels;
@@ -37,7 +39,7 @@ impl BlockSinks {
     }
 
     /// The sink of output table `file_no`.
-    fn sink(&self, file_no: u64) -> BlockSink {
+    fn sink(&self, file_no: FileNo) -> BlockSink {
         let r = self.replacer.clone();
         let w = self.warmer.clone();
         Box::new(move |h, first, last, contents| {
@@ -103,7 +105,7 @@ impl MergeInto<'_> {
             let no = db.versions.lock().new_file_no();
             (no, table_path(&db.env, tier, no))
         };
-        let sink = |file_no: u64| self.sinks.sink(file_no);
+        let sink = |file_no: FileNo| self.sinks.sink(file_no);
         let mut params = MergeParams {
             env: &db.env,
             tier,
@@ -118,7 +120,7 @@ impl MergeInto<'_> {
             block_sink: self
                 .sinks
                 .any()
-                .then_some(&sink as &dyn Fn(u64) -> BlockSink),
+                .then_some(&sink as &dyn Fn(FileNo) -> BlockSink),
             values,
             range_dels: self.range_dels,
             bounds,
@@ -140,7 +142,7 @@ impl MergeInto<'_> {
 /// Deletes `files` of `level` of family `cf` in `edit`.
 pub(super) fn delete_inputs(
     edit: &mut VersionEdit,
-    cf: u32,
+    cf: CfId,
     level: usize,
     files: &[Arc<FileMeta>],
 ) {
@@ -154,7 +156,7 @@ pub(super) fn delete_inputs(
 }
 
 /// The file numbers of a job's inputs.
-pub(super) fn file_nos<'a>(files: impl IntoIterator<Item = &'a Arc<FileMeta>>) -> Vec<u64> {
+pub(super) fn file_nos<'a>(files: impl IntoIterator<Item = &'a Arc<FileMeta>>) -> Vec<FileNo> {
     files.into_iter().map(|f| f.file_no()).collect()
 }
 
@@ -163,11 +165,11 @@ impl DbInner {
     /// the user keys `range` begins; the guard tells it the end, however the job ends.
     pub(super) fn begin_merge_job<'a>(
         &'a self,
-        cf: u32,
+        cf: CfId,
         inputs: impl IntoIterator<Item = &'a Arc<FileMeta>>,
         range: (&[u8], &[u8]),
     ) -> JobGuard<'a> {
-        let inputs: Vec<(u64, u64)> = inputs
+        let inputs: Vec<(FileNo, u64)> = inputs
             .into_iter()
             .map(|f| (f.file_no(), f.size()))
             .collect();
@@ -182,7 +184,7 @@ impl DbInner {
     pub(super) fn add_outputs(
         &self,
         edit: &mut VersionEdit,
-        cf: u32,
+        cf: CfId,
         (level, run): (usize, u64),
         outputs: Vec<MergeOutput>,
         files: &mut Vec<OutputFile>,
@@ -214,11 +216,11 @@ impl DbInner {
         cf: &CfState,
         edit: VersionEdit,
         job: &JobGuard<'_>,
-        gone: &[u64],
+        gone: &[FileNo],
         files: &[OutputFile],
     ) -> Result<()> {
         if let Some(j) = &job.1 {
-            let outputs: Vec<u64> = files.iter().map(|f| f.file_no).collect();
+            let outputs: Vec<FileNo> = files.iter().map(|f| f.file_no).collect();
             self.prefetch.compaction_outputs(j, &outputs);
         }
         self.install_edit(cf, edit)?;

@@ -46,6 +46,8 @@ use crate::access::RangeCollector;
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, LruBlockCache, ReadCache};
 use crate::compaction::LevelShape;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::log::LogWriter;
 use crate::lookup_steps::Step;
 use crate::memtable::Memtable;
@@ -67,8 +69,8 @@ use table_cache::TableCache;
 /// the first WAL file that may hold its entries.
 pub(crate) struct SuperVersion {
     pub(crate) mem: Arc<Memtable>,
-    pub(crate) mem_wal: u64,
-    pub(crate) imms: Vec<(Arc<Memtable>, u64)>,
+    pub(crate) mem_wal: FileNo,
+    pub(crate) imms: Vec<(Arc<Memtable>, FileNo)>,
     pub(crate) version: Arc<CfVersion>,
 }
 
@@ -81,7 +83,7 @@ struct ReadView {
 }
 
 pub(crate) struct CfState {
-    pub(crate) id: u32,
+    pub(crate) id: CfId,
     pub(crate) name: String,
     /// The options the family runs with (the database's with its own laid over them).
     pub(crate) opts: Arc<Options>,
@@ -97,13 +99,13 @@ pub(crate) struct CfState {
 /// A handle to a column family: a named, separate LSM-tree sharing the database's WAL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ColumnFamily {
-    id: u32,
+    id: CfId,
     name: Arc<str>,
 }
 
 impl ColumnFamily {
-    /// The column family's id (0 is `default`).
-    pub fn id(&self) -> u32 {
+    /// The column family's id ([`CfId::DEFAULT`] is `default`).
+    pub fn id(&self) -> CfId {
         self.id
     }
     /// The column family's name.
@@ -131,7 +133,7 @@ pub(crate) type ExclusiveWork = Box<dyn FnOnce(&DbInner) -> Result<()> + Send>;
 
 pub(crate) struct WalState {
     pub(crate) writer: Option<LogWriter>,
-    pub(crate) number: u64,
+    pub(crate) number: FileNo,
     /// The last write failed: part or all of its record may be in the file.
     pub(crate) poisoned: bool,
     /// Where the failed write's record began.
@@ -180,7 +182,7 @@ pub(crate) struct DbInner {
     pub(crate) clock: crate::clock::EngineClock,
     pub(crate) shape: LevelShape,
     pub(crate) versions: Mutex<VersionSet>,
-    pub(crate) cfs: RwLock<BTreeMap<u32, Arc<CfState>>>,
+    pub(crate) cfs: RwLock<BTreeMap<CfId, Arc<CfState>>>,
     pub(crate) queue: Mutex<VecDeque<Arc<Slot>>>,
     pub(crate) queue_cv: Condvar,
     pub(crate) wal: Mutex<WalState>,
@@ -213,7 +215,7 @@ pub(crate) struct DbInner {
     /// Separated values: reads, file sizes, counters.
     pub(crate) vlog: Arc<crate::vlog::VlogStore>,
     /// Value-log files chosen for GC: compactions move the values they read from them.
-    pub(crate) gc_targets: Mutex<std::collections::HashSet<u64>>,
+    pub(crate) gc_targets: Mutex<std::collections::HashSet<FileNo>>,
     /// The cache around flush and compaction (Leaper and its baselines).
     pub(crate) prefetch: Arc<Prefetcher>,
     /// The compaction-policy tuner (RusKey), when one is configured.
@@ -406,7 +408,7 @@ impl Db {
     /// The default column family.
     pub fn default_cf(&self) -> ColumnFamily {
         ColumnFamily {
-            id: 0,
+            id: CfId::DEFAULT,
             name: "default".into(),
         }
     }
@@ -472,7 +474,8 @@ impl Db {
         }
         // Never reuse the id of a dropped family: WAL records name families by id, and
         // the dropped family's records would be replayed into the new one at reopen.
-        let id = cfs.keys().next_back().map_or(0, |k| *k).max(vs.max_cf_id) + 1;
+        let last = cfs.keys().next_back().copied().unwrap_or(CfId::DEFAULT);
+        let id = CfId::new(last.max(vs.max_cf_id).get() + 1);
         if let Some(o) = own {
             // Saved before the family exists, so no session ever runs it without its
             // options; an entry for a family never created is harmless.
@@ -539,7 +542,7 @@ impl Db {
     pub fn drop_cf(&self, cf: &ColumnFamily) -> Result<()> {
         crate::events::refuse_in_callback(self.inner.id(), "drop_cf")?;
         self.inner.check_open()?;
-        if cf.id == 0 {
+        if cf.id == CfId::DEFAULT {
             return Err(Error::InvalidArgument(
                 "the default column family cannot be dropped".into(),
             ));
@@ -721,7 +724,7 @@ impl Db {
 
     /// An iterator for a user: its reads count in the learned parts' collectors (Leaper's
     /// ranges, SA-LSM's query store); the engine's own iterators stay uncounted.
-    fn user_iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
+    fn user_iter(&self, ro: &ReadOptions, cf: CfId) -> Result<DbIterator> {
         let state = self.inner.cf_state(cf)?;
         Ok(self
             .inner
@@ -997,7 +1000,7 @@ impl DbInner {
         ))
     }
 
-    pub(crate) fn cf_state(&self, cf: u32) -> Result<Arc<CfState>> {
+    pub(crate) fn cf_state(&self, cf: CfId) -> Result<Arc<CfState>> {
         self.cfs
             .read()
             .get(&cf)
@@ -1005,7 +1008,7 @@ impl DbInner {
             .ok_or_else(|| Error::UnknownColumnFamily(format!("id {cf}")))
     }
 
-    pub(crate) fn load_leaper_model(&self, cf: u32, path: &Path) -> Result<()> {
+    pub(crate) fn load_leaper_model(&self, cf: CfId, path: &Path) -> Result<()> {
         if !matches!(
             self.prefetch.policy(),
             crate::policy::PrefetchPolicy::Leaper(_)
@@ -1039,7 +1042,7 @@ impl DbInner {
     }
 
     /// The options family `cf` runs with (the database's for one dropped meanwhile).
-    pub(crate) fn cf_opts(&self, cf: u32) -> Arc<Options> {
+    pub(crate) fn cf_opts(&self, cf: CfId) -> Arc<Options> {
         match self.cfs.read().get(&cf) {
             Some(c) => c.opts.clone(),
             None => Arc::new(self.opts.clone()),
@@ -1069,14 +1072,14 @@ impl DbInner {
     }
 
     /// A collector for a column family, if access statistics are on.
-    pub(crate) fn new_collector(&self, cf: u32) -> Option<Arc<RangeCollector>> {
+    pub(crate) fn new_collector(&self, cf: CfId) -> Option<Arc<RangeCollector>> {
         self.opts
             .access
             .clone()
             .map(|a| Arc::new(RangeCollector::new(cf, a)))
     }
 
-    pub(crate) fn super_version(&self, cf: u32) -> Result<Arc<SuperVersion>> {
+    pub(crate) fn super_version(&self, cf: CfId) -> Result<Arc<SuperVersion>> {
         Ok(self.cf_state(cf)?.sv.load_full())
     }
 
@@ -1089,7 +1092,7 @@ impl DbInner {
 
     /// What point reads of a column family read from: one super version and one
     /// sequence number, so that every read through the view sees the same state.
-    fn read_view(&self, ro: &ReadOptions, cf: u32) -> Result<ReadView> {
+    fn read_view(&self, ro: &ReadOptions, cf: CfId) -> Result<ReadView> {
         // Before the super version: a flush after this point stops the read from caching
         // what it finds (it may be older than what the flush wrote).
         let generation = self.read_cache.as_ref().map(|rc| rc.generation());
@@ -1109,7 +1112,7 @@ impl DbInner {
         })
     }
 
-    fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn get(&self, ro: &ReadOptions, cf: CfId, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
         let view = self.read_view(ro, cf)?;
         self.get_in(ro, &view, key)
@@ -1122,7 +1125,7 @@ impl DbInner {
     pub(crate) fn multi_get<K: AsRef<[u8]>>(
         &self,
         ro: &ReadOptions,
-        cf: u32,
+        cf: CfId,
         keys: &[K],
         mut timed: impl FnMut(u64),
     ) -> Vec<Result<Option<Vec<u8>>>> {
@@ -1302,7 +1305,7 @@ impl DbInner {
         }
     }
 
-    fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
+    fn iter(&self, ro: &ReadOptions, cf: CfId) -> Result<DbIterator> {
         // Super version first, as in `get`.
         let sv = self.super_version(cf)?;
         let seq = self.read_seq(ro);
@@ -1364,7 +1367,7 @@ impl DbInner {
         cf.sv.store(Arc::new(f(&cur)));
     }
 
-    fn set_policy(&self, cf: u32, level: usize, k: usize, transition: Transition) -> Result<()> {
+    fn set_policy(&self, cf: CfId, level: usize, k: usize, transition: Transition) -> Result<()> {
         self.check_open()?;
         let state = self.cf_state(cf)?;
         let mut vs = self.versions.lock();
@@ -1496,7 +1499,7 @@ impl DbInner {
                 ..Default::default()
             },
         };
-        if let Ok(sv) = self.super_version(0) {
+        if let Ok(sv) = self.super_version(CfId::DEFAULT) {
             for (i, l) in sv.version.levels.iter().enumerate() {
                 if let Some(ls) = s.levels.get_mut(i) {
                     ls.runs = l.runs.len();
@@ -1538,7 +1541,7 @@ impl DbInner {
 /// What the levels' part of a point read carries from its start.
 struct Probe<'a> {
     ro: &'a ReadOptions,
-    cf: u32,
+    cf: CfId,
     key: &'a [u8],
     seq: SeqNo,
     /// The newest range deletion in the tables covering the key (0: none).

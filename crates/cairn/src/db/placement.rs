@@ -27,6 +27,7 @@ use crate::clock::thread_cpu_nanos;
 use crate::compaction::merge::MergeOutput;
 use crate::compaction::picker;
 use crate::events::{CompactionInfo, InputFile};
+use crate::ids::CfId;
 use crate::iter::InternalIterator;
 use crate::learned::ColdSet;
 use crate::merging::MergingIterator;
@@ -83,7 +84,7 @@ impl ProactiveReport {
 
 /// The engine's placement state: loaded cold-key sets and the age rule's clock samples.
 pub(crate) struct PlacementState {
-    cold_sets: Mutex<HashMap<u32, Arc<ColdSet>>>,
+    cold_sets: Mutex<HashMap<CfId, Arc<ColdSet>>>,
     pub(crate) seq_times: Option<SeqTimes>,
     /// On the virtual clock: requests, cold-tier reads and the time at the last back-off
     /// check; the next one measures its rates from there (no sleep in the caller's thread).
@@ -109,7 +110,7 @@ impl PlacementState {
 }
 
 /// Name of the file a column family's query store is kept in between runs.
-pub(crate) fn query_store_path(db: &Path, cf: u32) -> PathBuf {
+pub(crate) fn query_store_path(db: &Path, cf: CfId) -> PathBuf {
     db.join(crate::filenames::query_store(cf))
 }
 
@@ -117,7 +118,7 @@ pub(crate) fn query_store_path(db: &Path, cf: u32) -> PathBuf {
 /// and sound, else empty (a damaged file is logged and set aside, never fatal).
 pub(crate) fn open_query_store(
     db: &Path,
-    cf: u32,
+    cf: CfId,
     opts: &Option<RecordOptions>,
 ) -> Option<Arc<RecordStore>> {
     let opts = opts.clone()?;
@@ -368,7 +369,7 @@ impl DbInner {
         None
     }
 
-    pub(crate) fn proactive_compact(&self, cf: u32) -> Result<ProactiveReport> {
+    pub(crate) fn proactive_compact(&self, cf: CfId) -> Result<ProactiveReport> {
         self.check_open()?;
         let _bg = crate::clock::BackgroundWork::enter();
         let state = self.cf_state(cf)?;

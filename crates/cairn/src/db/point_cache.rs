@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::{DbInner, SuperVersion};
 use crate::cache::{KpPointer, PointLookup, ReadCache};
+use crate::ids::CfId;
 use crate::table::ReadTrace;
 use crate::types::{make_lookup_key, ValueKind};
 use crate::Result;
@@ -28,7 +29,7 @@ impl DbInner {
         rc: &ReadCache,
         generation: u64,
         sv: &SuperVersion,
-        cf: u32,
+        cf: CfId,
         key: &[u8],
         seq: u64,
         floor: u64,
@@ -59,7 +60,7 @@ impl DbInner {
         &self,
         rc: &ReadCache,
         sv: &SuperVersion,
-        cf: u32,
+        cf: CfId,
         key: &[u8],
         seq: u64,
         ptr: KpPointer,

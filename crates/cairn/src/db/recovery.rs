@@ -3,6 +3,8 @@
 
 use super::event_log::EventLog;
 use crate::events::EventListener;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
@@ -118,11 +120,16 @@ fn discard_unfinished_creation(
         return Ok(());
     }
     let empty = data == [FIRST_MANIFEST]
-        && match VersionSet::recover_manifest(env.clone(), opts.num_levels, initial_k, 1) {
+        && match VersionSet::recover_manifest(
+            env.clone(),
+            opts.num_levels,
+            initial_k,
+            FileNo::new(1),
+        ) {
             Ok(vs) => {
                 vs.vlogs.live_files().is_empty()
                     && vs.cfs.iter().all(|(&id, cf)| {
-                        id == 0 && cf.version.levels.iter().all(|l| l.runs.is_empty())
+                        id == CfId::DEFAULT && cf.version.levels.iter().all(|l| l.runs.is_empty())
                     })
             }
             // Empty, or torn in its first record: the creation's own write, cut.
@@ -291,7 +298,7 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
     if let Some(no) = missing_wal(path, vs.log_number, vs.next_file_no) {
         return Err(missing_wal_error(no));
     }
-    vs.next_file_no = vs.next_file_no.max(max_file_no_on_disk(&env)? + 1);
+    vs.next_file_no = vs.next_file_no.max(max_file_no_on_disk(&env)?.next());
     let first_wal = vs.new_file_no();
     let log_number = vs.log_number;
     let parts = OpenParts {
@@ -316,7 +323,7 @@ fn open_with(path: &Path, mut opts: Options, read_only: bool) -> Result<DbInner>
     if let crate::policy::PrefetchPolicy::Leaper(p) = &inner.opts.prefetch {
         if let Some(model) = p.model.clone() {
             // A model that cannot be used leaves Leaper without one: the open goes on.
-            let _ = inner.load_leaper_model(0, &model);
+            let _ = inner.load_leaper_model(CfId::DEFAULT, &model);
         }
     }
     Ok(inner)
@@ -439,7 +446,7 @@ impl DbInner {
             queue_cv: Condvar::new(),
             wal: Mutex::new(WalState {
                 writer: None,
-                number: 0,
+                number: FileNo::new(0),
                 poisoned: false,
                 failed_at: 0,
             }),
@@ -567,7 +574,7 @@ fn check_files_present(
 
 /// The column families as recovered: each with an empty memtable over its version,
 /// and its access collector and query store when the options ask for them.
-fn column_families(path: &Path, opts: &Options, vs: &VersionSet) -> BTreeMap<u32, Arc<CfState>> {
+fn column_families(path: &Path, opts: &Options, vs: &VersionSet) -> BTreeMap<CfId, Arc<CfState>> {
     vs.cfs
         .iter()
         .map(|(&id, e)| {
@@ -585,7 +592,7 @@ fn column_families(path: &Path, opts: &Options, vs: &VersionSet) -> BTreeMap<u32
                     records: super::placement::open_query_store(path, id, &opts.records),
                     sv: ArcSwap::from_pointee(SuperVersion {
                         mem: Arc::new(Memtable::new(0)),
-                        mem_wal: 0,
+                        mem_wal: FileNo::new(0),
                         imms: Vec::new(),
                         version: e.version.clone(),
                     }),
@@ -600,13 +607,15 @@ fn column_families(path: &Path, opts: &Options, vs: &VersionSet) -> BTreeMap<u32
 /// the oldest log still holding writes that no table has. Flushes, recovery and repair
 /// move the log number only onto a log already created (and its directory entry synced),
 /// so a missing one is damage: its writes would be skipped without a word.
-pub(crate) fn missing_wal(root: &Path, log_number: u64, next_file_no: u64) -> Option<u64> {
-    (log_number > 0 && log_number < next_file_no && !wal_path(root, log_number).exists())
-        .then_some(log_number)
+pub(crate) fn missing_wal(root: &Path, log_number: FileNo, next_file_no: FileNo) -> Option<FileNo> {
+    (log_number > FileNo::new(0)
+        && log_number < next_file_no
+        && !wal_path(root, log_number).exists())
+    .then_some(log_number)
 }
 
 /// The corruption error of a missing write-ahead log.
-pub(crate) fn missing_wal_error(no: u64) -> Error {
+pub(crate) fn missing_wal_error(no: FileNo) -> Error {
     Error::corruption(
         filenames::wal(no),
         "the manifest needs this write-ahead log (it holds writes not yet in tables), but \
@@ -614,7 +623,7 @@ pub(crate) fn missing_wal_error(no: u64) -> Error {
     )
 }
 
-fn wal_numbers(path: &Path) -> Result<Vec<u64>> {
+fn wal_numbers(path: &Path) -> Result<Vec<FileNo>> {
     Ok(std::fs::read_dir(path)
         .map_err(|e| Error::io(path.display().to_string(), e))?
         .flatten()
@@ -625,7 +634,7 @@ fn wal_numbers(path: &Path) -> Result<Vec<u64>> {
 impl DbInner {
     /// Replays WAL files numbered >= `log_number` into fresh memtables, writes them to
     /// level 0, and starts a new WAL (number `new_wal`).
-    fn replay_wals(&self, log_number: u64, new_wal: u64) -> Result<()> {
+    fn replay_wals(&self, log_number: FileNo, new_wal: FileNo) -> Result<()> {
         let (mems, max_seq) = self.read_wals(log_number, Some(new_wal))?;
         self.persist_replayed(&mems, max_seq, new_wal)
     }
@@ -645,7 +654,7 @@ impl DbInner {
 
     /// A read-only open's replay: the logs' writes go to memtables that stay in memory
     /// (each column family's active one; no write ever reaches it).
-    fn replay_wals_in_memory(&self, log_number: u64) -> Result<()> {
+    fn replay_wals_in_memory(&self, log_number: FileNo) -> Result<()> {
         let (mut mems, max_seq) = self.read_wals(log_number, None)?;
         self.last_seq.store(max_seq, Ordering::Release);
         let vs = self.versions.lock();
@@ -665,15 +674,15 @@ impl DbInner {
     /// column family, and the largest sequence number seen (the tables' when larger).
     fn read_wals(
         &self,
-        log_number: u64,
-        skip_no: Option<u64>,
-    ) -> Result<(BTreeMap<u32, Arc<Memtable>>, u64)> {
-        let mut wals: Vec<u64> = wal_numbers(&self.path)?
+        log_number: FileNo,
+        skip_no: Option<FileNo>,
+    ) -> Result<(BTreeMap<CfId, Arc<Memtable>>, u64)> {
+        let mut wals: Vec<FileNo> = wal_numbers(&self.path)?
             .into_iter()
             .filter(|&n| n >= log_number && Some(n) != skip_no)
             .collect();
         wals.sort_unstable();
-        let mut mems: BTreeMap<u32, Arc<Memtable>> = BTreeMap::new();
+        let mut mems: BTreeMap<CfId, Arc<Memtable>> = BTreeMap::new();
         let mut max_seq = self.last_seq.load(Ordering::Relaxed);
         let skip = self.opts.wal_recovery == WalRecovery::SkipCorrupt;
         for &no in &wals {
@@ -747,9 +756,9 @@ impl DbInner {
     /// then removes what the replay made obsolete.
     fn persist_replayed(
         &self,
-        mems: &BTreeMap<u32, Arc<Memtable>>,
+        mems: &BTreeMap<CfId, Arc<Memtable>>,
         max_seq: u64,
-        new_wal: u64,
+        new_wal: FileNo,
     ) -> Result<()> {
         self.last_seq.store(max_seq, Ordering::Release);
         // Start the new log before recording that the old ones are obsolete.
@@ -820,7 +829,7 @@ impl DbInner {
 
     /// Removes tables no version references (outputs of work cut short by a crash) and
     /// manifests other than the current one.
-    fn remove_orphans(&self, live: &std::collections::HashSet<u64>, manifest_no: u64) {
+    fn remove_orphans(&self, live: &std::collections::HashSet<FileNo>, manifest_no: FileNo) {
         for tier in 0..self.env.num_tiers() {
             let dir = self.env.tier_dir(tier).to_path_buf();
             let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -856,8 +865,8 @@ impl DbInner {
 }
 
 /// The largest number of a WAL or table file in the database's directories (0 if none).
-pub(crate) fn max_file_no_on_disk(env: &StorageEnv) -> Result<u64> {
-    let mut max = 0;
+pub(crate) fn max_file_no_on_disk(env: &StorageEnv) -> Result<FileNo> {
+    let mut max = FileNo::new(0);
     let mut dirs = vec![env.root().to_path_buf()];
     dirs.extend((0..env.num_tiers()).map(|t| env.tier_dir(t).to_path_buf()));
     for dir in dirs {

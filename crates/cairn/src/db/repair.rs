@@ -47,6 +47,8 @@ use super::write::wal_path;
 use crate::batch::{BatchOpKind, WriteBatch};
 use crate::compaction::merge::{merge, MergeOutput, MergeParams};
 use crate::filenames;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::log::LogReader;
 use crate::memtable::Memtable;
@@ -65,7 +67,7 @@ use crate::{Error, Result};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RepairMethod {
     /// `CURRENT` now names this manifest, which was intact.
-    Manifest(u64),
+    Manifest(FileNo),
     /// The manifest was rebuilt from the tables and write-ahead logs.
     Rebuilt,
 }
@@ -85,7 +87,7 @@ pub struct RepairReport {
     /// Files that could not be read, where they now are in `lost/`, with the reason.
     pub lost: Vec<(PathBuf, String)>,
     /// Column families of the repaired database, by id.
-    pub column_families: Vec<(u32, String)>,
+    pub column_families: Vec<(CfId, String)>,
 }
 
 /// One column family being rebuilt.
@@ -124,9 +126,9 @@ fn initial_k(opts: &Options) -> Arc<dyn Fn(usize) -> usize + Send + Sync> {
     Arc::new(move |l| o.initial_runs(l))
 }
 
-fn manifest_numbers(root: &Path) -> Result<Vec<u64>> {
+fn manifest_numbers(root: &Path) -> Result<Vec<FileNo>> {
     let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
-    let mut v: Vec<u64> = rd
+    let mut v: Vec<FileNo> = rd
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(filenames::manifest_no))
         .collect();
@@ -218,9 +220,9 @@ fn free_name_in(dir: &Path, name: &std::ffi::OsStr) -> Result<PathBuf> {
 /// What the rebuild found on disk.
 #[derive(Default)]
 struct Found {
-    plans: BTreeMap<u32, CfPlan>,
+    plans: BTreeMap<CfId, CfPlan>,
     /// Tables read whole, by (tier, number): removed once the new manifest is durable.
-    inputs: Vec<(usize, u64)>,
+    inputs: Vec<(usize, FileNo)>,
     lost: Vec<(PathBuf, String)>,
     max_seq: u64,
 }
@@ -229,14 +231,14 @@ fn rebuild(env: &StorageEnv, opts: &Options) -> Result<RepairReport> {
     let root = env.root().to_path_buf();
     // Counted before the scan moves damaged tables to lost/: no new file takes the
     // number of one there.
-    let next_file_no =
-        max_file_no_on_disk(env)?.max(manifest_numbers(&root)?.last().copied().unwrap_or(0)) + 1;
+    let newest_manifest = manifest_numbers(&root)?.last().copied().unwrap_or_default();
+    let next_file_no = max_file_no_on_disk(env)?.max(newest_manifest).next();
     let named_missing = newest_manifest_names_missing_tables(env, opts);
     let mut found = scan_tables(env)?;
     let replay_all = named_missing || !found.lost.is_empty();
     let (wal_entries, wals, wal_max_seq) = read_wals(env, &mut found.plans, replay_all)?;
     found.max_seq = found.max_seq.max(wal_max_seq);
-    found.plans.entry(0).or_default();
+    found.plans.entry(CfId::DEFAULT).or_default();
 
     let mut vs = VersionSet::blank(env.clone(), opts.num_levels, initial_k(opts));
     vs.next_file_no = next_file_no;
@@ -265,7 +267,7 @@ fn scan_tables(env: &StorageEnv) -> Result<Found> {
     for tier in 0..env.num_tiers() {
         let dir = env.tier_dir(tier).to_path_buf();
         let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
-        let mut numbers: Vec<u64> = rd
+        let mut numbers: Vec<FileNo> = rd
             .flatten()
             .filter_map(|e| e.file_name().to_str().and_then(filenames::table_no))
             .collect();
@@ -298,9 +300,9 @@ fn write_families(
     env: &StorageEnv,
     opts: &Options,
     vs: &mut VersionSet,
-    plans: &BTreeMap<u32, CfPlan>,
+    plans: &BTreeMap<CfId, CfPlan>,
     edit: &mut VersionEdit,
-) -> Result<(u64, Vec<(u32, String)>)> {
+) -> Result<(u64, Vec<(CfId, String)>)> {
     let level = opts.num_levels - 1;
     let tier = env.tier_for_level(level);
     let mut entries = 0;
@@ -309,7 +311,7 @@ fn write_families(
     for (&id, plan) in plans {
         let name = match (&plan.name, id) {
             (Some(n), _) => n.clone(),
-            (None, 0) => "default".to_string(),
+            (None, CfId::DEFAULT) => "default".to_string(),
             (None, _) => format!("lost-cf-{id}"),
         };
         edit.cf_added.push(CfAdded {
@@ -346,7 +348,7 @@ fn write_family(
     env: &StorageEnv,
     opts: &Options,
     vs: &mut VersionSet,
-    column_family: (u32, &str),
+    column_family: (CfId, &str),
     plan: &CfPlan,
 ) -> Result<(Vec<MergeOutput>, u64)> {
     let mut children: Vec<Box<dyn InternalIterator>> = plan
@@ -419,9 +421,9 @@ fn install(env: &StorageEnv, vs: &mut VersionSet, mut edit: VersionEdit) -> Resu
 /// the logs read, and every other manifest.
 fn remove_merged(
     env: &StorageEnv,
-    inputs: &[(usize, u64)],
-    wals: &[u64],
-    manifest_no: u64,
+    inputs: &[(usize, FileNo)],
+    wals: &[FileNo],
+    manifest_no: FileNo,
 ) -> Result<()> {
     let root = env.root();
     for &(tier, no) in inputs {
@@ -485,12 +487,12 @@ fn newest_manifest_names_missing_tables(env: &StorageEnv, opts: &Options) -> boo
 /// copy left, so every entry is replayed (the merge keeps the newest version of a key).
 fn read_wals(
     env: &StorageEnv,
-    plans: &mut BTreeMap<u32, CfPlan>,
+    plans: &mut BTreeMap<CfId, CfPlan>,
     replay_all: bool,
-) -> Result<(u64, Vec<u64>, u64)> {
+) -> Result<(u64, Vec<FileNo>, u64)> {
     let root = env.root();
     let rd = std::fs::read_dir(root).map_err(|e| Error::io(root.display().to_string(), e))?;
-    let mut wals: Vec<u64> = rd
+    let mut wals: Vec<FileNo> = rd
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(filenames::wal_no))
         .collect();

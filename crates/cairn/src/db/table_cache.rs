@@ -17,6 +17,8 @@ use parking_lot::RwLock;
 use super::learner::Learner;
 use crate::cache::open_files::{FileKey, OpenFile, OpenFiles};
 use crate::cache::BlockCache;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::options::IndexPolicy;
 use crate::stats::StatsInner;
 use crate::storage::{FileKind, StorageEnv};
@@ -25,12 +27,12 @@ use crate::version::FileMeta;
 use crate::{Error, Result};
 
 /// Path of a table file in a tier.
-pub(crate) fn table_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
+pub(crate) fn table_path(env: &StorageEnv, tier: usize, file_no: FileNo) -> PathBuf {
     env.tier_dir(tier).join(crate::filenames::table(file_no))
 }
 
 /// Path of a table's saved learned model (Bourbon), beside the table.
-pub(crate) fn model_path(env: &StorageEnv, tier: usize, file_no: u64) -> PathBuf {
+pub(crate) fn model_path(env: &StorageEnv, tier: usize, file_no: FileNo) -> PathBuf {
     env.tier_dir(tier).join(crate::filenames::model(file_no))
 }
 
@@ -43,7 +45,7 @@ pub(crate) struct TableCache {
     /// Bourbon's background learner, once a family's tables are learned.
     learner: OnceLock<Arc<Learner>>,
     /// The families whose tables the learner takes.
-    learned_families: RwLock<HashSet<u32>>,
+    learned_families: RwLock<HashSet<CfId>>,
     stats: Arc<StatsInner>,
     /// Shared with the value-log store.
     files: Arc<OpenFiles>,
@@ -100,7 +102,7 @@ impl TableCache {
     }
 
     /// Whether the learner takes the tables of family `cf` (Bourbon's index for it).
-    pub(crate) fn set_family_learned(&self, cf: u32, on: bool) {
+    pub(crate) fn set_family_learned(&self, cf: CfId, on: bool) {
         let mut s = self.learned_families.write();
         if on {
             s.insert(cf);
@@ -191,7 +193,7 @@ impl TableCache {
 
     /// Forgets a deleted table and, if `erase_blocks`, its cached blocks (the `Lru`
     /// prefetch policy leaves them to age out, as RocksDB does).
-    pub(crate) fn evict(&self, file_no: u64, erase_blocks: bool) {
+    pub(crate) fn evict(&self, file_no: FileNo, erase_blocks: bool) {
         self.files.remove(FileKey::Table(file_no));
         if let Some(l) = self.learner.get() {
             l.retire(file_no);

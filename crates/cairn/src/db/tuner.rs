@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::EngineClock;
+use crate::ids::CfId;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -297,7 +298,7 @@ impl DbInner {
     /// Sets K of `level` in every column family whose K differs; returns the changes.
     fn apply_k(&self, level: usize, k: usize) -> Result<u64> {
         self.opts.check_runs(level, k)?;
-        let ids: Vec<u32> = self.cfs.read().keys().copied().collect();
+        let ids: Vec<CfId> = self.cfs.read().keys().copied().collect();
         let mut n = 0;
         for cf in ids {
             let Ok(sv) = self.super_version(cf) else {
@@ -340,7 +341,7 @@ impl DbInner {
 
     fn mission_stats(&self, core: &Core, now: &Counters) -> MissionStats {
         let last = &core.last;
-        let sv = self.super_version(0).ok();
+        let sv = self.super_version(CfId::DEFAULT).ok();
         let levels = now
             .levels
             .iter()

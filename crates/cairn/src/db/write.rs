@@ -9,6 +9,7 @@ use parking_lot::MutexGuard;
 
 use super::{DbInner, ExclusiveWork, Slot, SuperVersion};
 use crate::batch::{BatchOpKind, WriteBatch};
+use crate::ids::FileNo;
 use crate::log::LogWriter;
 use crate::options::WriteOptions;
 use crate::storage::FileKind;
@@ -354,7 +355,7 @@ impl DbInner {
     }
 
     /// Starts a new WAL file and returns the number of the old one.
-    pub(crate) fn rotate_wal(&self) -> Result<u64> {
+    pub(crate) fn rotate_wal(&self) -> Result<FileNo> {
         let no = self.versions.lock().new_file_no();
         let path = wal_path(&self.path, no);
         let f = self.env.create(&path, FileKind::Wal, 0, None)?;

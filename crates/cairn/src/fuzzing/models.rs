@@ -2,6 +2,8 @@
 //! models.
 
 use super::*;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 
 /// An entry: internal key and value.
 pub(super) type Entry = (Vec<u8>, Vec<u8>);
@@ -69,7 +71,7 @@ pub(super) fn build_table_with(
         b.add(k, v).expect("fixture entries are in order");
     }
     if let Some(d) = dels {
-        b.set_column_family(0, "default");
+        b.set_column_family(CfId::DEFAULT, "default");
         b.add_range_dels(d);
     }
     b.finish().expect("finish fixture table");
@@ -114,7 +116,8 @@ pub(super) fn plr_fixture() -> &'static PlrFixture {
         );
         let file = scratch_files(&bytes, 1).pop().expect("one file");
         let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(4 << 20, 1));
-        let table = Arc::new(Table::open(file, 1, Some(cache)).expect("open fixture table"));
+        let table =
+            Arc::new(Table::open(file, FileNo::new(1), Some(cache)).expect("open fixture table"));
         let answer = |k: &[u8]| {
             let i = entries.partition_point(|(e, _)| cmp_internal(e, k).is_lt());
             entries.get(i).cloned()

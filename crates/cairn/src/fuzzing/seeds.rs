@@ -1,6 +1,8 @@
 //! Seeds of every fuzz target: small valid inputs made with the engine's own encoders.
 
 use super::*;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::version::{AddedFile, CfAdded, CompactPointer, DeletedFile, LevelPolicy, SealedRun};
 
 /// A LightGBM text model over Leaper's 18 features: a stump on `r1` (categorical when
@@ -48,26 +50,26 @@ pub(super) fn leaper_meta(k: u32) -> LeaperMeta {
 pub(super) fn sample_edit() -> VersionEdit {
     VersionEdit {
         format_version: Some(1),
-        log_number: Some(7),
-        next_file_no: Some(99),
+        log_number: Some(FileNo::new(7)),
+        next_file_no: Some(FileNo::new(99)),
         last_seq: Some(1 << 40),
         next_run_id: Some(3),
         cf_added: vec![CfAdded {
-            id: 1,
+            id: CfId::new(1),
             name: "users".into(),
         }],
-        cf_dropped: vec![4],
+        cf_dropped: vec![CfId::new(4)],
         deleted: vec![DeletedFile {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 1,
-            file_no: 12,
+            file_no: FileNo::new(12),
         }],
         added: vec![AddedFile {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 2,
             run: 5,
             file: FileDesc {
-                file_no: 13,
+                file_no: FileNo::new(13),
                 tier: 1,
                 size: 4096,
                 smallest: make_internal_key(b"a", 1, ValueKind::Value),
@@ -75,17 +77,17 @@ pub(super) fn sample_edit() -> VersionEdit {
                 num_entries: 10,
                 min_seq: 1,
                 max_seq: 9,
-                vlog_refs: vec![(3, 1000), (8, 20)],
+                vlog_refs: vec![(FileNo::new(3), 1000), (FileNo::new(8), 20)],
                 range_dels: 3,
             },
         }],
         sealed: vec![SealedRun {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 2,
             run: 4,
         }],
         policies: vec![LevelPolicy {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 2,
             state: PolicyState {
                 k: 3,
@@ -94,7 +96,7 @@ pub(super) fn sample_edit() -> VersionEdit {
             },
         }],
         compact_pointers: vec![CompactPointer {
-            cf: 0,
+            cf: CfId::DEFAULT,
             level: 1,
             key: b"m".to_vec(),
         }],
@@ -104,7 +106,8 @@ pub(super) fn sample_edit() -> VersionEdit {
 pub(super) fn sample_batch() -> WriteBatch {
     let mut b = WriteBatch::new();
     b.put(b"alpha", b"one").expect("small key");
-    b.put_cf(3, b"beta", &[7u8; 40]).expect("small key");
+    b.put_cf(CfId::new(3), b"beta", &[7u8; 40])
+        .expect("small key");
     b.delete(b"gamma").expect("small key");
     b.delete_range(b"d", b"f").expect("ordered range");
     b
@@ -200,9 +203,9 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             sample_edit().encode(),
             VersionEdit {
                 format_version: Some(1),
-                next_file_no: Some(2),
+                next_file_no: Some(FileNo::new(2)),
                 cf_added: vec![CfAdded {
-                    id: 0,
+                    id: CfId::DEFAULT,
                     name: "default".into(),
                 }],
                 ..Default::default()
@@ -222,13 +225,13 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         }
         "value_pointer" => vec![
             ValuePointer {
-                file_no: 7,
+                file_no: FileNo::new(7),
                 offset: 12345,
                 len: 300,
             }
             .encode(),
             ValuePointer {
-                file_no: u64::MAX,
+                file_no: FileNo::new(u64::MAX),
                 offset: 12,
                 len: u32::MAX,
             }
@@ -264,8 +267,8 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             use crate::learned::ColdSet;
             let keys = (0..6).map(|i| format!("user{i:04}").into_bytes()).collect();
             vec![
-                ColdSet::new(0, 5000, 2.5e6, "rsf", keys).encode(),
-                ColdSet::new(3, 0, 0.0, "lru", Vec::new()).encode(),
+                ColdSet::new(CfId::DEFAULT, 5000, 2.5e6, "rsf", keys).encode(),
+                ColdSet::new(CfId::new(3), 0, 0.0, "lru", Vec::new()).encode(),
             ]
         }
         _ => Vec::new(),
@@ -324,7 +327,7 @@ pub(super) fn compressed_block_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
 pub(super) fn index_block_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
     let bytes = build_table(small, seed_table_opts(128, 0.0));
     let file = scratch_files(&bytes, 1).pop().expect("one file");
-    let t = Table::open(file, 1, None).expect("open seed table");
+    let t = Table::open(file, FileNo::new(1), None).expect("open seed table");
     let idx = t.index().expect("a pinned index");
     let list: Vec<IndexEntry> = (0..idx.num_blocks())
         .map(|i| idx.block(i).clone())
@@ -362,7 +365,7 @@ pub(super) fn table_properties_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
         range_dels: None,
     };
     let cf = TableProperties {
-        column_family: Some((7, "logs".into())),
+        column_family: Some((CfId::new(7), "logs".into())),
         ..p.clone()
     };
     let dels = TableProperties {
@@ -376,7 +379,7 @@ pub(super) fn table_properties_seeds(small: &[Entry]) -> Vec<Vec<u8>> {
 pub(super) fn access_trace_seeds() -> Vec<Vec<u8>> {
     use crate::access::{TraceHeader, TraceRow, TransferRow};
     let h = TraceHeader {
-        cf_id: 3,
+        cf_id: CfId::new(3),
         key_offset: 2,
         range_width: 10,
         slot_ms: 1000,
@@ -408,7 +411,7 @@ pub(super) fn record_trace_seeds() -> Vec<Vec<u8>> {
         encode, tag_time, RecordEntry, RecordTraceHeader, FLAG_INSERT_SEEN,
     };
     let h = RecordTraceHeader {
-        cf_id: 1,
+        cf_id: CfId::new(1),
         sample_rate: 1.0,
         day_ms: 1000,
         start_ms: 0,

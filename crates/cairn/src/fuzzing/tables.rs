@@ -2,6 +2,7 @@
 //! table's checksums.
 
 use super::*;
+use crate::ids::FileNo;
 
 /// A per-thread scratch directory for the targets that need files; removed with the
 /// thread.
@@ -68,7 +69,10 @@ pub(super) fn table_once(data: &[u8]) {
     let learned_file = files.pop().expect("two files");
     let fence_file = files.pop().expect("two files");
     let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(1 << 20, 1));
-    let Some(t) = typed_io("table open", Table::open(fence_file, 1, Some(cache))) else {
+    let Some(t) = typed_io(
+        "table open",
+        Table::open(fence_file, FileNo::new(1), Some(cache)),
+    ) else {
         return;
     };
     let t = Arc::new(t);
@@ -140,7 +144,12 @@ pub(super) fn table_once(data: &[u8]) {
     // Learned index trained at open (reads and checks every block again).
     let Some(l) = typed_io(
         "learned table open",
-        Table::open_with(learned_file, 2, None, IndexPolicy::learn_all(2)),
+        Table::open_with(
+            learned_file,
+            FileNo::new(2),
+            None,
+            IndexPolicy::learn_all(2),
+        ),
     ) else {
         return;
     };

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::ids::CfId;
 use crate::storage::{FileKind, StorageEnv};
 use crate::{Error, Result};
 
@@ -16,7 +17,7 @@ pub const COLD_SET_VERSION: u32 = 1;
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColdSet {
     /// Column family the set is for.
-    pub cf_id: u32,
+    pub cf_id: CfId,
     /// When the service wrote it (trace clock).
     pub created_ms: u64,
     /// End of the trace the prediction was made from.
@@ -32,7 +33,7 @@ pub struct ColdSet {
 impl ColdSet {
     /// A set of `keys` (sorted and deduplicated here).
     pub fn new(
-        cf_id: u32,
+        cf_id: CfId,
         trace_end_ms: u64,
         alpha: f64,
         method: &str,
@@ -76,7 +77,7 @@ impl ColdSet {
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::new();
         b.extend_from_slice(COLD_SET_MAGIC);
-        for v in [COLD_SET_VERSION, self.cf_id] {
+        for v in [COLD_SET_VERSION, self.cf_id.get()] {
             b.extend_from_slice(&v.to_le_bytes());
         }
         for v in [self.created_ms, self.trace_end_ms] {
@@ -127,7 +128,7 @@ impl ColdSet {
                 supported: COLD_SET_VERSION,
             });
         }
-        let cf_id = u32v(take(4)?);
+        let cf_id = CfId::new(u32v(take(4)?));
         let created_ms = u64v(take(8)?);
         let trace_end_ms = u64v(take(8)?);
         let alpha = f64::from_bits(u64v(take(8)?));
@@ -183,7 +184,7 @@ mod tests {
 
     fn sample() -> ColdSet {
         ColdSet::new(
-            3,
+            CfId::new(3),
             1_000,
             2.5e6,
             "rsf",

@@ -201,6 +201,7 @@ impl SeqTimes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::CfId;
 
     #[test]
     fn seq_times_date_sequence_numbers_conservatively() {
@@ -230,7 +231,13 @@ mod tests {
 
     #[test]
     fn placements_decide_per_key() {
-        let set = Arc::new(ColdSet::new(0, 0, 1.0, "rsf", vec![b"c".to_vec()]));
+        let set = Arc::new(ColdSet::new(
+            CfId::DEFAULT,
+            0,
+            1.0,
+            "rsf",
+            vec![b"c".to_vec()],
+        ));
         let p = ColdSetPlacement(set);
         assert!(p.is_cold(b"c", 1) && !p.is_cold(b"h", 1));
         assert_eq!(p.name(), "rsf");

@@ -52,6 +52,8 @@ use super::staging::Staging;
 use crate::access::key_number;
 use crate::cache::{BlockCache, BlockKey, CacheValue, Priority, Staged};
 use crate::clock::EngineClock;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::table::{Block, BlockHandle, BlockSink};
 use crate::types::user_key;
 
@@ -255,7 +257,7 @@ struct Event {
     flush: bool,
     /// The key ranges of the cached blocks a compaction invalidated, with the input table
     /// each block is of; sorted by first key, may overlap.
-    ranges: Vec<(Vec<u8>, Vec<u8>, u64)>,
+    ranges: Vec<(Vec<u8>, Vec<u8>, FileNo)>,
     /// Fingerprints of the keys the job took away: those a flush moved out of the
     /// memtable, those a compaction's cached input blocks held. A span covers keys it
     /// never held (a sparse memtable; a block of one input, between keys of another).
@@ -264,12 +266,12 @@ struct Event {
     /// the range of a block of that same table that was cached at the start (a policy
     /// dropped it, or it aged out), not in another input's range (an older version of
     /// the key in a cached block of another table says nothing of this block).
-    inputs: HashSet<u64>,
+    inputs: HashSet<FileNo>,
     /// The job's output tables (a compaction's once installed; a flush's): a miss on one
     /// counts for a key in any invalidated range (or moved out of the memtable). A miss
     /// on any other table (a newer version of the key elsewhere, a level the job did not
     /// touch, another column family) is no block the job removed.
-    outputs: Mutex<HashSet<u64>>,
+    outputs: Mutex<HashSet<FileNo>>,
     /// Reads per second over cache blocks when the job ran (eq. 3's Q / S).
     q_over_s: f64,
     last_miss: Mutex<Option<Duration>>,
@@ -280,7 +282,7 @@ struct Event {
 }
 
 impl Event {
-    fn contains(&self, key: &[u8], file_no: u64) -> bool {
+    fn contains(&self, key: &[u8], file_no: FileNo) -> bool {
         if self.outputs.lock().contains(&file_no) {
             return self.keys.contains(&fingerprint(key));
         }
@@ -302,13 +304,13 @@ impl Event {
 struct EventLog {
     list: VecDeque<Arc<Event>>,
     /// The jobs each table is an input or output of, in no order.
-    by_file: FxHashMap<u64, Vec<Arc<Event>>>,
+    by_file: FxHashMap<FileNo, Vec<Arc<Event>>>,
     next_seq: u64,
 }
 
 impl EventLog {
     fn push(&mut self, e: Arc<Event>) {
-        let outputs: Vec<u64> = e.outputs.lock().iter().copied().collect();
+        let outputs: Vec<FileNo> = e.outputs.lock().iter().copied().collect();
         for &f in e.inputs.iter().chain(&outputs) {
             self.by_file.entry(f).or_default().push(e.clone());
         }
@@ -316,7 +318,7 @@ impl EventLog {
     }
 
     /// `e`'s outputs are installed: misses on them may be its.
-    fn add_outputs(&mut self, e: &Arc<Event>, outputs: &[u64]) {
+    fn add_outputs(&mut self, e: &Arc<Event>, outputs: &[FileNo]) {
         let mut held = e.outputs.lock();
         for &f in outputs {
             if held.insert(f) && !e.inputs.contains(&f) {
@@ -329,7 +331,7 @@ impl EventLog {
         let Some(e) = self.list.pop_front() else {
             return;
         };
-        let outputs: Vec<u64> = e.outputs.lock().iter().copied().collect();
+        let outputs: Vec<FileNo> = e.outputs.lock().iter().copied().collect();
         for f in e.inputs.iter().chain(&outputs) {
             if let Some(v) = self.by_file.get_mut(f) {
                 v.retain(|x| !Arc::ptr_eq(x, &e));
@@ -341,7 +343,7 @@ impl EventLog {
     }
 
     /// The newest job that took `key` of table `file_no` away (see [`Event::contains`]).
-    fn newest_holding(&self, key: &[u8], file_no: u64) -> Option<&Arc<Event>> {
+    fn newest_holding(&self, key: &[u8], file_no: FileNo) -> Option<&Arc<Event>> {
         self.by_file
             .get(&file_no)?
             .iter()
@@ -369,7 +371,7 @@ fn span(keys: KeySpan<'_>, key_offset: usize) -> Interval {
     }
 }
 
-fn files_of(inputs: &[(u64, u64)]) -> HashSet<u64> {
+fn files_of(inputs: &[(FileNo, u64)]) -> HashSet<FileNo> {
     inputs.iter().map(|&(f, _)| f).collect()
 }
 
@@ -422,7 +424,7 @@ impl Warmer {
     /// A data block of table `file_no`, just written.
     pub(crate) fn offer(
         &self,
-        file_no: u64,
+        file_no: FileNo,
         handle: BlockHandle,
         first: &[u8],
         last: &[u8],
@@ -488,7 +490,7 @@ impl Warmer {
 
 impl Warmer {
     /// A table writer's sink for table `file_no` that offers each finished block here.
-    pub(crate) fn sink(self: &Arc<Self>, file_no: u64) -> BlockSink {
+    pub(crate) fn sink(self: &Arc<Self>, file_no: FileNo) -> BlockSink {
         let w = self.clone();
         Box::new(move |h, first, last, contents| w.offer(file_no, h, first, last, contents))
     }
@@ -500,7 +502,7 @@ pub(crate) struct CompactionJob {
     begin: Duration,
     input_blocks: u64,
     /// The input tables' file numbers.
-    inputs: HashSet<u64>,
+    inputs: HashSet<FileNo>,
     /// Warming of the job's output blocks, if any.
     pub(crate) warmer: Option<Arc<Warmer>>,
 }
@@ -514,7 +516,7 @@ pub(crate) struct Prefetcher {
     /// Whether invalidation misses are counted (Leaper's policies always count: eq. 3's
     /// beta is fitted from them).
     metric: bool,
-    sources: RwLock<HashMap<u32, Arc<dyn HotRangeSource>>>,
+    sources: RwLock<HashMap<CfId, Arc<dyn HotRangeSource>>>,
     counters: Arc<Counters>,
     events: Mutex<EventLog>,
     fits: Mutex<Fits>,
@@ -539,9 +541,9 @@ impl Prefetcher {
                 policy,
                 PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_)
             );
-        let mut sources: HashMap<u32, Arc<dyn HotRangeSource>> = HashMap::new();
+        let mut sources: HashMap<CfId, Arc<dyn HotRangeSource>> = HashMap::new();
         if let PrefetchPolicy::Oracle(src) = &policy {
-            sources.insert(0, src.clone());
+            sources.insert(CfId::DEFAULT, src.clone());
         }
         Prefetcher {
             policy,
@@ -568,7 +570,7 @@ impl Prefetcher {
     }
 
     /// Installs (or replaces) the hot-range source of a column family.
-    pub(crate) fn set_source(&self, cf: u32, src: Arc<dyn HotRangeSource>) {
+    pub(crate) fn set_source(&self, cf: CfId, src: Arc<dyn HotRangeSource>) {
         if let Some(old) = self.sources.write().insert(cf, src) {
             let (ranges, nanos) = old.inference_cost();
             self.counters.retired_evals.fetch_add(ranges, Relaxed);
@@ -581,7 +583,7 @@ impl Prefetcher {
         self.counters.model_errors.fetch_add(1, Relaxed);
     }
 
-    fn source(&self, cf: u32) -> Option<Arc<dyn HotRangeSource>> {
+    fn source(&self, cf: CfId) -> Option<Arc<dyn HotRangeSource>> {
         match self.policy {
             PrefetchPolicy::Leaper(_) if self.rolled_back.load(Relaxed) => None,
             PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
@@ -593,7 +595,7 @@ impl Prefetcher {
 
     /// The invalidation misses of a Leaper compaction of `blocks` cached input blocks
     /// that roll Leaper back (None: no guardrail for this job).
-    fn rollback_at(&self, cf: u32, blocks: u64) -> Option<u64> {
+    fn rollback_at(&self, cf: CfId, blocks: u64) -> Option<u64> {
         match &self.policy {
             PrefetchPolicy::Leaper(p) if p.rollback_share > 0.0 && self.source(cf).is_some() => {
                 let at = (p.rollback_share * blocks as f64).ceil() as u64;
@@ -631,10 +633,10 @@ impl Prefetcher {
 
     fn record_event(
         &self,
-        ranges: Vec<(Vec<u8>, Vec<u8>, u64)>,
+        ranges: Vec<(Vec<u8>, Vec<u8>, FileNo)>,
         keys: FxHashSet<u64>,
-        inputs: HashSet<u64>,
-        outputs: HashSet<u64>,
+        inputs: HashSet<FileNo>,
+        outputs: HashSet<FileNo>,
         flush: bool,
         rollback_at: Option<u64>,
     ) -> Option<Arc<Event>> {
@@ -690,7 +692,7 @@ impl Prefetcher {
 
     /// A warmer for a flush of `cf` whose keys lie in `keys` (smallest and largest user
     /// key), if the policy warms flushed blocks.
-    pub(crate) fn flush_warmer(&self, cf: u32, keys: KeySpan<'_>) -> Option<Arc<Warmer>> {
+    pub(crate) fn flush_warmer(&self, cf: CfId, keys: KeySpan<'_>) -> Option<Arc<Warmer>> {
         let warm = match &self.policy {
             PrefetchPolicy::WarmFlush | PrefetchPolicy::WarmAll => Warm::All,
             PrefetchPolicy::Leaper(_) | PrefetchPolicy::Oracle(_) => {
@@ -739,7 +741,7 @@ impl Prefetcher {
 
     /// A flush of `mem` into the tables `outputs` is about to be installed: reads of its
     /// keys then go to them.
-    pub(crate) fn flush_done(&self, mem: &Arc<crate::memtable::Memtable>, outputs: &[u64]) {
+    pub(crate) fn flush_done(&self, mem: &Arc<crate::memtable::Memtable>, outputs: &[FileNo]) {
         use crate::iter::InternalIterator;
         if !self.metric {
             return;
@@ -759,8 +761,8 @@ impl Prefetcher {
     /// starts.
     pub(crate) fn compaction_begin(
         &self,
-        cf: u32,
-        inputs: &[(u64, u64)],
+        cf: CfId,
+        inputs: &[(FileNo, u64)],
         keys: KeySpan<'_>,
     ) -> CompactionJob {
         let begin = self.clock.now();
@@ -770,7 +772,7 @@ impl Prefetcher {
             .sum();
         let files = files_of(inputs);
         let cached = self.cache.cached_data_blocks(&files);
-        let ranges: Vec<(Vec<u8>, Vec<u8>, u64)> = cached
+        let ranges: Vec<(Vec<u8>, Vec<u8>, FileNo)> = cached
             .iter()
             .filter(|(_, b)| b.entry_count() > 0)
             .map(|(k, b)| {
@@ -832,7 +834,7 @@ impl Prefetcher {
     /// can swap in.
     fn leaper_begin(
         &self,
-        cf: u32,
+        cf: CfId,
         input_blocks: u64,
         cached: &[(BlockKey, Arc<Block>)],
         keys: KeySpan<'_>,
@@ -898,7 +900,7 @@ impl Prefetcher {
     }
 
     /// The compaction's outputs are installed: reads of its keys now go to them.
-    pub(crate) fn compaction_outputs(&self, job: &CompactionJob, outputs: &[u64]) {
+    pub(crate) fn compaction_outputs(&self, job: &CompactionJob, outputs: &[FileNo]) {
         if let Some(e) = &job.event {
             self.events.lock().add_outputs(e, outputs);
         }
@@ -935,7 +937,7 @@ impl Prefetcher {
     pub(crate) fn note_read(
         &self,
         key: &[u8],
-        file_no: u64,
+        file_no: FileNo,
         misses: u32,
         warmed_hits: u32,
         scan: bool,
@@ -1095,7 +1097,7 @@ mod tests {
             let v = data(&block(i * 10, i * 10 + 9));
             let charge = v.data().unwrap().charge();
             let key = BlockKey {
-                file_no,
+                file_no: FileNo::new(file_no),
                 offset: i * 4096,
             };
             cache.insert(key, v, charge);
@@ -1107,33 +1109,33 @@ mod tests {
         let cache: Arc<dyn BlockCache> = Arc::new(LruBlockCache::new(1 << 20, 1));
         let policy = PrefetchPolicy::Leaper(LeaperParams::default());
         let p = Prefetcher::new(policy, cache.clone(), 4096, 60_000, true, EngineClock::Wall);
-        p.set_source(0, Arc::new(Nothing));
+        p.set_source(CfId::DEFAULT, Arc::new(Nothing));
         cache_blocks(&cache, 1);
-        let job = p.compaction_begin(0, &[(1, 40 * 4096)], ALL);
+        let job = p.compaction_begin(CfId::DEFAULT, &[(FileNo::new(1), 40 * 4096)], ALL);
         assert_eq!(
             p.stats().evicted_blocks,
             40,
             "phase one dropped every cold block"
         );
-        p.compaction_outputs(&job, &[2]);
+        p.compaction_outputs(&job, &[FileNo::new(2)]);
         p.compaction_installed(&job);
         p.compaction_end(job);
         // Every key of the 40 blocks read right after: 40 misses, the limit is 32.
         for i in 0..40u64 {
-            p.note_read(&(i * 10).to_be_bytes(), 2, 1, 0, false);
+            p.note_read(&(i * 10).to_be_bytes(), FileNo::new(2), 1, 0, false);
             assert_eq!(p.stats().rolled_back, i >= 32, "after {} misses", i + 1);
         }
         assert_eq!(p.stats().rollbacks, 1);
         // Stopped: the next job evicts and warms nothing.
         cache_blocks(&cache, 3);
-        let job = p.compaction_begin(0, &[(3, 40 * 4096)], ALL);
+        let job = p.compaction_begin(CfId::DEFAULT, &[(FileNo::new(3), 40 * 4096)], ALL);
         assert!(job.warmer.is_none());
         assert_eq!(p.stats().evicted_blocks, 40);
         p.compaction_end(job);
         // A model loaded again: Leaper acts again.
-        p.set_source(0, Arc::new(Nothing));
+        p.set_source(CfId::DEFAULT, Arc::new(Nothing));
         assert!(!p.stats().rolled_back);
-        let job = p.compaction_begin(0, &[(3, 40 * 4096)], ALL);
+        let job = p.compaction_begin(CfId::DEFAULT, &[(FileNo::new(3), 40 * 4096)], ALL);
         assert!(job.warmer.is_some());
         assert_eq!(p.stats().evicted_blocks, 80);
         p.compaction_end(job);
@@ -1154,7 +1156,7 @@ mod tests {
         let old = [block(0, 49), block(150, 199)];
         for (i, b) in old.iter().enumerate() {
             let key = BlockKey {
-                file_no: 1,
+                file_no: FileNo::new(1),
                 offset: i as u64 * 4096,
             };
             let v = data(b);
@@ -1162,16 +1164,22 @@ mod tests {
             cache.insert(key, v, charge);
         }
         let usage = cache.usage();
-        let job = p.compaction_begin(0, &[(1, 8192)], ALL);
+        let job = p.compaction_begin(CfId::DEFAULT, &[(FileNo::new(1), 8192)], ALL);
         let w = job.warmer.clone().expect("the oracle warms");
         // Output table 9: four blocks of the same size, scores 1, 5, 3 and none.
         let outs: [(u64, u64); 4] = [(0, 49), (150, 199), (200, 249), (400, 449)];
         for (i, &(a, b)) in outs.iter().enumerate() {
             let h = BlockHandle::new(i as u64 * 4096, 100);
-            w.offer(9, h, &a.to_be_bytes(), &b.to_be_bytes(), &block(a, b));
+            w.offer(
+                FileNo::new(9),
+                h,
+                &a.to_be_bytes(),
+                &b.to_be_bytes(),
+                &block(a, b),
+            );
         }
         let out_key = |i: u64| BlockKey {
-            file_no: 9,
+            file_no: FileNo::new(9),
             offset: i * 4096,
         };
         for i in 0..4 {
@@ -1186,7 +1194,9 @@ mod tests {
         assert!(cache.lookup(&out_key(2)).is_some());
         assert!(cache.lookup(&out_key(0)).is_none());
         assert!(cache.lookup(&out_key(3)).is_none());
-        assert!(cache.cached_data_blocks(&HashSet::from([1])).is_empty());
+        assert!(cache
+            .cached_data_blocks(&HashSet::from([FileNo::new(1)]))
+            .is_empty());
         assert_eq!(cache.usage(), usage, "warming did not grow the cache");
         assert_eq!(p.stats().warmed_blocks, 2);
         p.compaction_end(job);

@@ -102,10 +102,14 @@ impl Staging {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::FileNo;
     use crate::table::block_for_tests;
 
     fn key(offset: u64) -> BlockKey {
-        BlockKey { file_no: 7, offset }
+        BlockKey {
+            file_no: FileNo::new(7),
+            offset,
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use super::format::{
 use super::index::{FenceIndex, IndexEntry};
 use super::properties::TableProperties;
 use crate::compression::{compress, Compression};
+use crate::ids::CfId;
 use crate::range_del::RangeDels;
 use crate::storage::WritableFile;
 use crate::types::{
@@ -166,7 +167,7 @@ impl TableBuilder {
     }
 
     /// Records the column family the table belongs to in its properties (read by repair).
-    pub fn set_column_family(&mut self, id: u32, name: &str) {
+    pub fn set_column_family(&mut self, id: CfId, name: &str) {
         self.props.column_family = Some((id, name.to_owned()));
     }
 

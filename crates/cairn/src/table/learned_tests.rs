@@ -9,6 +9,7 @@ use rand::{Rng, SeedableRng};
 use super::*;
 use crate::cache::{BlockCache, LruBlockCache};
 use crate::compression::Compression;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::learned::key_to_u64;
 use crate::options::IndexPolicy;
@@ -183,7 +184,7 @@ fn build_pair_with(
             .unwrap();
         let cache: Option<Arc<dyn BlockCache>> =
             cached.then(|| Arc::new(LruBlockCache::new(1 << 20, 2)) as Arc<dyn BlockCache>);
-        Arc::new(Table::open_with(f, no, cache, policy).unwrap())
+        Arc::new(Table::open_with(f, FileNo::new(no), cache, policy).unwrap())
     };
     let fence = open(&fence_path, 1, IndexPolicy::Fence);
     let learned = open(&learned_path, 2, IndexPolicy::learn_all(delta));
@@ -396,7 +397,13 @@ fn fixed_width_gets_read_only_the_window() {
     let f = env
         .open_read(&path, FileKind::Table, 0, Some(0), false)
         .unwrap();
-    let t = Table::open_with(f, 3, Some(cache.clone()), IndexPolicy::learn_all(8)).unwrap();
+    let t = Table::open_with(
+        f,
+        FileNo::new(3),
+        Some(cache.clone()),
+        IndexPolicy::learn_all(8),
+    )
+    .unwrap();
     let lk = make_lookup_key(&keys[100], MAX_SEQ);
     let mut tr = ReadTrace::default();
     assert!(t.get(&lk, &mut tr).unwrap().is_some());

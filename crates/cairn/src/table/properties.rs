@@ -9,6 +9,7 @@
 //! name their range-deletion block: varint count of tombstones, block offset and size.
 
 use super::format::{get_len, get_varint, put_varint};
+use crate::ids::CfId;
 use crate::{Error, Result};
 
 /// Statistics of one table.
@@ -34,7 +35,7 @@ pub struct TableProperties {
     pub max_seq: u64,
     /// Column family (id, name) the table was written for; `None` in tables written
     /// before the field existed.
-    pub column_family: Option<(u32, String)>,
+    pub column_family: Option<(CfId, String)>,
     /// The range-deletion block: (tombstones held, where it is); `None` without one.
     /// Written only after a column family.
     pub range_dels: Option<(u64, super::format::BlockHandle)>,
@@ -60,7 +61,7 @@ impl TableProperties {
             b.extend_from_slice(k);
         }
         if let Some((id, name)) = &self.column_family {
-            put_varint(&mut b, u64::from(*id));
+            put_varint(&mut b, u64::from(id.get()));
             put_varint(&mut b, name.len() as u64);
             b.extend_from_slice(name.as_bytes());
             if let Some((n, h)) = &self.range_dels {
@@ -91,7 +92,7 @@ impl TableProperties {
         let smallest = key()?;
         let largest = key()?;
         let column_family = if pos < buf.len() {
-            let id = u32::try_from(get_varint(buf, &mut pos)?).ok()?;
+            let id = CfId::new(u32::try_from(get_varint(buf, &mut pos)?).ok()?);
             let n = get_len(buf, &mut pos)?;
             let name = std::str::from_utf8(&buf[pos..pos + n]).ok()?.to_owned();
             pos += n;
@@ -155,13 +156,13 @@ mod tests {
         longer.extend_from_slice(&[0, 5]); // a column family whose name is cut short
         assert!(TableProperties::decode(&longer, "t").is_err());
         let with_cf = TableProperties {
-            column_family: Some((7, "logs".into())),
+            column_family: Some((CfId::new(7), "logs".into())),
             ..p.clone()
         };
         let enc = with_cf.encode();
         assert_eq!(TableProperties::decode(&enc, "t").unwrap(), with_cf);
         let with_dels = TableProperties {
-            column_family: Some((7, "logs".into())),
+            column_family: Some((CfId::new(7), "logs".into())),
             range_dels: Some((3, super::super::format::BlockHandle::new(500, 42))),
             ..p.clone()
         };

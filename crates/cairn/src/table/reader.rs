@@ -20,6 +20,7 @@ use super::read_trace::ReadTrace;
 use super::readahead::Readahead;
 use super::usage::TableUsage;
 use crate::cache::{BlockCache, BlockKey, CacheValue};
+use crate::ids::FileNo;
 use crate::learned::{KeySpace, PlrBuilder};
 use crate::options::IndexPolicy;
 use crate::range_del::RangeDels;
@@ -71,7 +72,7 @@ impl<T> Deref for MetaRef<'_, T> {
 pub struct Table {
     file: RandomAccessFile,
     name: String,
-    file_no: u64,
+    file_no: FileNo,
     cache: Option<Arc<dyn BlockCache>>,
     index: Meta<FenceIndex>,
     /// Installed once (at open or by the background learner); readers switch to it
@@ -168,7 +169,7 @@ impl Table {
     /// read. `file_no` keys the table's blocks in `cache`. Uses fence pointers only.
     pub fn open(
         file: RandomAccessFile,
-        file_no: u64,
+        file_no: FileNo,
         cache: Option<Arc<dyn BlockCache>>,
     ) -> Result<Table> {
         Self::open_with(file, file_no, cache, IndexPolicy::Fence)
@@ -180,7 +181,7 @@ impl Table {
     /// [`get`](Self::get) then uses.
     pub fn open_with(
         file: RandomAccessFile,
-        file_no: u64,
+        file_no: FileNo,
         cache: Option<Arc<dyn BlockCache>>,
         policy: IndexPolicy,
     ) -> Result<Table> {
@@ -193,7 +194,7 @@ impl Table {
     /// evicted.
     pub fn open_caching_meta(
         file: RandomAccessFile,
-        file_no: u64,
+        file_no: FileNo,
         cache: Arc<dyn BlockCache>,
     ) -> Result<Table> {
         Self::open_inner(file, file_no, Some(cache), IndexPolicy::Fence, true)
@@ -201,7 +202,7 @@ impl Table {
 
     fn open_inner(
         file: RandomAccessFile,
-        file_no: u64,
+        file_no: FileNo,
         cache: Option<Arc<dyn BlockCache>>,
         policy: IndexPolicy,
         cache_meta: bool,
@@ -786,7 +787,7 @@ impl Table {
     }
 
     /// The file number the table was opened with.
-    pub fn file_no(&self) -> u64 {
+    pub fn file_no(&self) -> FileNo {
         self.file_no
     }
 

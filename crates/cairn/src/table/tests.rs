@@ -12,6 +12,8 @@ use super::format::{block_trailer, BlockType};
 use super::*;
 use crate::cache::{BlockCache, LruBlockCache};
 use crate::compression::Compression;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::options::IndexPolicy;
 use crate::storage::{FileKind, StorageEnv};
@@ -89,7 +91,7 @@ impl Fixture {
         let f = self
             .env
             .open_read(path, FileKind::Table, 0, Some(0), false)?;
-        Table::open_with(f, 1, cache, policy)
+        Table::open_with(f, FileNo::new(1), cache, policy)
     }
 }
 
@@ -596,14 +598,14 @@ fn traces_bloom_and_cache() {
         }
     }
     assert!(negatives > 950, "{negatives}");
-    cache.erase_file(1);
+    cache.erase_file(FileNo::new(1));
     assert_eq!(cache.usage(), 0);
     // The same table read with O_DIRECT (or its fallback) gives the same entries.
     let f = fx
         .env
         .open_read(&path, FileKind::Table, 0, Some(0), true)
         .unwrap();
-    let direct = Arc::new(Table::open(f, 2, None).unwrap());
+    let direct = Arc::new(Table::open(f, FileNo::new(2), None).unwrap());
     assert_eq!(collect_forward(&mut direct.iter()), model);
     assert_eq!(collect_forward(&mut t.iter()), model);
 }
@@ -1103,7 +1105,7 @@ fn cached_blocks_break_the_sequence() {
         .env
         .open_read(&path, FileKind::Table, 0, Some(0), false)
         .unwrap();
-    let mut t = Table::open(f, 1, Some(cache)).unwrap();
+    let mut t = Table::open(f, FileNo::new(1), Some(cache)).unwrap();
     assert!(
         !t.reads_ahead(),
         "buffered reads through a cache: the OS reads ahead"
@@ -1141,7 +1143,7 @@ fn index_and_filter_in_the_cache() {
         .env
         .open_read(&path, FileKind::Table, 0, Some(0), false)
         .unwrap();
-    let t = Arc::new(Table::open_caching_meta(f, 1, cache.clone()).unwrap());
+    let t = Arc::new(Table::open_caching_meta(f, FileNo::new(1), cache.clone()).unwrap());
     let pinned = fx.open(&path, None).unwrap();
     let st = cache.stats();
     assert_eq!(st.kind(BlockKind::Index).inserts, 1);
@@ -1170,7 +1172,7 @@ fn index_and_filter_in_the_cache() {
 
     // Evicted: the next get reads both again, once; the one after finds them cached.
     let key_of = |h: BlockHandle| crate::cache::BlockKey {
-        file_no: 1,
+        file_no: FileNo::new(1),
         offset: h.offset,
     };
     cache.erase(&key_of(footer.index));
@@ -1272,7 +1274,7 @@ fn build_with_dels(
     let path = fx.root.join(name);
     let f = fx.env.create(&path, FileKind::Table, 0, Some(0))?;
     let mut b = TableBuilder::new(f, TableBuildOptions::default());
-    b.set_column_family(0, "default");
+    b.set_column_family(CfId::DEFAULT, "default");
     for (k, v) in entries {
         b.add(k, v)?;
     }

@@ -2,13 +2,15 @@
 //! column family's levels; an edit is written (and synced) before it is installed.
 
 use crate::coding::{put_bytes, put_varint, Reader};
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::{Error, Result};
 
 /// The durable description of one table file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileDesc {
     /// File number (names the file).
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Tier (directory) holding the file.
     pub tier: u32,
     /// Size in bytes.
@@ -25,7 +27,7 @@ pub struct FileDesc {
     pub max_seq: u64,
     /// Value-log files the table's pointers reference: (file number, bytes of the records
     /// referenced), ascending by file number. Empty without key-value separation.
-    pub vlog_refs: Vec<(u64, u64)>,
+    pub vlog_refs: Vec<(FileNo, u64)>,
     /// Range tombstones the table holds (readers gather them without opening the tables
     /// that hold none).
     pub range_dels: u64,
@@ -76,7 +78,7 @@ pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CfAdded {
     /// Column family id.
-    pub id: u32,
+    pub id: CfId,
     /// Column family name.
     pub name: String,
 }
@@ -85,11 +87,11 @@ pub struct CfAdded {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeletedFile {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
 }
 
 /// A table file added to a run of a level. A run id not present in the level creates a
@@ -97,7 +99,7 @@ pub struct DeletedFile {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AddedFile {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// Run id within the level.
@@ -110,7 +112,7 @@ pub struct AddedFile {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SealedRun {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// Run id within the level.
@@ -121,7 +123,7 @@ pub struct SealedRun {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelPolicy {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// The policy state.
@@ -132,7 +134,7 @@ pub struct LevelPolicy {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactPointer {
     /// Column family id.
-    pub cf: u32,
+    pub cf: CfId,
     /// Level (0 is the newest).
     pub level: u32,
     /// User key.
@@ -145,9 +147,9 @@ pub struct VersionEdit {
     /// Format version of the manifest (set in the first record of every manifest).
     pub format_version: Option<u32>,
     /// WAL files below this number are no longer needed.
-    pub log_number: Option<u64>,
+    pub log_number: Option<FileNo>,
     /// Next file number to allocate.
-    pub next_file_no: Option<u64>,
+    pub next_file_no: Option<FileNo>,
     /// Last sequence number durable in tables.
     pub last_seq: Option<u64>,
     /// Next run id to allocate.
@@ -155,7 +157,7 @@ pub struct VersionEdit {
     /// Column families created.
     pub cf_added: Vec<CfAdded>,
     /// Column families dropped.
-    pub cf_dropped: Vec<u32>,
+    pub cf_dropped: Vec<CfId>,
     /// Files removed.
     pub deleted: Vec<DeletedFile>,
     /// Files added.
@@ -193,7 +195,7 @@ impl VersionEdit {
     }
 
     /// The (column family, level) of every file, run, policy and cursor record.
-    pub fn places(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+    pub fn places(&self) -> impl Iterator<Item = (CfId, u32)> + '_ {
         let d = self.deleted.iter().map(|d| (d.cf, d.level));
         let a = self.added.iter().map(|a| (a.cf, a.level));
         let s = self.sealed.iter().map(|s| (s.cf, s.level));
@@ -216,24 +218,24 @@ impl VersionEdit {
                 put_varint(o, v);
             }
         };
-        opt(&mut o, T_LOG, self.log_number);
-        opt(&mut o, T_NEXT_FILE, self.next_file_no);
+        opt(&mut o, T_LOG, self.log_number.map(FileNo::get));
+        opt(&mut o, T_NEXT_FILE, self.next_file_no.map(FileNo::get));
         opt(&mut o, T_LAST_SEQ, self.last_seq);
         opt(&mut o, T_NEXT_RUN, self.next_run_id);
         for CfAdded { id, name } in &self.cf_added {
             o.push(T_CF_ADD);
-            put_varint(&mut o, *id as u64);
+            put_varint(&mut o, u64::from(id.get()));
             put_bytes(&mut o, name.as_bytes());
         }
         for id in &self.cf_dropped {
             o.push(T_CF_DROP);
-            put_varint(&mut o, *id as u64);
+            put_varint(&mut o, u64::from(id.get()));
         }
         for d in &self.deleted {
             o.push(T_DELETED);
-            put_varint(&mut o, d.cf as u64);
+            put_varint(&mut o, u64::from(d.cf.get()));
             put_varint(&mut o, d.level as u64);
-            put_varint(&mut o, d.file_no);
+            put_varint(&mut o, d.file_no.get());
         }
         for AddedFile {
             cf,
@@ -250,10 +252,10 @@ impl VersionEdit {
                 T_ADDED_VLOG
             };
             o.push(tag);
-            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, u64::from(cf.get()));
             put_varint(&mut o, *level as u64);
             put_varint(&mut o, *run);
-            put_varint(&mut o, f.file_no);
+            put_varint(&mut o, f.file_no.get());
             put_varint(&mut o, f.tier as u64);
             put_varint(&mut o, f.size);
             put_bytes(&mut o, &f.smallest);
@@ -264,7 +266,7 @@ impl VersionEdit {
             if tag != T_ADDED {
                 put_varint(&mut o, f.vlog_refs.len() as u64);
                 for &(no, bytes) in &f.vlog_refs {
-                    put_varint(&mut o, no);
+                    put_varint(&mut o, no.get());
                     put_varint(&mut o, bytes);
                 }
             }
@@ -274,7 +276,7 @@ impl VersionEdit {
         }
         for s in &self.sealed {
             o.push(T_SEALED);
-            put_varint(&mut o, s.cf as u64);
+            put_varint(&mut o, u64::from(s.cf.get()));
             put_varint(&mut o, s.level as u64);
             put_varint(&mut o, s.run);
         }
@@ -285,7 +287,7 @@ impl VersionEdit {
         } in &self.policies
         {
             o.push(T_POLICY);
-            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, u64::from(cf.get()));
             put_varint(&mut o, *level as u64);
             put_varint(&mut o, p.k as u64);
             put_varint(&mut o, p.pending_k.map_or(0, |k| k as u64 + 1));
@@ -293,7 +295,7 @@ impl VersionEdit {
         }
         for CompactPointer { cf, level, key } in &self.compact_pointers {
             o.push(T_POINTER);
-            put_varint(&mut o, *cf as u64);
+            put_varint(&mut o, u64::from(cf.get()));
             put_varint(&mut o, *level as u64);
             put_bytes(&mut o, key);
         }
@@ -323,25 +325,25 @@ impl VersionEdit {
         while !r.is_empty() {
             match r.u8()? {
                 T_FORMAT => e.format_version = Some(r.varint32()?),
-                T_LOG => e.log_number = Some(r.varint()?),
-                T_NEXT_FILE => e.next_file_no = Some(r.varint()?),
+                T_LOG => e.log_number = Some(FileNo::new(r.varint()?)),
+                T_NEXT_FILE => e.next_file_no = Some(FileNo::new(r.varint()?)),
                 T_LAST_SEQ => e.last_seq = Some(r.varint()?),
                 T_NEXT_RUN => e.next_run_id = Some(r.varint()?),
                 T_CF_ADD => {
-                    let id = r.varint32()?;
+                    let id = CfId::new(r.varint32()?);
                     let name = String::from_utf8(r.bytes()?.to_vec()).ok()?;
                     e.cf_added.push(CfAdded { id, name });
                 }
-                T_CF_DROP => e.cf_dropped.push(r.varint32()?),
+                T_CF_DROP => e.cf_dropped.push(CfId::new(r.varint32()?)),
                 T_DELETED => e.deleted.push(DeletedFile {
-                    cf: r.varint32()?,
+                    cf: CfId::new(r.varint32()?),
                     level: r.varint32()?,
-                    file_no: r.varint()?,
+                    file_no: FileNo::new(r.varint()?),
                 }),
                 tag @ (T_ADDED | T_ADDED_VLOG | T_ADDED_DELS) => {
-                    let (cf, level, run) = (r.varint32()?, r.varint32()?, r.varint()?);
+                    let (cf, level, run) = (CfId::new(r.varint32()?), r.varint32()?, r.varint()?);
                     let mut f = FileDesc {
-                        file_no: r.varint()?,
+                        file_no: FileNo::new(r.varint()?),
                         tier: r.varint32()?,
                         size: r.varint()?,
                         smallest: r.bytes()?.to_vec(),
@@ -358,7 +360,7 @@ impl VersionEdit {
                             return None;
                         }
                         for _ in 0..n {
-                            f.vlog_refs.push((r.varint()?, r.varint()?));
+                            f.vlog_refs.push((FileNo::new(r.varint()?), r.varint()?));
                         }
                         // Ascending and distinct, as written: one encoding per state.
                         if f.vlog_refs.windows(2).any(|w| w[0].0 >= w[1].0) {
@@ -379,12 +381,12 @@ impl VersionEdit {
                     });
                 }
                 T_SEALED => e.sealed.push(SealedRun {
-                    cf: r.varint32()?,
+                    cf: CfId::new(r.varint32()?),
                     level: r.varint32()?,
                     run: r.varint()?,
                 }),
                 T_POLICY => {
-                    let (cf, level, k) = (r.varint32()?, r.varint32()?, r.varint32()?);
+                    let (cf, level, k) = (CfId::new(r.varint32()?), r.varint32()?, r.varint32()?);
                     let pending = r.varint32()?;
                     let draining = match r.u8()? {
                         0 => false,
@@ -403,7 +405,7 @@ impl VersionEdit {
                     });
                 }
                 T_POINTER => {
-                    let (cf, level) = (r.varint32()?, r.varint32()?);
+                    let (cf, level) = (CfId::new(r.varint32()?), r.varint32()?);
                     e.compact_pointers.push(CompactPointer {
                         cf,
                         level,
@@ -445,26 +447,26 @@ mod tests {
     fn round_trip() {
         let e = VersionEdit {
             format_version: Some(1),
-            log_number: Some(7),
-            next_file_no: Some(99),
+            log_number: Some(FileNo::new(7)),
+            next_file_no: Some(FileNo::new(99)),
             last_seq: Some(1 << 40),
             next_run_id: Some(3),
             cf_added: vec![CfAdded {
-                id: 1,
+                id: CfId::new(1),
                 name: "users".into(),
             }],
-            cf_dropped: vec![4],
+            cf_dropped: vec![CfId::new(4)],
             deleted: vec![DeletedFile {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 1,
-                file_no: 12,
+                file_no: FileNo::new(12),
             }],
             added: vec![AddedFile {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 2,
                 run: 5,
                 file: FileDesc {
-                    file_no: 13,
+                    file_no: FileNo::new(13),
                     tier: 1,
                     size: 4096,
                     smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
@@ -472,17 +474,17 @@ mod tests {
                     num_entries: 10,
                     min_seq: 1,
                     max_seq: 9,
-                    vlog_refs: vec![(3, 1000), (8, 20)],
+                    vlog_refs: vec![(FileNo::new(3), 1000), (FileNo::new(8), 20)],
                     range_dels: 0,
                 },
             }],
             sealed: vec![SealedRun {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 2,
                 run: 4,
             }],
             policies: vec![LevelPolicy {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 2,
                 state: PolicyState {
                     k: 3,
@@ -491,7 +493,7 @@ mod tests {
                 },
             }],
             compact_pointers: vec![CompactPointer {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 1,
                 key: b"m".to_vec(),
             }],

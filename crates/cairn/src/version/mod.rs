@@ -20,6 +20,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::range_del::RangeDels;
 use crate::table::Table;
 use crate::types::{is_range_bound, user_key};
@@ -32,7 +34,7 @@ pub struct FileMeta {
     /// The durable description.
     pub desc: FileDesc,
     /// The column family holding it.
-    pub cf: u32,
+    pub cf: CfId,
     obsolete: Option<Arc<ObsoleteFiles>>,
     /// Holds on the value-log files the table references (dropped with the table).
     _vlogs: Vec<Arc<crate::vlog::VlogRef>>,
@@ -52,7 +54,7 @@ impl FileMeta {
     pub fn new(desc: FileDesc, obsolete: Option<Arc<ObsoleteFiles>>) -> Self {
         FileMeta {
             desc,
-            cf: 0,
+            cf: CfId::DEFAULT,
             obsolete,
             _vlogs: Vec::new(),
             read_charge: AtomicU64::new(0),
@@ -60,7 +62,7 @@ impl FileMeta {
         }
     }
     /// Names the column family holding the file.
-    pub fn in_family(mut self, cf: u32) -> Self {
+    pub fn in_family(mut self, cf: CfId) -> Self {
         self.cf = cf;
         self
     }
@@ -75,7 +77,7 @@ impl FileMeta {
         self
     }
     /// File number.
-    pub fn file_no(&self) -> u64 {
+    pub fn file_no(&self) -> FileNo {
         self.desc.file_no
     }
     /// Size in bytes.
@@ -256,7 +258,7 @@ impl CfVersion {
     }
 
     /// Every file number referenced.
-    pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+    pub fn file_numbers(&self) -> impl Iterator<Item = FileNo> + '_ {
         self.levels
             .iter()
             .flat_map(|l| l.runs.iter())
@@ -273,14 +275,14 @@ impl CfVersion {
     /// fresh one via `make`.
     pub fn apply(
         &self,
-        cf: u32,
+        cf: CfId,
         edit: &VersionEdit,
         make: &dyn Fn(&FileDesc) -> Arc<FileMeta>,
     ) -> crate::Result<CfVersion> {
         let mut v = self.clone();
         v.range_dels = OnceLock::new();
         let bad = |m: String| Err(Error::corruption("manifest", m));
-        let mut removed: HashMap<u64, Arc<FileMeta>> = HashMap::new();
+        let mut removed: HashMap<FileNo, Arc<FileMeta>> = HashMap::new();
         for &DeletedFile {
             cf: c,
             level,

@@ -8,6 +8,8 @@
 //! large, and after a failed write, so a partly written record is never followed by more.
 
 use crate::filenames;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -24,15 +26,15 @@ const MAX_MANIFEST_BYTES: u64 = 32 << 20;
 /// File numbers whose last version went away, waiting to be deleted.
 #[derive(Debug, Default)]
 pub struct ObsoleteFiles {
-    files: Mutex<Vec<(u64, u32)>>,
+    files: Mutex<Vec<(FileNo, u32)>>,
 }
 
 impl ObsoleteFiles {
-    pub(crate) fn push(&self, file_no: u64, tier: u32) {
+    pub(crate) fn push(&self, file_no: FileNo, tier: u32) {
         self.files.lock().push((file_no, tier));
     }
     /// Takes the queued (file number, tier) pairs.
-    pub fn take(&self) -> Vec<(u64, u32)> {
+    pub fn take(&self) -> Vec<(FileNo, u32)> {
         std::mem::take(&mut *self.files.lock())
     }
 }
@@ -50,21 +52,21 @@ pub struct CfEntry {
 pub struct VersionSet {
     env: StorageEnv,
     manifest: Option<LogWriter>,
-    manifest_no: u64,
+    manifest_no: FileNo,
     num_levels: usize,
     initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
     /// Next file number to hand out.
-    pub next_file_no: u64,
+    pub next_file_no: FileNo,
     /// Largest sequence number known durable in tables (WAL replay may raise it).
     pub last_seq: u64,
     /// WAL files below this number are obsolete.
-    pub log_number: u64,
+    pub log_number: FileNo,
     /// Next run id.
     pub next_run_id: u64,
     /// Column families by id.
-    pub cfs: BTreeMap<u32, CfEntry>,
+    pub cfs: BTreeMap<CfId, CfEntry>,
     /// Largest column family id added so far, dropped ones included.
-    pub max_cf_id: u32,
+    pub max_cf_id: CfId,
     /// Queue of files no version references any more.
     pub obsolete: Arc<ObsoleteFiles>,
     /// Which value-log files installed tables reference.
@@ -76,7 +78,7 @@ pub struct VersionSet {
     pub(crate) halt: Arc<crate::error::Halt>,
     /// The states such failed edits would have installed, kept so that the files they
     /// add are never queued for deletion: the manifest may name them after a restart.
-    limbo: Vec<BTreeMap<u32, CfEntry>>,
+    limbo: Vec<BTreeMap<CfId, CfEntry>>,
 }
 
 /// How a failed manifest write left the disk.
@@ -101,15 +103,15 @@ impl VersionSet {
         VersionSet {
             env,
             manifest: None,
-            manifest_no: 0,
+            manifest_no: FileNo::new(0),
             num_levels,
             initial_k,
-            next_file_no: 1,
+            next_file_no: FileNo::new(1),
             last_seq: 0,
-            log_number: 0,
+            log_number: FileNo::new(0),
             next_run_id: 1,
             cfs: BTreeMap::new(),
-            max_cf_id: 0,
+            max_cf_id: CfId::DEFAULT,
             obsolete: Arc::new(ObsoleteFiles::default()),
             vlogs: Arc::new(crate::vlog::VlogRegistry::default()),
             saw_format: false,
@@ -127,7 +129,7 @@ impl VersionSet {
         let mut vs = Self::blank(env, num_levels, initial_k);
         let edit = VersionEdit {
             cf_added: vec![CfAdded {
-                id: 0,
+                id: CfId::DEFAULT,
                 name: "default".into(),
             }],
             ..Default::default()
@@ -150,8 +152,9 @@ impl VersionSet {
             .and_then(|s| s.strip_suffix('\n'))
             .filter(|s| s.starts_with(filenames::MANIFEST_PREFIX) && !s.contains('/'))
             .ok_or_else(|| Error::corruption(filenames::CURRENT, "does not name a manifest"))?;
-        let manifest_no: u64 = name[filenames::MANIFEST_PREFIX.len()..]
+        let manifest_no = name[filenames::MANIFEST_PREFIX.len()..]
             .parse()
+            .map(FileNo::new)
             .map_err(|_| Error::corruption(filenames::CURRENT, "bad manifest number"))?;
         Self::recover_manifest(env, num_levels, initial_k, manifest_no)
     }
@@ -162,7 +165,7 @@ impl VersionSet {
         env: StorageEnv,
         num_levels: usize,
         initial_k: Arc<dyn Fn(usize) -> usize + Send + Sync>,
-        manifest_no: u64,
+        manifest_no: FileNo,
     ) -> Result<Self> {
         let path = manifest_path(env.root(), manifest_no);
         let name = filenames::manifest(manifest_no);
@@ -202,16 +205,16 @@ impl VersionSet {
                 ));
             }
         }
-        if !any || !vs.cfs.contains_key(&0) || !vs.saw_format {
+        if !any || !vs.cfs.contains_key(&CfId::DEFAULT) || !vs.saw_format {
             return Err(Error::corruption(name, "manifest holds no database state"));
         }
         Ok(vs)
     }
 
     /// Allocates a file number.
-    pub fn new_file_no(&mut self) -> u64 {
+    pub fn new_file_no(&mut self) -> FileNo {
         let n = self.next_file_no;
-        self.next_file_no += 1;
+        self.next_file_no = n.next();
         n
     }
 
@@ -223,11 +226,11 @@ impl VersionSet {
     }
 
     /// The current version of a column family.
-    pub fn version(&self, cf: u32) -> Option<Arc<CfVersion>> {
+    pub fn version(&self, cf: CfId) -> Option<Arc<CfVersion>> {
         self.cfs.get(&cf).map(|e| e.version.clone())
     }
 
-    fn make_meta(&self, cf: u32) -> impl Fn(&FileDesc) -> Arc<FileMeta> + '_ {
+    fn make_meta(&self, cf: CfId) -> impl Fn(&FileDesc) -> Arc<FileMeta> + '_ {
         let o = self.obsolete.clone();
         let v = self.vlogs.clone();
         move |d: &FileDesc| {
@@ -246,7 +249,7 @@ impl VersionSet {
         Ok(())
     }
 
-    fn preview(&self, edit: &VersionEdit) -> Result<BTreeMap<u32, CfEntry>> {
+    fn preview(&self, edit: &VersionEdit) -> Result<BTreeMap<CfId, CfEntry>> {
         for d in edit.added.iter().map(|a| &a.file) {
             let problem = d.problem().or_else(|| {
                 (d.tier as usize >= self.env.num_tiers())
@@ -270,7 +273,7 @@ impl VersionSet {
         for id in &edit.cf_dropped {
             cfs.remove(id);
         }
-        let touched: std::collections::BTreeSet<u32> = edit.places().map(|(cf, _)| cf).collect();
+        let touched: std::collections::BTreeSet<CfId> = edit.places().map(|(cf, _)| cf).collect();
         for cf in touched {
             let Some(entry) = cfs.get_mut(&cf) else {
                 if edit.cf_dropped.contains(&cf) {
@@ -286,7 +289,7 @@ impl VersionSet {
         Ok(cfs)
     }
 
-    fn install(&mut self, edit: &VersionEdit, cfs: BTreeMap<u32, CfEntry>) {
+    fn install(&mut self, edit: &VersionEdit, cfs: BTreeMap<CfId, CfEntry>) {
         self.cfs = cfs;
         for CfAdded { id, name: _ } in &edit.cf_added {
             self.max_cf_id = self.max_cf_id.max(*id);
@@ -316,10 +319,10 @@ impl VersionSet {
             let e = self.halt.error().map(|e| e.to_string()).unwrap_or_default();
             return Err(Error::Closed(format!("the database stopped: {e}")));
         }
-        edit.next_file_no = Some(self.next_file_no.max(edit.next_file_no.unwrap_or(0)));
+        edit.next_file_no = Some(self.next_file_no.max(edit.next_file_no.unwrap_or_default()));
         edit.next_run_id = Some(self.next_run_id.max(edit.next_run_id.unwrap_or(0)));
         edit.last_seq = Some(self.last_seq.max(edit.last_seq.unwrap_or(0)));
-        edit.log_number = Some(self.log_number.max(edit.log_number.unwrap_or(0)));
+        edit.log_number = Some(self.log_number.max(edit.log_number.unwrap_or_default()));
         let next = self.preview(&edit)?;
         self.sync_new_entries(&edit)?;
         let needs_new = self
@@ -368,7 +371,7 @@ impl VersionSet {
     /// `CURRENT` at it.
     fn roll_manifest(
         &mut self,
-        next: &BTreeMap<u32, CfEntry>,
+        next: &BTreeMap<CfId, CfEntry>,
         edit: &VersionEdit,
     ) -> std::result::Result<(), Outcome> {
         // Reserve the manifest's number before describing the state.
@@ -383,7 +386,7 @@ impl VersionSet {
                 let old = self.manifest_no;
                 self.manifest = Some(w);
                 self.manifest_no = no;
-                if old != 0 && old != no {
+                if old != FileNo::new(0) && old != no {
                     let _ = self.env.remove(&manifest_path(self.env.root(), old));
                 }
                 Ok(())
@@ -423,7 +426,7 @@ impl VersionSet {
         Ok(())
     }
 
-    fn write_new_manifest(&self, no: u64, snapshot: &VersionEdit) -> Result<LogWriter> {
+    fn write_new_manifest(&self, no: FileNo, snapshot: &VersionEdit) -> Result<LogWriter> {
         let root = self.env.root().to_path_buf();
         let path = manifest_path(&root, no);
         let f = self.env.create(&path, FileKind::Manifest, 0, None)?;
@@ -450,7 +453,7 @@ impl VersionSet {
     }
 
     /// An edit that rebuilds `cfs` from nothing.
-    fn snapshot_edit(&self, cfs: &BTreeMap<u32, CfEntry>) -> VersionEdit {
+    fn snapshot_edit(&self, cfs: &BTreeMap<CfId, CfEntry>) -> VersionEdit {
         let mut e = VersionEdit {
             format_version: Some(super::edit::MANIFEST_FORMAT_VERSION),
             ..Default::default()
@@ -497,7 +500,7 @@ impl VersionSet {
         // The largest id ever used, though its family was dropped: recorded as added and
         // dropped at once (a form every manifest reader knows), so that no later family
         // takes it and the dropped family's WAL records are never replayed into one.
-        let live_max = cfs.keys().next_back().copied().unwrap_or(0);
+        let live_max = cfs.keys().next_back().copied().unwrap_or(CfId::DEFAULT);
         if self.max_cf_id > live_max {
             e.cf_added.push(CfAdded {
                 id: self.max_cf_id,
@@ -509,7 +512,7 @@ impl VersionSet {
     }
 
     /// Every live table file number with its tier.
-    pub fn live_files(&self) -> std::collections::HashSet<u64> {
+    pub fn live_files(&self) -> std::collections::HashSet<FileNo> {
         self.cfs
             .values()
             .flat_map(|e| e.version.file_numbers().collect::<Vec<_>>())
@@ -517,7 +520,7 @@ impl VersionSet {
     }
 
     /// The manifest file number in use.
-    pub fn manifest_no(&self) -> u64 {
+    pub fn manifest_no(&self) -> FileNo {
         self.manifest_no
     }
 

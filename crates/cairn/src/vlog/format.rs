@@ -7,6 +7,7 @@
 //! record so that a read can check that the pointer led to the record it expects.
 
 use crate::coding::{put_varint, Reader};
+use crate::ids::FileNo;
 use crate::{Error, Result};
 
 /// Magic bytes at the start of every value-log file.
@@ -20,7 +21,7 @@ pub const HEADER_LEN: u64 = 12;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ValuePointer {
     /// Value-log file number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Offset of the record in the file.
     pub offset: u64,
     /// Length of the whole record (checksum, lengths, key and value).
@@ -31,7 +32,7 @@ impl ValuePointer {
     /// Encodes the pointer (the value of a `ValueKind::ValuePointer` table entry).
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::with_capacity(16);
-        put_varint(&mut o, self.file_no);
+        put_varint(&mut o, self.file_no.get());
         put_varint(&mut o, self.offset);
         put_varint(&mut o, self.len as u64);
         o
@@ -42,7 +43,7 @@ impl ValuePointer {
         let mut r = Reader::new(buf);
         let p = (|| {
             Some(ValuePointer {
-                file_no: r.varint()?,
+                file_no: FileNo::new(r.varint()?),
                 offset: r.varint()?,
                 len: r.varint32()?,
             })
@@ -188,7 +189,7 @@ mod tests {
     #[test]
     fn pointer_round_trip_and_garbage() {
         let p = ValuePointer {
-            file_no: 7,
+            file_no: FileNo::new(7),
             offset: 12345,
             len: 300,
         };

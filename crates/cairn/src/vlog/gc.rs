@@ -13,13 +13,14 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use super::format::HEADER_LEN;
+use crate::ids::FileNo;
 use crate::version::{CfVersion, FileMeta};
 
 /// One value-log file's bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VlogUsage {
     /// File number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Bytes of the file's records (its size less the header).
     pub total: u64,
     /// Bytes of records some current table references.
@@ -38,9 +39,9 @@ impl VlogUsage {
 /// none, so collecting it could never pay (and GC would rewrite it forever).
 pub fn usage<'a>(
     versions: impl IntoIterator<Item = &'a CfVersion>,
-    size: impl Fn(u64) -> Option<u64>,
+    size: impl Fn(FileNo) -> Option<u64>,
 ) -> Vec<VlogUsage> {
-    let mut live: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut live: BTreeMap<FileNo, u64> = BTreeMap::new();
     for v in versions {
         for f in v.levels.iter().flat_map(|l| &l.runs).flat_map(|r| &r.files) {
             for &(no, bytes) in &f.desc.vlog_refs {
@@ -73,7 +74,7 @@ pub fn space_amp(usage: &[VlogUsage]) -> f64 {
 }
 
 /// The files to collect so that space amplification meets `target`; empty when it does.
-pub fn pick_files(usage: &[VlogUsage], target: f64) -> Vec<u64> {
+pub fn pick_files(usage: &[VlogUsage], target: f64) -> Vec<FileNo> {
     let live: u64 = usage.iter().map(|u| u.live).sum();
     let mut total: u64 = usage.iter().map(|u| u.total).sum();
     let goal = target * live as f64;
@@ -100,7 +101,7 @@ pub fn pick_files(usage: &[VlogUsage], target: f64) -> Vec<u64> {
 
 /// The next table to rewrite for GC: one referencing a file in `targets`, as (level, run
 /// id, file). Upper levels first: their tables are smaller.
-pub fn pick_table(v: &CfVersion, targets: &HashSet<u64>) -> Option<(usize, u64, Arc<FileMeta>)> {
+pub fn pick_table(v: &CfVersion, targets: &HashSet<FileNo>) -> Option<(usize, u64, Arc<FileMeta>)> {
     if targets.is_empty() {
         return None;
     }
@@ -119,10 +120,11 @@ pub fn pick_table(v: &CfVersion, targets: &HashSet<u64>) -> Option<(usize, u64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::CfId;
 
     fn u(file_no: u64, total: u64, live: u64) -> VlogUsage {
         VlogUsage {
-            file_no,
+            file_no: FileNo::new(file_no),
             total,
             live,
         }
@@ -147,24 +149,29 @@ mod tests {
         };
         let edit = VersionEdit {
             added: vec![AddedFile {
-                cf: 0,
+                cf: CfId::DEFAULT,
                 level: 0,
                 run: 1,
-                file: desc(9, vec![(5, 30), (6, 40)]),
+                file: desc(
+                    FileNo::new(9),
+                    vec![(FileNo::new(5), 30), (FileNo::new(6), 40)],
+                ),
             }],
             ..Default::default()
         };
         let v = CfVersion::empty(|_| 1, 3)
-            .apply(0, &edit, &|d| Arc::new(FileMeta::new(d.clone(), None)))
+            .apply(CfId::DEFAULT, &edit, &|d| {
+                Arc::new(FileMeta::new(d.clone(), None))
+            })
             .unwrap();
-        let sizes = |no| Some(HEADER_LEN + if no == 5 { 30 } else { 80 });
+        let sizes = |no| Some(HEADER_LEN + if no == FileNo::new(5) { 30 } else { 80 });
         let us = usage([&v], sizes);
         assert_eq!(us, vec![u(5, 30, 30), u(6, 80, 40)]);
-        assert_eq!(pick_files(&us[..1], 1.0001), Vec::<u64>::new());
-        assert_eq!(pick_files(&us, 1.1), vec![6]);
-        let targets: HashSet<u64> = [6].into();
+        assert_eq!(pick_files(&us[..1], 1.0001), Vec::<FileNo>::new());
+        assert_eq!(pick_files(&us, 1.1), vec![FileNo::new(6)]);
+        let targets: HashSet<FileNo> = [FileNo::new(6)].into();
         assert_eq!(pick_table(&v, &targets).map(|t| (t.0, t.1)), Some((0, 1)));
-        assert!(pick_table(&v, &[7].into()).is_none());
+        assert!(pick_table(&v, &[FileNo::new(7)].into()).is_none());
     }
 
     #[test]
@@ -173,13 +180,19 @@ mod tests {
         let us = [u(1, 100, 90), u(2, 100, 10), u(3, 100, 50), u(4, 100, 100)];
         assert!(pick_files(&us, 2.0).is_empty());
         // Collecting file 2 (90 garbage) gives 310 / 250 = 1.24.
-        assert_eq!(pick_files(&us, 1.3), vec![2]);
+        assert_eq!(pick_files(&us, 1.3), vec![FileNo::new(2)]);
         // Then file 3 (ratio 0.5): 260 / 250 = 1.04.
-        assert_eq!(pick_files(&us, 1.1), vec![2, 3]);
+        assert_eq!(pick_files(&us, 1.1), vec![FileNo::new(2), FileNo::new(3)]);
         // Files without garbage are never picked.
-        assert_eq!(pick_files(&us, 1.0), vec![2, 3, 1]);
+        assert_eq!(
+            pick_files(&us, 1.0),
+            vec![FileNo::new(2), FileNo::new(3), FileNo::new(1)]
+        );
         // Ties: oldest first.
-        assert_eq!(pick_files(&[u(9, 10, 5), u(3, 10, 5)], 1.9), vec![3]);
+        assert_eq!(
+            pick_files(&[u(9, 10, 5), u(3, 10, 5)], 1.9),
+            vec![FileNo::new(3)]
+        );
         assert!(pick_files(&[], 1.5).is_empty());
         assert!((space_amp(&us) - 1.6).abs() < 1e-9);
     }

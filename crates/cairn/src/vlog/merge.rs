@@ -8,6 +8,7 @@ use super::format::ValuePointer;
 use super::store::VlogStore;
 use super::writer::VlogWriter;
 use crate::compaction::merge::ValueRewriter;
+use crate::ids::FileNo;
 use crate::storage::StorageEnv;
 use crate::types::ValueKind;
 use crate::Result;
@@ -21,8 +22,8 @@ pub struct VlogMerge<'a> {
     env: &'a StorageEnv,
     store: &'a VlogStore,
     threshold: Option<usize>,
-    gc: &'a HashSet<u64>,
-    new_file: &'a mut dyn FnMut() -> (u64, PathBuf),
+    gc: &'a HashSet<FileNo>,
+    new_file: &'a mut dyn FnMut() -> (FileNo, PathBuf),
     writer: Option<VlogWriter>,
     created: Option<PathBuf>,
     separated: (u64, u64),
@@ -36,8 +37,8 @@ impl<'a> VlogMerge<'a> {
         env: &'a StorageEnv,
         store: &'a VlogStore,
         threshold: Option<usize>,
-        gc: &'a HashSet<u64>,
-        new_file: &'a mut dyn FnMut() -> (u64, PathBuf),
+        gc: &'a HashSet<FileNo>,
+        new_file: &'a mut dyn FnMut() -> (FileNo, PathBuf),
     ) -> Self {
         VlogMerge {
             env,
@@ -68,7 +69,7 @@ impl<'a> VlogMerge<'a> {
 
     /// Syncs the output file, registers its size and counts what was written. Returns
     /// (file number, size), or `None` if nothing was written.
-    pub fn finish(&mut self) -> Result<Option<(u64, u64)>> {
+    pub fn finish(&mut self) -> Result<Option<(FileNo, u64)>> {
         let Some(w) = self.writer.take() else {
             return Ok(None);
         };

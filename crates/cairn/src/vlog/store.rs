@@ -10,19 +10,20 @@ use parking_lot::Mutex;
 use super::format::{check_header, record_value, ValuePointer, HEADER_LEN};
 use super::vlog_path;
 use crate::cache::open_files::{FileKey, OpenFile, OpenFiles};
+use crate::ids::FileNo;
 use crate::storage::{FileKind, RandomAccessFile, StorageEnv};
 use crate::{Error, Result};
 
 /// A table's hold on a value-log file: the file is deleted only after every hold is gone.
 #[derive(Debug)]
 pub struct VlogRef {
-    file_no: u64,
+    file_no: FileNo,
     registry: Arc<VlogRegistry>,
 }
 
 impl VlogRef {
     /// The file number held.
-    pub fn file_no(&self) -> u64 {
+    pub fn file_no(&self) -> FileNo {
         self.file_no
     }
 }
@@ -36,13 +37,13 @@ impl Drop for VlogRef {
 /// Which value-log files some installed table still references.
 #[derive(Debug, Default)]
 pub struct VlogRegistry {
-    live: Mutex<HashMap<u64, Weak<VlogRef>>>,
-    obsolete: Mutex<Vec<u64>>,
+    live: Mutex<HashMap<FileNo, Weak<VlogRef>>>,
+    obsolete: Mutex<Vec<FileNo>>,
 }
 
 impl VlogRegistry {
     /// A hold on `file_no` (shared with every other table referencing it).
-    pub fn acquire(self: &Arc<Self>, file_no: u64) -> Arc<VlogRef> {
+    pub fn acquire(self: &Arc<Self>, file_no: FileNo) -> Arc<VlogRef> {
         let mut live = self.live.lock();
         if let Some(r) = live.get(&file_no).and_then(Weak::upgrade) {
             return r;
@@ -56,7 +57,7 @@ impl VlogRegistry {
     }
 
     /// True while some table holds the file.
-    pub fn is_live(&self, file_no: u64) -> bool {
+    pub fn is_live(&self, file_no: FileNo) -> bool {
         self.live
             .lock()
             .get(&file_no)
@@ -64,7 +65,7 @@ impl VlogRegistry {
     }
 
     /// Every file some table holds.
-    pub fn live_files(&self) -> Vec<u64> {
+    pub fn live_files(&self) -> Vec<FileNo> {
         let live = self.live.lock();
         live.iter()
             .filter(|(_, w)| w.strong_count() > 0)
@@ -74,7 +75,7 @@ impl VlogRegistry {
 
     /// Files whose last hold went away and that no table holds again. A file number may
     /// appear although it is live again; callers check [`is_live`](Self::is_live).
-    pub fn take_obsolete(&self) -> Vec<u64> {
+    pub fn take_obsolete(&self) -> Vec<FileNo> {
         let queued = std::mem::take(&mut *self.obsolete.lock());
         if !queued.is_empty() {
             self.live.lock().retain(|_, w| w.strong_count() > 0);
@@ -134,7 +135,7 @@ pub struct VlogStats {
 pub struct VlogStore {
     env: StorageEnv,
     files: Arc<OpenFiles>,
-    sizes: Mutex<BTreeMap<u64, u64>>,
+    sizes: Mutex<BTreeMap<FileNo, u64>>,
     pub(crate) counters: VlogCounters,
 }
 
@@ -154,11 +155,11 @@ impl VlogStore {
         }
     }
 
-    fn name(file_no: u64) -> String {
+    fn name(file_no: FileNo) -> String {
         crate::filenames::vlog(file_no)
     }
 
-    fn open(&self, file_no: u64) -> Result<Arc<RandomAccessFile>> {
+    fn open(&self, file_no: FileNo) -> Result<Arc<RandomAccessFile>> {
         let key = FileKey::ValueLog(file_no);
         if let Some(OpenFile::ValueLog(f)) = self.files.get(key) {
             return Ok(f);
@@ -218,25 +219,25 @@ impl VlogStore {
 
     /// Checks at open that a file the manifest's tables reference is there and whole
     /// enough to read, and records its size.
-    pub fn check_present(&self, file_no: u64) -> Result<()> {
+    pub fn check_present(&self, file_no: FileNo) -> Result<()> {
         let f = self.open(file_no)?;
         self.register(file_no, f.size());
         Ok(())
     }
 
     /// Records the size of a new (synced) file.
-    pub fn register(&self, file_no: u64, size: u64) {
+    pub fn register(&self, file_no: FileNo, size: u64) {
         self.sizes.lock().insert(file_no, size);
     }
 
     /// Forgets a deleted file.
-    pub fn forget(&self, file_no: u64) {
+    pub fn forget(&self, file_no: FileNo) {
         self.sizes.lock().remove(&file_no);
         self.files.remove(FileKey::ValueLog(file_no));
     }
 
     /// Removes a file no table references any more.
-    pub fn delete(&self, file_no: u64) {
+    pub fn delete(&self, file_no: FileNo) {
         self.forget(file_no);
         if self
             .env
@@ -248,7 +249,7 @@ impl VlogStore {
     }
 
     /// Size of a file, if known.
-    pub fn size(&self, file_no: u64) -> Option<u64> {
+    pub fn size(&self, file_no: FileNo) -> Option<u64> {
         self.sizes.lock().get(&file_no).copied()
     }
 

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::format::{encode_record, header, ValuePointer};
+use crate::ids::FileNo;
 use crate::storage::{FileKind, StorageEnv, WritableFile};
 use crate::Result;
 
@@ -11,13 +12,13 @@ use crate::Result;
 ///
 /// [`finish`]: VlogWriter::finish
 pub struct VlogWriter {
-    file_no: u64,
+    file_no: FileNo,
     file: WritableFile,
 }
 
 impl VlogWriter {
     /// Creates the file and writes its header.
-    pub fn create(env: &StorageEnv, path: &Path, file_no: u64) -> Result<Self> {
+    pub fn create(env: &StorageEnv, path: &Path, file_no: FileNo) -> Result<Self> {
         let mut file = env.create(path, FileKind::ValueLog, 0, None)?;
         file.append(&header())?;
         Ok(VlogWriter { file_no, file })
@@ -41,7 +42,7 @@ impl VlogWriter {
     }
 
     /// The file number.
-    pub fn file_no(&self) -> u64 {
+    pub fn file_no(&self) -> FileNo {
         self.file_no
     }
 

@@ -40,7 +40,7 @@ fn block_codecs(path: &Path) -> Vec<u8> {
     let file = env
         .open_read(path, FileKind::Table, 0, Some(0), false)
         .unwrap();
-    let t = Table::open(file, 1, None).unwrap();
+    let t = Table::open(file, cairn::FileNo::new(1), None).unwrap();
     let bytes = std::fs::read(path).unwrap();
     let index = t.index().unwrap();
     (0..index.num_blocks())

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use cairn::compaction::{pick, pick_free, LevelShape, Task};
 use cairn::types::{make_internal_key, ValueKind};
 use cairn::version::{CfVersion, FileDesc, FileMeta, PolicyState, VersionEdit};
-use cairn::{Compression, Db, Options, ReadOptions, Transition, WriteOptions};
+use cairn::{CfId, Compression, Db, FileNo, Options, ReadOptions, Transition, WriteOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::support::key6 as dkey;
 use cairn::version::{AddedFile, CompactPointer, DeletedFile, LevelPolicy, SealedRun};
 
-const CF: u32 = 0;
+const CF: CfId = CfId::DEFAULT;
 
 fn ukey(i: u32) -> Vec<u8> {
     format!("{i:06}").into_bytes()
@@ -38,9 +38,9 @@ fn shape() -> LevelShape {
 struct Sim {
     v: CfVersion,
     /// What each file holds: (first key, last key, sequence number) of each write in it.
-    segments: HashMap<u64, Vec<(u32, u32, u64)>>,
+    segments: HashMap<FileNo, Vec<(u32, u32, u64)>>,
     shape: LevelShape,
-    next_file: u64,
+    next_file: FileNo,
     next_run: u64,
     next_seq: u64,
 }
@@ -54,7 +54,7 @@ impl Sim {
             v: CfVersion::empty(|l| ks[l], shape.num_levels),
             segments: HashMap::new(),
             shape,
-            next_file: 1,
+            next_file: FileNo::new(1),
             next_run: 1,
             next_seq: 1,
         }
@@ -73,7 +73,7 @@ impl Sim {
         let seq = self.next_seq;
         self.next_seq += 1;
         let file_no = self.next_file;
-        self.next_file += 1;
+        self.next_file = file_no.next();
         self.segments.insert(file_no, vec![(lo, hi, seq)]);
         FileDesc {
             file_no,
@@ -98,7 +98,7 @@ impl Sim {
     /// A file of new data for keys [lo, hi] lands in the active run of `level` (a new run
     /// if the level has none), as the output of a merge from above would. Returns the
     /// file number.
-    fn arrive(&mut self, level: usize, lo: u32, hi: u32, size: u64) -> u64 {
+    fn arrive(&mut self, level: usize, lo: u32, hi: u32, size: u64) -> FileNo {
         let run = match self.v.levels[level].active() {
             Some(r) => r.id,
             None => self.new_run(),
@@ -170,7 +170,7 @@ impl Sim {
     fn check_closure(&self, from: usize, inputs: &[Arc<FileMeta>]) {
         let lo = inputs.iter().map(|f| f.smallest_user()).min().unwrap();
         let hi = inputs.iter().map(|f| f.largest_user()).max().unwrap();
-        let taken: HashSet<u64> = inputs.iter().map(|f| f.file_no()).collect();
+        let taken: HashSet<FileNo> = inputs.iter().map(|f| f.file_no()).collect();
         for run in &self.v.levels[from].runs {
             for f in &run.files {
                 if f.overlaps(lo, hi) {
@@ -204,10 +204,10 @@ impl Sim {
         );
         let lo = inputs.iter().map(|f| f.smallest_user()).min().unwrap();
         let hi = inputs.iter().map(|f| f.largest_user()).max().unwrap();
-        let want: Vec<u64> = active
+        let want: Vec<FileNo> = active
             .map(|r| r.overlapping(lo, hi).iter().map(|f| f.file_no()).collect())
             .unwrap_or_default();
-        let got: Vec<u64> = dest_inputs.iter().map(|f| f.file_no()).collect();
+        let got: Vec<FileNo> = dest_inputs.iter().map(|f| f.file_no()).collect();
         assert_eq!(got, want, "destination files overlapping the unit");
     }
 
@@ -303,7 +303,7 @@ impl Sim {
                 let max_seq = all.iter().map(|f| f.desc.max_seq).max().unwrap();
                 let size = all.iter().map(|f| f.size()).sum();
                 let file_no = self.next_file;
-                self.next_file += 1;
+                self.next_file = file_no.next();
                 let segs = all
                     .iter()
                     .flat_map(|f| self.segments[&f.file_no()].clone())
@@ -358,7 +358,7 @@ impl Sim {
     /// file read first (a higher level, or a newer run of the same level) holds the newer
     /// writes.
     fn check_order(&self) {
-        let files: Vec<(usize, usize, u64)> =
+        let files: Vec<(usize, usize, FileNo)> =
             self.v
                 .levels
                 .iter()
@@ -706,7 +706,7 @@ fn units_are_closed_over_runs() {
     else {
         panic!("expected a merge from level 1, got {t:?}");
     };
-    let mut got: Vec<u64> = inputs.iter().map(|f| f.file_no()).collect();
+    let mut got: Vec<FileNo> = inputs.iter().map(|f| f.file_no()).collect();
     got.sort_unstable();
     assert_eq!(
         got,

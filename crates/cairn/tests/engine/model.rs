@@ -67,16 +67,24 @@ struct TraceListener;
 
 impl cairn::EventListener for TraceListener {
     fn on_flush_end(&self, i: &cairn::FlushInfo) {
-        let outs: Vec<(u64, u64)> = i.outputs.iter().map(|o| (o.file_no, o.size)).collect();
+        let outs: Vec<(u64, u64)> = i
+            .outputs
+            .iter()
+            .map(|o| (o.file_no.get(), o.size))
+            .collect();
         eprintln!("  [flush cf{} mem {} -> {outs:?}]", i.cf, i.memtable_id);
     }
     fn on_compaction_end(&self, i: &cairn::CompactionInfo) {
         let ins: Vec<(usize, u64, u64)> = i
             .inputs
             .iter()
-            .map(|f| (f.level, f.file_no, f.size))
+            .map(|f| (f.level, f.file_no.get(), f.size))
             .collect();
-        let outs: Vec<(u64, u64)> = i.outputs.iter().map(|o| (o.file_no, o.size)).collect();
+        let outs: Vec<(u64, u64)> = i
+            .outputs
+            .iter()
+            .map(|o| (o.file_no.get(), o.size))
+            .collect();
         eprintln!(
             "  [compaction cf{} L{}->L{} {} move={} in {ins:?} out {outs:?}]",
             i.cf, i.input_level, i.output_level, i.reason, i.trivial_move

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn::{CompactionInfo, Db, EventListener, Options, WriteOptions};
+use cairn::{CfId, CompactionInfo, Db, EventListener, Options, WriteOptions};
 use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -16,14 +16,14 @@ use crate::support::{contents, key6 as key, Model};
 /// compaction thread, through `overlaps`) if two running ones share a level.
 #[derive(Default)]
 struct Spans {
-    running: Mutex<Vec<(u32, usize, usize, &'static str)>>,
+    running: Mutex<Vec<(CfId, usize, usize, &'static str)>>,
     peak: AtomicUsize,
     overlaps: Mutex<Vec<String>>,
     /// Slows each job down so that jobs due at the same time do meet.
     hold: Duration,
 }
 
-fn span(i: &CompactionInfo) -> (u32, usize, usize) {
+fn span(i: &CompactionInfo) -> (CfId, usize, usize) {
     (i.cf, i.input_level, i.output_level)
 }
 

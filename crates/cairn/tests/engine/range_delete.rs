@@ -436,7 +436,7 @@ fn a_table_holding_range_deletions_is_not_ingested() {
     let path = dir.path().join("forged.sst");
     let f = env.create(&path, FileKind::Table, 0, None).unwrap();
     let mut b = TableBuilder::new(f, TableBuildOptions::default());
-    b.set_column_family(0, "default");
+    b.set_column_family(cairn::CfId::DEFAULT, "default");
     b.add(&make_internal_key(&key(5), 0, ValueKind::Value), b"v")
         .unwrap();
     b.add_range_dels(&RangeDels::new([RangeTombstone {

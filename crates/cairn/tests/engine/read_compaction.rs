@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use cairn::compaction::{pick, LevelShape, Task};
 use cairn::types::{make_internal_key, ValueKind};
 use cairn::version::{AddedFile, CfVersion, FileDesc, FileMeta, VersionEdit};
-use cairn::{Db, Options, WriteOptions};
+use cairn::{CfId, Db, Options, WriteOptions};
 
 use crate::support::key6 as key;
 
 fn desc(file_no: u64, lo: &str, hi: &str, size: u64) -> FileDesc {
     FileDesc {
-        file_no,
+        file_no: cairn::FileNo::new(file_no),
         tier: 0,
         size,
         smallest: make_internal_key(lo.as_bytes(), file_no, ValueKind::Value),
@@ -39,7 +39,7 @@ fn three_levels(added: Vec<(u32, u32, u64, FileDesc)>) -> (LevelShape, CfVersion
     let added = added
         .into_iter()
         .map(|(cf, level, run, file)| AddedFile {
-            cf,
+            cf: CfId::new(cf),
             level,
             run,
             file,
@@ -51,7 +51,7 @@ fn three_levels(added: Vec<(u32, u32, u64, FileDesc)>) -> (LevelShape, CfVersion
     };
     let k = |l: usize| if l == 0 { 4 } else { 1 };
     let v = CfVersion::empty(k, 3)
-        .apply(0, &edit, &|d: &FileDesc| {
+        .apply(CfId::DEFAULT, &edit, &|d: &FileDesc| {
             Arc::new(FileMeta::new(d.clone(), None))
         })
         .unwrap();
@@ -72,7 +72,7 @@ fn picker_merges_level0_once_seeks_outweigh_the_merge() {
         v.levels[0].runs[0].files[0].clone(),
         v.levels[0].runs[1].files[0].clone(),
     );
-    assert_eq!(newest.file_no(), 3);
+    assert_eq!(newest.file_no(), cairn::FileNo::new(3));
     // The merge reads level 0 (6 MiB) and the level-1 file it overlaps (1 MiB, not the
     // 8 MiB one beside it): worth 7 MiB / 16 KiB = 448 seeks, charged to either table.
     for _ in 0..400 {

@@ -50,7 +50,7 @@ fn bundle(range_width: u64, models: &[String], precursors: BTreeMap<u64, Vec<u64
 
 fn collector(clock: &ManualClock) -> Arc<RangeCollector> {
     Arc::new(RangeCollector::new(
-        0,
+        cairn::CfId::DEFAULT,
         AccessOptions {
             range_width: 10,
             slot_ms: 1000,
@@ -214,7 +214,7 @@ fn a_model_that_calls_idle_ranges_hot_means_everything() {
 fn a_model_that_does_not_fit_the_collector_is_refused() {
     // The collector counts 15-key ranges; the model's 20-key ranges are not made of them.
     let c = Arc::new(RangeCollector::new(
-        0,
+        cairn::CfId::DEFAULT,
         AccessOptions {
             range_width: 15,
             ..AccessOptions::default()
@@ -267,7 +267,7 @@ fn files_from_the_python_learner_load() {
     // Replay the last slots of the trace into a collector and predict.
     let clock = ManualClock::new(h.start_unix_ms);
     let c = Arc::new(RangeCollector::new(
-        0,
+        cairn::CfId::DEFAULT,
         AccessOptions {
             range_width: h.range_width,
             slot_ms: h.slot_ms,

@@ -361,7 +361,13 @@ fn damaged_or_foreign_cold_sets_are_refused_and_the_old_one_stays() {
     std::fs::write(&path, &bad).unwrap();
     let e = db.load_cold_set(&cf, &path).unwrap_err();
     assert!(e.is_corruption(), "{e}");
-    let other = ColdSet::new(cf.id() + 5, 0, 1.0, "rsf", vec![key(3)]);
+    let other = ColdSet::new(
+        cairn::CfId::new(cf.id().get() + 5),
+        0,
+        1.0,
+        "rsf",
+        vec![key(3)],
+    );
     std::fs::write(&path, other.encode()).unwrap();
     assert!(matches!(
         db.load_cold_set(&cf, &path),
@@ -443,7 +449,7 @@ fn proactive_compaction_needs_a_cold_tier() {
 fn files_written_by_the_python_service_load() {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/salsm");
     let (h, records) = cairn::access::record_trace::read(&data.join("python.rtr")).unwrap();
-    assert_eq!((h.cf_id, records.len()), (2, 29));
+    assert_eq!((h.cf_id, records.len()), (cairn::CfId::new(2), 29));
     assert_eq!(
         (h.start_ms, h.end_ms),
         (1_702_080_000_000, 1_702_944_000_000)
@@ -457,7 +463,7 @@ fn files_written_by_the_python_service_load() {
     let db = Db::open(dir.path(), opts(PlacementPolicy::ColdSet, &clock)).unwrap();
     db.create_cf("one").unwrap();
     let two = db.create_cf("two").unwrap();
-    assert_eq!(two.id(), 2);
+    assert_eq!(two.id(), cairn::CfId::new(2));
     assert_eq!(db.load_cold_set(&two, data.join("python.cld")).unwrap(), 10);
     let set = ColdSet::read(&data.join("python.cld")).unwrap();
     assert_eq!((set.method.as_str(), set.trace_end_ms), ("rsf", h.end_ms));

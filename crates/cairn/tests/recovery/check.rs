@@ -84,7 +84,10 @@ fn a_clean_database_passes_and_is_not_changed() {
     assert!(r.wals >= 1 && r.wal_records >= 20, "{r:?}");
     assert!(r.entries >= 600);
     assert_eq!(calls, r.tables + r.value_logs + r.wals);
-    assert_eq!(r.column_families, vec![(0, "default".to_string())]);
+    assert_eq!(
+        r.column_families,
+        vec![(cairn::CfId::DEFAULT, "default".to_string())]
+    );
     assert_eq!(before, snapshot(dir.path()), "check changed the directory");
 }
 

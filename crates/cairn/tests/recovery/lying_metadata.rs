@@ -99,7 +99,7 @@ fn impossible_manifest_content_is_an_error_not_a_panic() {
             d.smallest = b"zzzz\x00\x00\x00\x00\x00\x00\x00\x01".to_vec();
             d.largest = b"zzzz\x00\x00\x00\x00\x00\x00\x00\x01".to_vec();
             e.added.push(AddedFile {
-                cf: 0,
+                cf: cairn::CfId::DEFAULT,
                 level: 1,
                 run: 999_999,
                 file: d,
@@ -114,7 +114,7 @@ fn impossible_manifest_content_is_an_error_not_a_panic() {
             e.last_seq = Some(1)
         }),
         ("a file from a column family never created", |e| {
-            e.added[0].cf = 42
+            e.added[0].cf = cairn::CfId::new(42)
         }),
         ("a key too short to be an internal key", |e| {
             e.added[0].file.smallest = b"k".to_vec();

@@ -57,6 +57,8 @@ use super::efficiency::{efficiency, EntryKind};
 use super::ghost::{fingerprint, GhostList, BLOCK_GHOST_BYTES, FINGERPRINT_BYTES};
 use super::{BlockCache, BlockKey, BlockReplacer, CacheStats, CacheValue};
 use crate::events::OutputFile;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::options::{AcKeyParams, ReadCachePolicy};
@@ -72,7 +74,7 @@ pub const POINTER_BYTES: usize = 24;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KpPointer {
     /// Table file number.
-    pub file_no: u64,
+    pub file_no: FileNo,
     /// Where the data block is in the table: a hit reads it without the table's index
     /// (with `cache_index_and_filter_blocks`, that saves an index lookup, maybe a read).
     pub block: BlockHandle,
@@ -174,9 +176,9 @@ pub struct ReadCache {
     state: Mutex<State>,
 }
 
-fn point_key(cf: u32, ukey: &[u8]) -> Vec<u8> {
+fn point_key(cf: CfId, ukey: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(4 + ukey.len());
-    k.extend_from_slice(&cf.to_be_bytes());
+    k.extend_from_slice(&cf.get().to_be_bytes());
     k.extend_from_slice(ukey);
     k
 }
@@ -279,13 +281,13 @@ impl ReadCache {
     }
 
     /// The point cache's answer for `ukey` read at `seq`.
-    pub fn lookup_point(&self, cf: u32, ukey: &[u8], seq: u64) -> PointLookup {
+    pub fn lookup_point(&self, cf: CfId, ukey: &[u8], seq: u64) -> PointLookup {
         self.lookup_point_above(cf, ukey, seq, 0)
     }
 
     /// As [`lookup_point`](Self::lookup_point), taking no cached version older than
     /// `floor` (a range deletion the read sees covers the key at `floor`).
-    pub fn lookup_point_above(&self, cf: u32, ukey: &[u8], seq: u64, floor: u64) -> PointLookup {
+    pub fn lookup_point_above(&self, cf: CfId, ukey: &[u8], seq: u64, floor: u64) -> PointLookup {
         let k = point_key(cf, ukey);
         let mut st = self.state.lock();
         st.window.point_lookups += 1;
@@ -363,12 +365,12 @@ impl ReadCache {
     pub fn admit(
         &self,
         generation: u64,
-        cf: u32,
+        cf: CfId,
         ukey: &[u8],
         value: &[u8],
         seq: u64,
         m: u32,
-        file_no: u64,
+        file_no: FileNo,
         block: BlockHandle,
         value_ptr: Option<ValuePointer>,
         ghost_hit: bool,
@@ -399,7 +401,7 @@ impl ReadCache {
 
     /// After a KP hit was confirmed: moves the key to the KV cache with its value (Case
     /// II of section 4.1.1), unless there is no KV cache or a flush ran since `generation`.
-    pub fn promote(&self, generation: u64, cf: u32, ukey: &[u8], value: &[u8], ptr: KpPointer) {
+    pub fn promote(&self, generation: u64, cf: CfId, ukey: &[u8], value: &[u8], ptr: KpPointer) {
         if !self.kv_allowed() {
             return;
         }
@@ -424,7 +426,7 @@ impl ReadCache {
 
     /// Drops a KP entry whose pointer could not be followed (its table was compacted away
     /// before the entry was repointed).
-    pub fn forget_pointer(&self, cf: u32, ukey: &[u8], ptr: KpPointer) {
+    pub fn forget_pointer(&self, cf: CfId, ukey: &[u8], ptr: KpPointer) {
         let mut st = self.state.lock();
         let k = point_key(cf, ukey);
         if st.kp.peek(&k).map(|s| s.value.ptr) == Some(ptr) {
@@ -548,7 +550,7 @@ impl BlockCache for ReadCache {
         self.state.lock().blocks.remove(key);
     }
 
-    fn erase_file(&self, file_no: u64) {
+    fn erase_file(&self, file_no: FileNo) {
         let mut st = self.state.lock();
         for k in st.blocks.keys() {
             if k.file_no == file_no {
@@ -566,7 +568,7 @@ impl BlockCache for ReadCache {
         self.capacity
     }
 
-    fn cached_data_blocks(&self, files: &HashSet<u64>) -> Vec<(BlockKey, Arc<Block>)> {
+    fn cached_data_blocks(&self, files: &HashSet<FileNo>) -> Vec<(BlockKey, Arc<Block>)> {
         let st = self.state.lock();
         st.blocks
             .keys()

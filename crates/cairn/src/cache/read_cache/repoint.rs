@@ -4,9 +4,11 @@
 //! its inputs' cached blocks by its outputs'.
 
 use super::*;
+use crate::ids::CfId;
+use crate::ids::FileNo;
 
 /// The table and block of `ukey` among freshly written tables, from their block ranges.
-pub(super) fn locate(outputs: &[OutputFile], ukey: &[u8]) -> Option<(u64, BlockHandle)> {
+pub(super) fn locate(outputs: &[OutputFile], ukey: &[u8]) -> Option<(FileNo, BlockHandle)> {
     let f = outputs
         .iter()
         .find(|o| o.smallest.as_slice() <= ukey && ukey <= o.largest.as_slice())?;
@@ -20,10 +22,10 @@ impl ReadCache {
     /// entries take the flushed value, KP entries point into the new level-0 tables
     /// (`outputs`); deleted keys are dropped. Call after the tables are written and before
     /// their version is installed (pointers to them are followed only once it is).
-    pub fn on_flush(&self, cf: u32, mem: &Arc<Memtable>, outputs: &[OutputFile]) {
+    pub fn on_flush(&self, cf: CfId, mem: &Arc<Memtable>, outputs: &[OutputFile]) {
         let mut st = self.state.lock();
         self.generation.fetch_add(1, Ordering::SeqCst);
-        let prefix = cf.to_be_bytes();
+        let prefix = cf.get().to_be_bytes();
         let cached = st.kv.len() + st.kp.len();
         let mut it = mem.iter();
         if cached < mem.num_entries() {
@@ -76,8 +78,8 @@ impl ReadCache {
 
     /// Drops the cached entries of family `cf` that a flushed range deletion deletes
     /// (readers met the deletion in the memtable until now).
-    pub(super) fn forget_deleted(st: &mut State, cf: u32, dels: &crate::range_del::RangeDels) {
-        let prefix = cf.to_be_bytes();
+    pub(super) fn forget_deleted(st: &mut State, cf: CfId, dels: &crate::range_del::RangeDels) {
+        let prefix = cf.get().to_be_bytes();
         let deleted = |k: &[u8], seq: u64| dels.max_cover(&k[4..], u64::MAX) > seq;
         let kv: Vec<Vec<u8>> = st
             .kv
@@ -151,7 +153,12 @@ impl ReadCache {
     /// sees). The cache stays locked throughout, so no lookup meets an old entry once the
     /// new versions are visible, and the generation moves before and after `publish`, so
     /// no read that began before caches what it found.
-    pub fn forget_ranges_around(&self, cf: u32, ranges: &[(&[u8], &[u8])], publish: impl FnOnce()) {
+    pub fn forget_ranges_around(
+        &self,
+        cf: CfId,
+        ranges: &[(&[u8], &[u8])],
+        publish: impl FnOnce(),
+    ) {
         let bounds: Vec<(Vec<u8>, Vec<u8>)> = ranges
             .iter()
             .map(|(lo, hi)| (point_key(cf, lo), point_key(cf, hi)))
@@ -178,9 +185,9 @@ impl ReadCache {
     /// whose key is not found there are dropped. Call after the new version is installed;
     /// bumps the generation so that no read that began before leaves a pointer into an
     /// input table.
-    pub fn on_compaction(&self, cf: u32, inputs: &[u64], outputs: &[OutputFile]) {
-        let inputs: HashSet<u64> = inputs.iter().copied().collect();
-        let prefix = cf.to_be_bytes();
+    pub fn on_compaction(&self, cf: CfId, inputs: &[FileNo], outputs: &[OutputFile]) {
+        let inputs: HashSet<FileNo> = inputs.iter().copied().collect();
+        let prefix = cf.get().to_be_bytes();
         let mut st = self.state.lock();
         // A reader that found its entry in an input table must not cache a pointer to it.
         self.generation.fetch_add(1, Ordering::SeqCst);
@@ -211,8 +218,8 @@ impl ReadCache {
 
     /// A collector of replacements for the cached data blocks of a compaction's input
     /// tables, to hand to the compaction's table writers; `None` if none is cached.
-    pub fn block_replacer(&self, inputs: &[u64]) -> Option<BlockReplacer> {
-        let inputs: HashSet<u64> = inputs.iter().copied().collect();
+    pub fn block_replacer(&self, inputs: &[FileNo]) -> Option<BlockReplacer> {
+        let inputs: HashSet<FileNo> = inputs.iter().copied().collect();
         let st = self.state.lock();
         let cached = st
             .blocks

@@ -3,9 +3,10 @@
 
 use super::repoint::locate;
 use super::*;
+use crate::ids::CfId;
 use crate::table::{block_for_tests, BlockRange};
 
-const CF: u32 = 0;
+const CF: CfId = CfId::DEFAULT;
 
 /// AC-Key with windows of `window` lookups, ghosts free to go off after one, and the
 /// targets starting at a third of the budget each (the tests below place entries
@@ -39,7 +40,7 @@ fn output(file_no: u64, blocks: &[(u32, u32)]) -> OutputFile {
         })
         .collect();
     OutputFile {
-        file_no,
+        file_no: FileNo::new(file_no),
         level: 0,
         size: 1 << 20,
         smallest: blocks[0].first_key.clone(),
@@ -50,7 +51,7 @@ fn output(file_no: u64, blocks: &[(u32, u32)]) -> OutputFile {
 
 fn bkey(i: u64) -> BlockKey {
     BlockKey {
-        file_no: 1,
+        file_no: FileNo::new(1),
         offset: i * 4096,
     }
 }
@@ -64,11 +65,25 @@ fn first_read_is_kp_then_a_hit_promotes_to_kv() {
         c.lookup_point(CF, &key(1), 50),
         PointLookup::Miss { ghost_hit: false }
     );
-    c.admit(g, CF, &key(1), &big, 10, 3, 5, bh(2), None, false);
+    c.admit(
+        g,
+        CF,
+        &key(1),
+        &big,
+        10,
+        3,
+        FileNo::new(5),
+        bh(2),
+        None,
+        false,
+    );
     let PointLookup::Pointer(p) = c.lookup_point(CF, &key(1), 50) else {
         panic!("a warm key is a KP entry");
     };
-    assert_eq!((p.file_no, p.block, p.seq, p.m), (5, bh(2), 10, 3));
+    assert_eq!(
+        (p.file_no, p.block, p.seq, p.m),
+        (FileNo::new(5), bh(2), 10, 3)
+    );
     assert_eq!(c.read_cache_stats().kp_hits, 0, "counted once followed");
     c.pointer_followed();
     c.promote(g, CF, &key(1), &big, p);
@@ -80,7 +95,18 @@ fn first_read_is_kp_then_a_hit_promotes_to_kv() {
     );
     assert_eq!(s.kv_bytes, 8 + 100);
     // A value no longer than a pointer stays in the KP entry and is served from it.
-    c.admit(g, CF, &key(2), b"tiny", 11, 1, 5, bh(0), None, false);
+    c.admit(
+        g,
+        CF,
+        &key(2),
+        b"tiny",
+        11,
+        1,
+        FileNo::new(5),
+        bh(0),
+        None,
+        false,
+    );
     assert_eq!(
         c.lookup_point(CF, &key(2), 50),
         PointLookup::Value(b"tiny".to_vec())
@@ -88,7 +114,7 @@ fn first_read_is_kp_then_a_hit_promotes_to_kv() {
     assert_eq!(c.read_cache_stats().kp_bytes, (8 + POINTER_BYTES) as u64);
     // Column families do not see each other's keys.
     assert_eq!(
-        c.lookup_point(1, &key(2), 50),
+        c.lookup_point(CfId::new(1), &key(2), 50),
         PointLookup::Miss { ghost_hit: false }
     );
 }
@@ -103,7 +129,7 @@ fn reads_older_than_an_entry_bypass_it() {
         b"v",
         10,
         1,
-        5,
+        FileNo::new(5),
         bh(0),
         None,
         false,
@@ -124,14 +150,25 @@ fn a_flush_after_the_read_began_stops_its_admission() {
     let g = c.generation();
     let mem = Arc::new(Memtable::new(1));
     c.on_flush(CF, &mem, &[]);
-    c.admit(g, CF, &key(1), b"old", 10, 1, 5, bh(0), None, false);
+    c.admit(
+        g,
+        CF,
+        &key(1),
+        b"old",
+        10,
+        1,
+        FileNo::new(5),
+        bh(0),
+        None,
+        false,
+    );
     c.promote(
         g,
         CF,
         &key(1),
         b"old",
         KpPointer {
-            file_no: 5,
+            file_no: FileNo::new(5),
             block: bh(0),
             seq: 10,
             m: 1,
@@ -155,14 +192,69 @@ fn flush_rewrites_values_repoints_pointers_and_drops_deleted_keys() {
         );
         let g = c.generation();
         let big = vec![1u8; 50];
-        c.admit(g, CF, &key(1), &big, 10, 2, 5, bh(0), None, true); // KV
-        c.admit(g, CF, &key(2), &big, 11, 2, 5, bh(0), None, false); // KP
-        c.admit(g, CF, &key(3), &big, 12, 2, 5, bh(0), None, true); // KV, deleted later
-        c.admit(g, CF, &key(4), &big, 12, 2, 5, bh(0), None, false); // KP, untouched
+        c.admit(
+            g,
+            CF,
+            &key(1),
+            &big,
+            10,
+            2,
+            FileNo::new(5),
+            bh(0),
+            None,
+            true,
+        ); // KV
+        c.admit(
+            g,
+            CF,
+            &key(2),
+            &big,
+            11,
+            2,
+            FileNo::new(5),
+            bh(0),
+            None,
+            false,
+        ); // KP
+        c.admit(
+            g,
+            CF,
+            &key(3),
+            &big,
+            12,
+            2,
+            FileNo::new(5),
+            bh(0),
+            None,
+            true,
+        ); // KV, deleted later
+        c.admit(
+            g,
+            CF,
+            &key(4),
+            &big,
+            12,
+            2,
+            FileNo::new(5),
+            bh(0),
+            None,
+            false,
+        ); // KP, untouched
         if many_cached {
             // More cached keys than flushed ones: the flush walks the memtable.
             for i in 100..120 {
-                c.admit(g, CF, &key(i), &big, 13, 2, 5, bh(0), None, true);
+                c.admit(
+                    g,
+                    CF,
+                    &key(i),
+                    &big,
+                    13,
+                    2,
+                    FileNo::new(5),
+                    bh(0),
+                    None,
+                    true,
+                );
             }
         }
         let mem = Arc::new(Memtable::new(1));
@@ -185,7 +277,7 @@ fn flush_rewrites_values_repoints_pointers_and_drops_deleted_keys() {
         assert_eq!(
             c.lookup_point(CF, &key(2), at),
             PointLookup::Pointer(KpPointer {
-                file_no: 77,
+                file_no: FileNo::new(77),
                 block: bh(1),
                 seq: 21,
                 m: 1,
@@ -199,7 +291,7 @@ fn flush_rewrites_values_repoints_pointers_and_drops_deleted_keys() {
         let PointLookup::Pointer(p) = c.lookup_point(CF, &key(4), at) else {
             panic!("key 4 was not flushed: still cached");
         };
-        assert_eq!((p.file_no, p.seq), (5, 12));
+        assert_eq!((p.file_no, p.seq), (FileNo::new(5), 12));
     }
 }
 
@@ -208,17 +300,61 @@ fn compaction_repoints_pointers_into_its_outputs() {
     let c = ReadCache::new(ReadCachePolicy::PureKp, 1 << 20, 4096);
     let g = c.generation();
     let big = vec![1u8; 50];
-    c.admit(g, CF, &key(5), &big, 10, 2, 7, bh(0), None, false);
-    c.admit(g, CF, &key(50), &big, 10, 2, 7, bh(3), None, false);
-    c.admit(g, CF, &key(60), &big, 10, 2, 8, bh(3), None, false); // not an input
-    c.admit(g, CF, &key(99), &big, 10, 2, 7, bh(3), None, false); // outside every output: dropped
+    c.admit(
+        g,
+        CF,
+        &key(5),
+        &big,
+        10,
+        2,
+        FileNo::new(7),
+        bh(0),
+        None,
+        false,
+    );
+    c.admit(
+        g,
+        CF,
+        &key(50),
+        &big,
+        10,
+        2,
+        FileNo::new(7),
+        bh(3),
+        None,
+        false,
+    );
+    c.admit(
+        g,
+        CF,
+        &key(60),
+        &big,
+        10,
+        2,
+        FileNo::new(8),
+        bh(3),
+        None,
+        false,
+    ); // not an input
+    c.admit(
+        g,
+        CF,
+        &key(99),
+        &big,
+        10,
+        2,
+        FileNo::new(7),
+        bh(3),
+        None,
+        false,
+    ); // outside every output: dropped
     c.on_compaction(
         CF,
-        &[7, 6],
+        &[FileNo::new(7), FileNo::new(6)],
         &[output(9, &[(0, 4), (5, 40)]), output(10, &[(41, 70)])],
     );
     let ptr = |k| match c.lookup_point(CF, &key(k), MAX_SEQ) {
-        PointLookup::Pointer(p) => Some((p.file_no, p.block)),
+        PointLookup::Pointer(p) => Some((p.file_no.get(), p.block)),
         _ => None,
     };
     assert_eq!(ptr(5), Some((9, bh(1))));
@@ -231,7 +367,18 @@ fn compaction_repoints_pointers_into_its_outputs() {
 fn overflow_kv(c: &ReadCache, n: u32) {
     let g = c.generation();
     for i in 0..n {
-        c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, bh(0), None, true);
+        c.admit(
+            g,
+            CF,
+            &key(i),
+            &[0u8; 100],
+            1,
+            3,
+            FileNo::new(1),
+            bh(0),
+            None,
+            true,
+        );
     }
 }
 
@@ -299,10 +446,32 @@ fn kp_ghost_hit_moves_the_boundary_toward_kp() {
     c.insert(bkey(1), CacheValue::Data(block_for_tests(4)), 1300);
     let g = c.generation();
     for i in 0..10 {
-        c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, bh(0), None, true);
+        c.admit(
+            g,
+            CF,
+            &key(i),
+            &[0u8; 100],
+            1,
+            3,
+            FileNo::new(1),
+            bh(0),
+            None,
+            true,
+        );
     }
     for i in 100..300 {
-        c.admit(g, CF, &key(i), &[0u8; 100], 1, 3, 1, bh(0), None, false);
+        c.admit(
+            g,
+            CF,
+            &key(i),
+            &[0u8; 100],
+            1,
+            3,
+            FileNo::new(1),
+            bh(0),
+            None,
+            false,
+        );
     }
     assert_eq!(c.read_cache_stats().kv_entries, 10, "KV within its target");
 
@@ -429,13 +598,35 @@ fn point_cache_takes_block_space_only_a_whole_block_at_a_time() {
     // and with no point entry to evict the entry is not cached.
     c.set_targets(900.0, 450.0);
     let g = c.generation();
-    c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, bh(0), None, true);
+    c.admit(
+        g,
+        CF,
+        &key(1),
+        &[0u8; 100],
+        1,
+        3,
+        FileNo::new(1),
+        bh(0),
+        None,
+        true,
+    );
     let s = c.read_cache_stats();
     assert_eq!((s.block_bytes, s.kv_entries), (10_000, 0));
     // A whole block of room in the target: one block goes, the point cache grows.
     c.set_targets(1200.0, 600.0);
     let g = c.generation();
-    c.admit(g, CF, &key(1), &[0u8; 100], 1, 3, 1, bh(0), None, true);
+    c.admit(
+        g,
+        CF,
+        &key(1),
+        &[0u8; 100],
+        1,
+        3,
+        FileNo::new(1),
+        bh(0),
+        None,
+        true,
+    );
     let s = c.read_cache_stats();
     assert_eq!((s.block_bytes, s.kv_entries), (9_000, 1));
     // A block beyond the block target evicts a block, not point entries.
@@ -474,7 +665,7 @@ fn fixed_split_caps_each_component() {
         b"v",
         1,
         1,
-        1,
+        FileNo::new(1),
         bh(0),
         None,
         true,
@@ -491,9 +682,9 @@ fn locate_finds_the_block_holding_a_key() {
         output(3, &[(0, 9), (10, 19)]),
         output(4, &[(30, 39), (40, 49)]),
     ];
-    assert_eq!(locate(&outs, &key(0)), Some((3, bh(0))));
-    assert_eq!(locate(&outs, &key(10)), Some((3, bh(1))));
-    assert_eq!(locate(&outs, &key(45)), Some((4, bh(1))));
+    assert_eq!(locate(&outs, &key(0)), Some((FileNo::new(3), bh(0))));
+    assert_eq!(locate(&outs, &key(10)), Some((FileNo::new(3), bh(1))));
+    assert_eq!(locate(&outs, &key(45)), Some((FileNo::new(4), bh(1))));
     assert_eq!(locate(&outs, &key(25)), None);
     assert_eq!(locate(&outs, &key(50)), None);
 }
