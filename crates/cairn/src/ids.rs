@@ -1,7 +1,9 @@
 //! Typed ids: a column family id ([`CfId`]) and a file number ([`FileNo`]).
 //!
 //! Both were bare integers (`u32` and `u64`) before; wrapping them keeps either from being
-//! passed where another integer (a level, a sequence number, a size) is expected. Their
+//! passed where another integer (a level, a sequence number, a size) is expected. An id
+//! is made only by name (`new`), never by `into()` from any integer; the raw value comes
+//! back by `get` or `From`. Their
 //! encodings are unchanged: wherever one is written (WAL batches, manifest edits, table
 //! properties, trace files, file names) the raw integer is written, taken with `get`.
 
@@ -40,12 +42,6 @@ impl fmt::Display for CfId {
     }
 }
 
-impl From<u32> for CfId {
-    fn from(id: u32) -> Self {
-        CfId(id)
-    }
-}
-
 impl From<CfId> for u32 {
     fn from(id: CfId) -> Self {
         id.0
@@ -53,7 +49,13 @@ impl From<CfId> for u32 {
 }
 
 /// A file's number: the number in a table's, a log's, a value log's or a manifest's file
-/// name, given out by the version set and never reused.
+/// name. The version set gives them out and never reuses one (tools opening a table alone
+/// may name it by any number). No integer turns into one unnamed:
+///
+/// ```compile_fail
+/// let sequence: u64 = 5;
+/// let no: cairn::FileNo = sequence.into();
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[repr(transparent)]
 pub struct FileNo(u64);
@@ -81,12 +83,6 @@ impl fmt::Display for FileNo {
     }
 }
 
-impl From<u64> for FileNo {
-    fn from(no: u64) -> Self {
-        FileNo(no)
-    }
-}
-
 impl From<FileNo> for u64 {
     fn from(no: FileNo) -> Self {
         no.0
@@ -104,7 +100,6 @@ mod tests {
             let id = CfId::new(raw);
             assert_eq!(id.get(), raw);
             assert_eq!(u32::from(id), raw);
-            assert_eq!(CfId::from(raw), id);
         }
         assert_eq!(CfId::DEFAULT.get(), 0);
         assert_eq!(CfId::default(), CfId::DEFAULT);
@@ -116,7 +111,6 @@ mod tests {
             let no = FileNo::new(raw);
             assert_eq!(no.get(), raw);
             assert_eq!(u64::from(no), raw);
-            assert_eq!(FileNo::from(raw), no);
         }
         assert_eq!(FileNo::new(41).next(), FileNo::new(42));
     }
