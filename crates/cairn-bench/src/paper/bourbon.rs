@@ -15,7 +15,7 @@
 //! read through memory maps (the data in the page cache), tables of `--table-size` and a
 //! level 1 of `--level1` bytes, so millions of records make a tree of 4+ levels.
 
-use super::plan::{result, stat, Common, Plan};
+use super::plan::{result, stat, strings, Common, Plan};
 use crate::engines::{ClockKind, Device};
 use crate::report::json::RunResult;
 use anyhow::{Context, Result};
@@ -261,7 +261,7 @@ impl Bourbon<'_> {
                 q,
                 "--ops",
             ];
-            let mut args: Vec<String> = args.iter().map(|x| x.to_string()).collect();
+            let mut args = strings(&args);
             args.push(self.a.ops.to_string());
             let engines = format!("{},cairn:bourbon", self.base);
             self.run(&dir, &engines, self.a.records, &args)?;
@@ -333,7 +333,7 @@ impl Bourbon<'_> {
                 "seg1",
                 "--ops",
             ];
-            let mut args: Vec<String> = args.iter().map(|x| x.to_string()).collect();
+            let mut args = strings(&args);
             args.push(self.a.wops.to_string());
             self.run(&dir, &engines.join(","), self.a.records, &args)?;
             let base = result(&dir, engines[0])?.ops_per_sec;

@@ -15,7 +15,7 @@
 //! flush merged at once, level 1 = T memtables, 256 KiB tables, levels 0..3 with level 3
 //! holding most of the data, on the virtual nvme; every static K from 1 to T).
 
-use super::plan::{Common, Plan};
+use super::plan::{strings, Common, Plan};
 use crate::cli::{Cli, Command};
 use crate::engines::{ClockKind, Device};
 use anyhow::{bail, Result};
@@ -281,7 +281,7 @@ impl Ruskey<'_> {
                 "--bloom-bits",
                 &bloom,
             ];
-            v.iter().map(|x| x.to_string()).collect()
+            strings(&v)
         };
         let mix = |m: &str, bloom: u32| -> Vec<String> {
             let ops = (s.static_missions * s.mission_ops).to_string();
@@ -298,7 +298,7 @@ impl Ruskey<'_> {
                 "--bloom-bits",
                 &bloom,
             ];
-            v.iter().map(|x| x.to_string()).collect()
+            strings(&v)
         };
         let (title, summary_dir) = match part {
             "sessions" => {
@@ -364,11 +364,7 @@ impl Ruskey<'_> {
                     let ops = s.ycsb_ops.to_string();
                     let bloom = a.bloom.to_string();
                     let w = format!("ycsb-{l}");
-                    let args: Vec<String> =
-                        ["--workload", &w, "--ops", &ops, "--bloom-bits", &bloom]
-                            .iter()
-                            .map(|x| x.to_string())
-                            .collect();
+                    let args = strings(&["--workload", &w, "--ops", &ops, "--bloom-bits", &bloom]);
                     self.seeded(
                         &out.join("ycsb").join(&w),
                         &s.ycsb_engines,
@@ -459,10 +455,7 @@ impl Ruskey<'_> {
 
     /// `ruskey-summary` over `dirs`, written to `out`.
     fn summary(&self, title: &str, out: &Path, dirs: &[PathBuf]) -> Result<String> {
-        let mut argv = vec!["cairn-bench", "ruskey-summary", "--title", title]
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>();
+        let mut argv = strings(&["cairn-bench", "ruskey-summary", "--title", title]);
         argv.extend(["--out".into(), out.display().to_string()]);
         for d in dirs {
             argv.extend(["--dir".into(), d.display().to_string()]);

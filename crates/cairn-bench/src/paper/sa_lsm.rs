@@ -17,7 +17,7 @@
 //! wall clock writes under OUT-wall. The service runs in Python (`CAIRN_PYTHON`, default
 //! target/pyenv/bin/python) with numpy, scikit-survival and lightgbm.
 
-use super::plan::{Common, Plan};
+use super::plan::{strings, Common, Plan};
 use crate::cli::{Cli, Command};
 use crate::engines::{ClockKind, Device};
 use anyhow::{bail, Context, Result};
@@ -246,10 +246,7 @@ impl SaLsm<'_> {
         out: &Path,
         more: &[String],
     ) -> Result<()> {
-        let mut argv: Vec<String> = ["cairn-bench", "salsm-trace", "--workload"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut argv = strings(&["cairn-bench", "salsm-trace", "--workload"]);
         argv.push(format!("awpi-{profile}"));
         argv.extend([
             "--awpi-scale".into(),
