@@ -1,4 +1,4 @@
-"""The 66 features of a (record, pivot) pair on hand-made records."""
+"""The 67 features of a (record, pivot) pair on hand-made records."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from cairn.learn.salsm.features import (
     INSERT_UPDATE,
     LAST,
     LAST_COLUMN,
+    LAST_READ,
     READS,
     SENTINEL_DAYS,
     UPDATE_PIVOT,
@@ -32,7 +33,7 @@ def one(record: Record, pivot: float) -> np.ndarray:
 
 
 def test_feature_names_and_layout():
-    assert len(FEATURE_NAMES) == 66
+    assert len(FEATURE_NAMES) == 67 and FEATURE_NAMES[LAST_READ] == "last_read_interval"
     assert FEATURE_NAMES[COLUMN_COUNTS][0] == "column_0" and FEATURE_NAMES[LAST_COLUMN] == "last_column"
     assert FEATURE_NAMES[LAST] == "last_interval" and FEATURE_NAMES[EARLIER][0] == "interval_1"
     assert FEATURE_NAMES[READS][0] == "reads_d1" and FEATURE_NAMES[WRITES][-1] == "writes_d20"
@@ -99,6 +100,19 @@ def test_truncated_record_uses_last_update_ms_and_sentinels():
 def test_no_access_before_the_pivot_falls_back_to_the_insert():
     x = one(Record(b"a", 2000, [(5000, False)], flags=0), 3000.0)
     assert x[LAST] == pytest.approx(1.0) and (x[EARLIER] == SENTINEL_DAYS).all()
+
+
+def test_read_recency_skips_writes_and_falls_back_to_the_insert():
+    # insert at day 1; read at 2; writes at 4 and 6 (status updates); read at 9 (after the pivot)
+    acc = [(1000, True), (2000, False), (4000, True, 8), (6000, True, 8), (9000, False)]
+    x = one(Record(b"a", 1000, acc, last_update_ms=6000), 7000.0)
+    assert x[LAST] == pytest.approx(1.0) and x[LAST_READ] == pytest.approx(5.0)
+    # never read before the pivot: the insert
+    x = one(Record(b"a", 1000, acc[:1] + acc[2:], last_update_ms=6000), 7000.0)
+    assert x[LAST_READ] == pytest.approx(6.0)
+    # the cap dropped the older times and kept only writes: the first kept time bounds it
+    x = one(Record(b"a", 1000, [(4000, True), (6000, True)], flags=FLAG_TRUNCATED, last_update_ms=6000), 7000.0)
+    assert x[LAST_READ] == pytest.approx(3.0)
 
 
 def test_vectorised_rows_equal_one_at_a_time():

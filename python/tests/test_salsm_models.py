@@ -106,6 +106,18 @@ def test_lru_ranks_by_recency():
     assert ranking("lru") == ["stale", "mixed", "rare", "hot"]
 
 
+def test_lru_looks_at_reads_not_writes():
+    # Both last read at day 10; "written" had a status write yesterday, which reads nothing.
+    recs = [
+        Record(b"written", 0, [(0, True), (10 * D, False), (29 * D, True, 8)]),
+        Record(b"read", 0, [(0, True), (12 * D, False)]),
+    ]
+    t = RecordTrace.from_records(recs, cf_id=0, sample_rate=1.0, day_ms=D, start_ms=0, end_ms=30 * D)
+    x = build_features(t, np.arange(2), np.full(2, 30.0 * D))
+    assert make_model("lru").score(x).argmax() == 0  # the write does not make it hot
+    assert select_alpha(make_model("lru"), x, 19.0).cold.tolist() == [True, False]
+
+
 def test_lru2_ranks_by_the_second_most_recent_access():
     # 2nd most recent: hot 28, stale 9.9, rare 0, mixed 15.01
     assert ranking("lru2") == ["rare", "stale", "mixed", "hot"]

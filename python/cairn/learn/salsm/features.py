@@ -1,8 +1,8 @@
 """The feature vector of a (record, pivot) pair (§2.2.3), in days, and the training samples.
 
-Columns (66):
+Columns (67):
 
-* ``last_interval``: pivot minus the last access at or before it (what LRU looks at);
+* ``last_interval``: pivot minus the last access at or before it (any kind);
 * ``interval_1 .. interval_7``: the 7 access intervals before that, newest first
   (``interval_1 = T_p - T_{p-1}``). Missing ones (the record has fewer accesses, was
   inserted before collection started, or the cap dropped older times) are
@@ -21,6 +21,11 @@ Columns (66):
   none named one; features stay non-negative). The paper's semantic features count updates per column; a lifecycle's
   stage shows in which column was written last. Counts cover the access times the cap
   kept.
+* ``last_read_interval``: pivot minus the last read at or before it, or minus the insert
+  when none was read (what LRU looks at: a write never reads the cold tier, so recency of
+  reads is the cache policy's strongest form for cold reads). When the cap dropped the
+  record's older times and none of the kept ones is a read, the first kept time stands in
+  (a lower bound of the true interval).
 
 "Update" is a write after the insert: any write in the access times except the insert
 itself (the first time, when the record's insert was seen and not truncated away). When
@@ -49,6 +54,7 @@ FEATURE_NAMES = (
     + [f"writes_d{i}" for i in range(1, N_DAYS + 1)]
     + [f"column_{c}" for c in range(COLUMNS)]
     + ["last_column"]
+    + ["last_read_interval"]
 )
 LAST = 0
 EARLIER = slice(1, 1 + N_EARLIER)
@@ -60,8 +66,9 @@ WRITES = slice(READS.stop, READS.stop + N_DAYS)
 COUNTS = slice(READS.start, WRITES.stop)
 COLUMN_COUNTS = slice(WRITES.stop, WRITES.stop + COLUMNS)
 LAST_COLUMN = COLUMN_COUNTS.stop
-N_FEATURES = LAST_COLUMN + 1
-assert len(FEATURE_NAMES) == N_FEATURES == 66
+LAST_READ = LAST_COLUMN + 1
+N_FEATURES = LAST_READ + 1
+assert len(FEATURE_NAMES) == N_FEATURES == 67
 
 
 def build_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> np.ndarray:
@@ -104,6 +111,7 @@ def build_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> n
     x[:, UPDATE_PIVOT] = np.maximum(pivots - upd, 0.0) / day
     x[:, INSERT_UPDATE] = (upd - ins) / day
     _column_features(trace, rec, pivots, x)
+    x[:, LAST_READ] = np.maximum(pivots - _last_read_ms(trace, rec, pivots, ins), 0.0) / day
 
     # Per-day counts: look up (record, day) in the sorted composite key of the day rows.
     x[:, COUNTS] = 0.0
@@ -119,6 +127,20 @@ def build_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> n
             x[:, READS.start + lag - 1] = np.where(hit, trace.day_reads[j], 0)
             x[:, WRITES.start + lag - 1] = np.where(hit, trace.day_writes[j], 0)
     return x
+
+
+def _last_read_ms(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray, ins: np.ndarray) -> np.ndarray:
+    """Each record's last read at or before its pivot; else its insert, or the first kept
+    time when the cap truncated its times."""
+    ms = trace.access_ms
+    ri = np.flatnonzero(~trace.is_write)
+    q = last_at_or_before(ms[ri], trace.time_owner()[ri], rec, pivots)
+    truncated = (trace.flags[rec] & np.uint32(FLAG_TRUNCATED)) != 0
+    has_times = trace.n_times()[rec] > 0
+    first = ms[np.minimum(trace.time_off[rec], max(ms.size - 1, 0))] if ms.size else ins
+    floor = np.where(truncated & has_times, np.maximum(first, ins), ins)
+    last = ms[ri][np.maximum(q, 0)] if ri.size else floor
+    return np.where(q >= 0, last, floor)
 
 
 def _column_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray, x: np.ndarray) -> None:

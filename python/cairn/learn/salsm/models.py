@@ -25,9 +25,11 @@ How Algorithm 3's test reads for each model:
   (the paper's baseline, as its results read: censoring is not handled), ``gbdt-h``
   leaves them out of its training set (``gbdt`` is an old name of ``gbdt-h``);
 * ``oracle``: ``1 - P(read within the horizon)`` from a file (:mod:`.oracle`);
-* LRU, LRU-2, LIRS: their statistic is a time (recency; backward distance to the 2nd
-  most recent access; the interval between the last two accesses), cold when it exceeds
-  ``alpha``. LFU has no time and supports budgets only.
+* LRU, LRU-2, LIRS: their statistic is a time (recency of reads; backward distance to
+  the 2nd most recent access; the interval between the last two accesses), cold when it
+  exceeds ``alpha``. LFU has no time and supports budgets only. LRU looks at reads only:
+  a write (a blind update) never reads the cold tier, and a status write on a dormant
+  record says nothing about its next read, so read recency is LRU's strongest form here.
 
 Equal scores left after a model's own tie-break are ordered by a seeded random
 permutation when a budget is taken (:mod:`.select`), never by record (key) order.
@@ -39,7 +41,7 @@ import warnings
 
 import numpy as np
 
-from .features import COUNTS, EARLIER, LAST
+from .features import COUNTS, EARLIER, LAST, LAST_READ
 
 METHODS = ("rsf", "gbdt-naive", "gbdt-h", "cox", "lru", "lfu", "lru2", "lirs")
 SURVIVAL_METHODS = ("rsf", "cox")
@@ -336,10 +338,7 @@ class LRU(Heuristic):
 
     @staticmethod
     def statistic(x):
-        return x[:, LAST]
-
-    def score(self, x):
-        return x[:, LAST].copy()
+        return x[:, LAST_READ]  # ties: recency of any access (Heuristic.score)
 
 
 class LFU(Heuristic):
