@@ -5,7 +5,8 @@
 //! Weibull, not exponential, so how long a record has sat in its stage says when it moves
 //! on. Entering a stage updates one column (the insert writes them all), is followed by a
 //! burst of reads, and active stages are polled. A record may end early (cancelled). Once
-//! dormant it sees rare one-off reads (noise, which makes no tau-event), and with a
+//! dormant it sees rare one-off reads (noise, which makes no tau-event) and status writes
+//! (reconciliation, archiving flags: blind updates of one column that read nothing), and with a
 //! probability that depends on its type and on how it ended it comes back 3-30 days later
 //! (a return, a dispute) for a short second chain. Periodic records (a settlement cycle)
 //! and steadily polled ones are in the mix too: structures where recency alone does well.
@@ -65,6 +66,8 @@ pub struct LifecycleProfile {
     pub types: &'static [RecordType],
     /// One-off reads per day of a dormant record.
     pub noise_per_day: f64,
+    /// Status writes per day of a dormant record (column [`STATUS_COLUMN`]).
+    pub status_per_day: f64,
     /// Mean hours between a stage's entry and its burst's reads.
     pub burst_hours: f64,
     /// Scans per read (each a short range starting at the read record).
@@ -80,6 +83,8 @@ pub struct Ablation {
     pub no_polling: bool,
     pub no_bursts: bool,
     pub no_season: bool,
+    /// No status writes on dormant records.
+    pub no_status: bool,
     /// Exponential sojourns (shape 1) instead of the stages' Weibull shapes.
     pub memoryless: bool,
 }
@@ -95,15 +100,19 @@ impl Ablation {
                 "polling" => a.no_polling = true,
                 "bursts" => a.no_bursts = true,
                 "season" => a.no_season = true,
+                "status" => a.no_status = true,
                 "memoryless" => a.memoryless = true,
                 _ => bail!(
-                    "unknown AWPI ablation `{w}` (revival, periodic, noise, polling, bursts, season, memoryless)"
+                    "unknown AWPI ablation `{w}` (revival, periodic, noise, polling, bursts, season, status, memoryless)"
                 ),
             }
         }
         Ok(a)
     }
 }
+
+/// The column a dormant record's status writes update (the chains use 0-7).
+pub const STATUS_COLUMN: u8 = 8;
 
 const fn st(scale_days: f64, shape: f64, burst: f64, poll_per_day: f64, column: u8) -> Stage {
     Stage {
@@ -179,7 +188,7 @@ const fn ty(
 /// A heavily read variant of a chain: it absorbs the reads the profile's ratio asks for
 /// beyond what the other types make (they stay young: popularity still decays).
 const fn hot(name: &'static str, weight: f64, stages: &'static [Stage]) -> RecordType {
-    let mut t = ty(name, weight, stages, 0.05, 0.20, 0.03);
+    let mut t = ty(name, weight, stages, 0.05, 0.40, 0.06);
     t.absorbs = true;
     t
 }
@@ -207,12 +216,14 @@ const fn profile(
     records: u64,
     types: &'static [RecordType],
     noise_per_day: f64,
+    status_per_day: f64,
 ) -> LifecycleProfile {
     LifecycleProfile {
         targets: Targets::of(name, rw, censored),
         records,
         types,
         noise_per_day,
+        status_per_day,
         burst_hours: 2.0,
         // Few scans: a scan also reads the records after its start, which no record's own
         // life explains (the oracle leaves them out).
@@ -227,13 +238,14 @@ pub const PROFILES: [LifecycleProfile; 6] = [
         0.552,
         50_000,
         &[
-            ty("lot", 0.45, CASE, 0.3, 0.20, 0.03),
+            ty("lot", 0.45, CASE, 0.3, 0.40, 0.06),
             hot("watched lot", 0.05, CASE),
-            ty("bid", 0.40, INSTANT, 0.1, 0.05, 0.0),
+            ty("bid", 0.40, INSTANT, 0.1, 0.10, 0.0),
             ty("seller", 0.02, STEADY, 0.0, 0.0, 0.0),
             periodic(0.08, 7.0, 2.0),
         ],
         0.004,
+        0.06,
     ),
     profile(
         "dispute",
@@ -241,12 +253,13 @@ pub const PROFILES: [LifecycleProfile; 6] = [
         0.716,
         12_000,
         &[
-            ty("case", 0.55, CASE, 0.2, 0.25, 0.05),
+            ty("case", 0.55, CASE, 0.2, 0.50, 0.10),
             hot("escalated case", 0.05, CASE),
-            ty("claim", 0.38, INSTANT, 0.2, 0.05, 0.0),
+            ty("claim", 0.38, INSTANT, 0.2, 0.10, 0.0),
             ty("merchant", 0.02, STEADY, 0.0, 0.0, 0.0),
         ],
         0.004,
+        0.42,
     ),
     profile(
         "funds",
@@ -254,13 +267,14 @@ pub const PROFILES: [LifecycleProfile; 6] = [
         0.918,
         100_000,
         &[
-            ty("transfer", 0.85, INSTANT, 0.05, 0.03, 0.0),
-            ty("payout", 0.09, PURCHASE, 0.2, 0.10, 0.01),
+            ty("transfer", 0.85, INSTANT, 0.05, 0.06, 0.0),
+            ty("payout", 0.09, PURCHASE, 0.2, 0.20, 0.02),
             hot("flagged payout", 0.02, PURCHASE),
             ty("account", 0.01, STEADY, 0.0, 0.0, 0.0),
             periodic(0.03, 7.0, 1.5),
         ],
         0.004,
+        2.5,
     ),
     profile(
         "logistics",
@@ -268,13 +282,14 @@ pub const PROFILES: [LifecycleProfile; 6] = [
         0.678,
         30_000,
         &[
-            ty("parcel", 0.55, SHIPMENT, 0.05, 0.20, 0.03),
+            ty("parcel", 0.55, SHIPMENT, 0.05, 0.40, 0.06),
             hot("tracked parcel", 0.08, SHIPMENT),
-            ty("letter", 0.25, INSTANT, 0.05, 0.05, 0.0),
+            ty("letter", 0.25, INSTANT, 0.05, 0.10, 0.0),
             ty("depot", 0.02, STEADY, 0.0, 0.0, 0.0),
             periodic(0.10, 7.0, 2.0),
         ],
         0.004,
+        1.6,
     ),
     profile(
         "order",
@@ -282,13 +297,14 @@ pub const PROFILES: [LifecycleProfile; 6] = [
         0.819,
         60_000,
         &[
-            ty("purchase", 0.40, PURCHASE, 0.15, 0.20, 0.03),
+            ty("purchase", 0.40, PURCHASE, 0.15, 0.40, 0.06),
             hot("big purchase", 0.04, PURCHASE),
-            ty("digital", 0.50, INSTANT, 0.05, 0.03, 0.0),
+            ty("digital", 0.50, INSTANT, 0.05, 0.06, 0.0),
             ty("shop", 0.01, STEADY, 0.0, 0.0, 0.0),
             periodic(0.05, 7.0, 1.5),
         ],
         0.004,
+        1.4,
     ),
     profile(
         "pay",
@@ -296,13 +312,14 @@ pub const PROFILES: [LifecycleProfile; 6] = [
         0.450,
         30_000,
         &[
-            ty("payment", 0.55, PURCHASE, 0.1, 0.15, 0.03),
+            ty("payment", 0.55, PURCHASE, 0.1, 0.30, 0.06),
             hot("merchant payment", 0.08, PURCHASE),
-            ty("instant", 0.25, INSTANT, 0.05, 0.05, 0.0),
+            ty("instant", 0.25, INSTANT, 0.05, 0.10, 0.0),
             ty("wallet", 0.02, STEADY, 0.0, 0.0, 0.0),
             periodic(0.10, 3.5, 2.0),
         ],
         0.004,
+        0.065,
     ),
 ];
 
@@ -362,6 +379,8 @@ pub enum Access {
 pub struct Rngs {
     pub structure: Rng,
     pub reads: Rng,
+    /// Dormant records' status writes (apart, so their rate leaves the reads unchanged).
+    pub writes: Rng,
 }
 
 /// The stretch a step of the chain covers: the state began at `since`, the step starts at
@@ -463,7 +482,7 @@ impl Sim<'_> {
         }
         if !self.ablate.no_polling {
             let rate = s.poll_per_day * self.read_scale / DAY_MS as f64;
-            if !poisson_reads(rrng, rate, now, end.min(until), emit) {
+            if !poisson_events(rrng, rate, (now, end.min(until)), Access::Read, emit) {
                 return Some(stop());
             }
         }
@@ -514,7 +533,7 @@ impl Sim<'_> {
         times.into_iter().all(|t| emit(t, Access::Read))
     }
 
-    /// Dormant: noise reads until the comeback (if any) or `until`.
+    /// Dormant: noise reads and status writes until the comeback (if any) or `until`.
     fn dormant(
         &self,
         revived: bool,
@@ -523,7 +542,7 @@ impl Sim<'_> {
         rngs: &mut Rngs,
         emit: &mut dyn FnMut(f64, Access) -> bool,
     ) -> Option<State> {
-        let (srng, rrng) = (&mut rngs.structure, &mut rngs.reads);
+        let (srng, rrng, wrng) = (&mut rngs.structure, &mut rngs.reads, &mut rngs.writes);
         let p = if revived || self.ablate.no_revival {
             0.0
         } else if cancelled {
@@ -535,7 +554,14 @@ impl Sim<'_> {
         let stop_at = back.unwrap_or(until).min(until);
         if !self.ablate.no_noise {
             let rate = self.p.noise_per_day * self.read_scale / DAY_MS as f64;
-            if !poisson_reads(rrng, rate, now, stop_at, emit) {
+            if !poisson_events(rrng, rate, (now, stop_at), Access::Read, emit) {
+                return Some(stop());
+            }
+        }
+        if !self.ablate.no_status {
+            let rate = self.p.status_per_day / DAY_MS as f64;
+            let status = Access::Update(STATUS_COLUMN);
+            if !poisson_events(wrng, rate, (now, stop_at), status, emit) {
                 return Some(stop());
             }
         }
@@ -614,12 +640,12 @@ fn comeback(rng: &mut Rng, p: f64, days: (f64, f64), elapsed: f64) -> Option<f64
     None
 }
 
-/// Reads of a Poisson process of `rate` per ms over [from, to).
-fn poisson_reads(
+/// Accesses `a` of a Poisson process of `rate` per ms over [from, to).
+fn poisson_events(
     rng: &mut Rng,
     rate: f64,
-    from: f64,
-    to: f64,
+    (from, to): (f64, f64),
+    a: Access,
     emit: &mut dyn FnMut(f64, Access) -> bool,
 ) -> bool {
     if rate <= 0.0 {
@@ -631,7 +657,7 @@ fn poisson_reads(
         if t >= to {
             return true;
         }
-        if !emit(t, Access::Read) {
+        if !emit(t, a) {
             return false;
         }
     }
@@ -663,6 +689,7 @@ pub(super) fn rngs(seed: u64, rec: u64) -> Rngs {
     Rngs {
         structure: Rng::derive(seed ^ 0x5EED_0001, rec),
         reads: Rng::derive(seed ^ 0x5EED_0002, rec),
+        writes: Rng::derive(seed ^ 0x5EED_0003, rec),
     }
 }
 
