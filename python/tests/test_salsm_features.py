@@ -110,9 +110,19 @@ def test_read_recency_skips_writes_and_falls_back_to_the_insert():
     # never read before the pivot: the insert
     x = one(Record(b"a", 1000, acc[:1] + acc[2:], last_update_ms=6000), 7000.0)
     assert x[LAST_READ] == pytest.approx(6.0)
-    # the cap dropped the older times and kept only writes: the first kept time bounds it
-    x = one(Record(b"a", 1000, [(4000, True), (6000, True)], flags=FLAG_TRUNCATED, last_update_ms=6000), 7000.0)
-    assert x[LAST_READ] == pytest.approx(3.0)
+    # the cap dropped the older times and kept only status writes: the day counts date the
+    # last read to the end of its day (day 2's read ends at 3.0), not the first kept time
+    days = [(1, 0, 1), (2, 1, 0), (20, 0, 1), (21, 0, 1)]
+    capped = Record(b"a", 1000, [(20000, True, 8), (21000, True, 8)], flags=FLAG_TRUNCATED, days=days)
+    x = one(capped, 22000.0)
+    assert x[LAST_READ] == pytest.approx(19.0) and x[LAST] == pytest.approx(1.0)
+    # a read counted on the pivot's own day may come after it: left out, as in the counts
+    days_today = days + [(22, 1, 0)]
+    x = one(Record(b"a", 1000, capped.accesses, flags=FLAG_TRUNCATED, days=days_today), 22000.0)
+    assert x[LAST_READ] == pytest.approx(19.0)
+    # no read in the day counts either: the insert
+    x = one(Record(b"a", 1000, capped.accesses, flags=FLAG_TRUNCATED, days=[(20, 0, 1), (21, 0, 1)]), 22000.0)
+    assert x[LAST_READ] == pytest.approx(21.0)
 
 
 def test_vectorised_rows_equal_one_at_a_time():

@@ -24,8 +24,8 @@ Columns (67):
 * ``last_read_interval``: pivot minus the last read at or before it, or minus the insert
   when none was read (what LRU looks at: a write never reads the cold tier, so recency of
   reads is the cache policy's strongest form for cold reads). When the cap dropped the
-  record's older times and none of the kept ones is a read, the first kept time stands in
-  (a lower bound of the true interval).
+  record's reads from its kept times (status writes on a dormant record fill them), the
+  per-day read counts date the last read to the end of its day.
 
 "Update" is a write after the insert: any write in the access times except the insert
 itself (the first time, when the record's insert was seen and not truncated away). When
@@ -130,17 +130,36 @@ def build_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> n
 
 
 def _last_read_ms(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray, ins: np.ndarray) -> np.ndarray:
-    """Each record's last read at or before its pivot; else its insert, or the first kept
-    time when the cap truncated its times."""
+    """Each record's last read at or before its pivot; else its insert.
+
+    The query store keeps a record's newest ``max_times`` times only, so a dormant record's
+    status writes can push its reads out. Then the per-day counts, kept for longer, date
+    the last read to the end of its day (whole days before the pivot's, as the count
+    features use, so no read after the pivot leaks in).
+    """
     ms = trace.access_ms
     ri = np.flatnonzero(~trace.is_write)
     q = last_at_or_before(ms[ri], trace.time_owner()[ri], rec, pivots)
+    kept = ms[ri][np.maximum(q, 0)] if ri.size else ins
     truncated = (trace.flags[rec] & np.uint32(FLAG_TRUNCATED)) != 0
-    has_times = trace.n_times()[rec] > 0
-    first = ms[np.minimum(trace.time_off[rec], max(ms.size - 1, 0))] if ms.size else ins
-    floor = np.where(truncated & has_times, np.maximum(first, ins), ins)
-    last = ms[ri][np.maximum(q, 0)] if ri.size else floor
-    return np.where(q >= 0, last, floor)
+    by_day = np.where(truncated, _last_read_day_end(trace, rec, pivots), -1.0)
+    fallback = np.where(by_day >= 0, np.maximum(by_day, ins), ins)
+    return np.where(q >= 0, kept, fallback)
+
+
+def _last_read_day_end(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> np.ndarray:
+    """The end (ms) of the newest day before each pivot's day with a read counted, or -1."""
+    read_days = np.flatnonzero(trace.day_reads > 0)
+    if read_days.size == 0:
+        return np.full(rec.shape[0], -1.0)
+    shift = np.int64(1) << np.int64(32)
+    owner = trace.day_owner()[read_days]
+    day = trace.day[read_days]
+    pday = np.floor(pivots / float(trace.day_ms)).astype(np.int64)
+    j = np.searchsorted(owner * shift + day, rec * shift + pday, side="left") - 1
+    ok = (j >= 0) & (owner[np.maximum(j, 0)] == rec)
+    end = (day[np.maximum(j, 0)] + 1).astype(np.float64) * float(trace.day_ms)
+    return np.where(ok, end, -1.0)
 
 
 def _column_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray, x: np.ndarray) -> None:
