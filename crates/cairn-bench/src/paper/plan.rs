@@ -194,7 +194,21 @@ pub fn value_name<T: ValueEnum>(v: T) -> String {
 pub fn command_line() -> String {
     let mut args = std::env::args().skip(1).collect::<Vec<_>>();
     args.insert(0, "cairn-bench".into());
-    args.join(" ")
+    shell_line(&args)
+}
+
+/// Arguments joined so a shell would split them back the same way: an empty one, or one
+/// holding spaces or shell characters, in single quotes (`--traces 'a b' --compare ''`).
+fn shell_line(args: &[String]) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_=.,:/+@%".contains(c);
+    let word = |a: &String| {
+        if !a.is_empty() && a.chars().all(plain) {
+            a.clone()
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    };
+    args.iter().map(word).collect::<Vec<_>>().join(" ")
 }
 
 pub fn strings(xs: &[&str]) -> Vec<String> {
@@ -222,6 +236,24 @@ pub fn stat(r: &RunResult, name: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_quotes_what_a_shell_would_split() {
+        let args = strings(&[
+            "cairn-bench",
+            "paper",
+            "--traces",
+            "a b",
+            "--compare",
+            "",
+            "--x=1",
+            "it's",
+        ]);
+        assert_eq!(
+            shell_line(&args),
+            r"cairn-bench paper --traces 'a b' --compare '' --x=1 'it'\''s'"
+        );
+    }
 
     #[test]
     fn virtual_runs_keep_cairn_engines_only() {
