@@ -116,17 +116,21 @@ def build_features(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) -> n
     # Per-day counts: look up (record, day) in the sorted composite key of the day rows.
     x[:, COUNTS] = 0.0
     if trace.day.size:
-        shift = np.int64(1) << np.int64(32)
-        key = trace.day_owner() * shift + trace.day
+        key = _day_key(trace.day_owner(), trace.day)
         pday = np.floor(pivots / day).astype(np.int64)
         for lag in range(1, N_DAYS + 1):
             d = pday - lag
-            want = rec * shift + d
+            want = _day_key(rec, d)
             j = np.minimum(np.searchsorted(key, want), key.size - 1)
             hit = (key[j] == want) & (d >= 0)
             x[:, READS.start + lag - 1] = np.where(hit, trace.day_reads[j], 0)
             x[:, WRITES.start + lag - 1] = np.where(hit, trace.day_writes[j], 0)
     return x
+
+
+def _day_key(owner: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """A (record, day) pair as one sortable integer: the day rows are sorted by it."""
+    return np.asarray(owner, dtype=np.int64) * (np.int64(1) << np.int64(32)) + day
 
 
 def _last_read_ms(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray, ins: np.ndarray) -> np.ndarray:
@@ -152,11 +156,10 @@ def _last_read_day_end(trace: RecordTrace, rec: np.ndarray, pivots: np.ndarray) 
     read_days = np.flatnonzero(trace.day_reads > 0)
     if read_days.size == 0:
         return np.full(rec.shape[0], -1.0)
-    shift = np.int64(1) << np.int64(32)
     owner = trace.day_owner()[read_days]
     day = trace.day[read_days]
     pday = np.floor(pivots / float(trace.day_ms)).astype(np.int64)
-    j = np.searchsorted(owner * shift + day, rec * shift + pday, side="left") - 1
+    j = np.searchsorted(_day_key(owner, day), _day_key(rec, pday), side="left") - 1
     ok = (j >= 0) & (owner[np.maximum(j, 0)] == rec)
     end = (day[np.maximum(j, 0)] + 1).astype(np.float64) * float(trace.day_ms)
     return np.where(ok, end, -1.0)
