@@ -16,6 +16,7 @@ from cairn.learn.salsm.coldset import (
     read_cold_set,
     write_cold_set,
 )
+from cairn.learn.salsm.settings import Settings, cut_view
 from cairn.learn.salsm.synth import SynthConfig, synth_trace
 from cairn.learn.salsm.trace import (
     FLAG_DELETED,
@@ -183,6 +184,47 @@ def test_cut_keeps_only_the_past():
     assert r0.days == [(10, 0, 1)]  # day 11 holds the cut: left out
     assert cut.record(1).accesses == [] and cut.record(1).days == []
     assert cut.end_ms == 11 * DAY + 1
+
+
+def busy_trace(max_times: int) -> RecordTrace:
+    """One record read every 10 ms from 0 to 990 (100 times), one read twice; day = 100 ms."""
+    busy = Record(b"busy", 0, [(t, t == 0) for t in range(0, 1000, 10)], last_update_ms=0)
+    idle = Record(b"idle", 5, [(5, True), (505, False)])
+    t = RecordTrace.from_records([busy, idle], cf_id=0, sample_rate=1.0, day_ms=100, start_ms=0, end_ms=1000)
+    return t.capped(max_times)
+
+
+def test_capped_keeps_the_newest_times_and_the_day_counts():
+    t = busy_trace(200)
+    c = t.capped(32)
+    assert c.max_times == 32
+    busy = c.record(0)
+    assert [ms for ms, _ in busy.accesses] == list(range(680, 1000, 10))
+    assert busy.flags & FLAG_TRUNCATED and not c.record(1).flags & FLAG_TRUNCATED
+    assert busy.days == t.record(0).days  # the store keeps day counts apart from the times
+    assert c.record(1).accesses == t.record(1).accesses
+    assert t.capped(500) is t
+    with pytest.raises(ValueError):
+        t.capped(0)
+
+
+def test_a_store_cut_at_t_holds_the_newest_times_before_t():
+    """The held-out evaluation cuts the trace at T_cut. Cut from a trace exported with the
+    engine's cap, a busy record has lost every time before T_cut (the later ones pushed
+    them out); cut from a trace exported with room and then capped, it holds what a store
+    of that size held at T_cut."""
+    engine_sized = busy_trace(32)
+    cut, kept = engine_sized.cut(500)
+    assert list(kept) == [0, 1] and cut.record(0).accesses == []  # the gap
+    cut, kept = cut_view(busy_trace(4096), 500, Settings(store_times=32))
+    assert [ms for ms, _ in cut.record(0).accesses] == list(range(190, 510, 10))
+    assert cut.record(0).flags & FLAG_TRUNCATED
+    assert cut.record(1).accesses == [(5, True)]
+    # store_times 0: the trace as exported.
+    cut, _ = cut_view(busy_trace(4096), 500, Settings())
+    assert len(cut.record(0).accesses) == 51
+    with pytest.raises(ValueError, match="store times"):
+        Settings(store_times=-1)
 
 
 def cold(keys, **kw) -> ColdSet:

@@ -158,3 +158,46 @@ fn sa_lru_places_the_service_cold_set_when_python_is_there() {
     assert_eq!(p["cold_fir"], p["cold_set_fir"], "{p}");
     assert!(p["cold_set_keys"].as_u64().unwrap() > 0);
 }
+
+/// The offline trace keeps `--store-times` access times per record, more than the engine's
+/// 32, so that `evaluate` can cut it at T_cut and still see a busy record's earlier times
+/// (with 32 the store had dropped them by the trace's end: 82% of order's records alive at
+/// T_cut had no time before it).
+#[test]
+fn salsm_trace_keeps_the_asked_number_of_times() {
+    let tmp = tempfile::tempdir().unwrap();
+    let most = |n: &str| {
+        let out = tmp.path().join(format!("trace-{n}"));
+        let o = Command::new(BIN)
+            .args([
+                "salsm-trace",
+                "--workload",
+                "awpi-order",
+                "--store-times",
+                n,
+                "--records",
+                "1500",
+                "--salsm-trace-days",
+                "8",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (h, recs) = cairn::access::record_trace::read(&out.join("trace.rtr")).unwrap();
+        assert_eq!(
+            json(&out.join("awpi.json"))["store_times"],
+            n.parse::<u64>().unwrap()
+        );
+        (
+            h.max_times,
+            recs.iter().map(|r| r.times.len()).max().unwrap(),
+        )
+    };
+    let (cap, longest) = most("32");
+    assert_eq!((cap, longest), (32, 32));
+    let (cap, longest) = most("4096");
+    assert_eq!(cap, 4096);
+    assert!(longest > 32, "the busiest record kept {longest} times");
+}

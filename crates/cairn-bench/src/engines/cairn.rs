@@ -148,6 +148,9 @@ impl CairnEngine {
             if let Some(r) = opts.records.as_mut() {
                 r.clock = s.clock.clone();
                 r.day_ms = s.day_ms;
+                if let Some(n) = s.store_times {
+                    r.max_times = n;
+                }
             }
             opts.placement.clock = s.clock.clone();
             opts.placement.hot_level_slack = s.hot_level_slack;

@@ -474,6 +474,10 @@ pub struct SalsmOpen {
     pub latency_scale: f64,
     /// `PlacementOptions::hot_level_slack`.
     pub hot_level_slack: f64,
+    /// Access times the query store keeps per record (`RecordOptions::max_times`), when
+    /// not the engine's default: the offline trace keeps more, so that its evaluation can
+    /// see what a store of the default size held at any earlier time.
+    pub store_times: Option<usize>,
     /// The age rule's threshold, for presets with the age rule.
     pub age_tier_ms: Option<u64>,
     /// Table file size (`Options::target_file_size`): small enough that passive compaction

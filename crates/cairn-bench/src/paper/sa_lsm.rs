@@ -330,6 +330,8 @@ impl SaLsm<'_> {
                     values.into(),
                     "--tau-days".into(),
                     tau.to_string(),
+                    "--store-times".into(),
+                    crate::salsm::run::engine_store_times().to_string(),
                     "--out".into(),
                     dir.join(format!("sweep-{kind}.json")).display().to_string(),
                 ];

@@ -273,12 +273,22 @@ fn derive(req: &RunRequest, stream: &AwpiStream) -> Result<Derived> {
 }
 
 fn extras(clock: &ManualClock, d: &Derived, scale: f64) -> EngineExtras {
+    extras_with(clock, d, scale, None)
+}
+
+fn extras_with(
+    clock: &ManualClock,
+    d: &Derived,
+    scale: f64,
+    store_times: Option<usize>,
+) -> EngineExtras {
     EngineExtras {
         salsm: Some(SalsmOpen {
             clock: Arc::new(clock.clone()),
             day_ms: DAY_MS,
             latency_scale: scale,
             hot_level_slack: d.slack,
+            store_times,
             age_tier_ms: d.age_ms,
             target_file_size: Some((d.level1 / 16).clamp(64 << 10, 2 << 20)),
         }),
@@ -907,6 +917,11 @@ fn fig13_shares(aspec: &AwpiSpec) -> Result<serde_json::Value> {
     }))
 }
 
+/// Access times per record the engine's query store keeps (its default).
+pub fn engine_store_times() -> usize {
+    cairn::access::RecordOptions::default().max_times
+}
+
 /// `salsm-trace`: the trace days on cairn:sa-lsm, exported; optionally evaluated.
 #[derive(Args, Debug)]
 pub struct SalsmTraceArgs {
@@ -921,6 +936,12 @@ pub struct SalsmTraceArgs {
     /// Output directory: trace.rtr, awpi.json, and with --evaluate eval.json (and km.png).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Access times the query store keeps per record while tracing. More than the
+    /// engine's 32, so that `evaluate` can cut the trace at T_cut and still see what a
+    /// store of the engine's size held then (it re-applies the engine's cap there and
+    /// at the end, `--store-times`); with 32, a busy record's times before T_cut are gone.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub store_times: usize,
     /// Run the service's `evaluate` on the trace.
     #[arg(long)]
     pub evaluate: bool,
@@ -984,7 +1005,8 @@ pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
         kbuf: vec![0u8; aspec.key_size],
         virt: None,
     };
-    let e = engine.open_with(&dir, &cfg, &extras(&clock, &d, 0.0))?;
+    let store = Some(a.store_times);
+    let e = engine.open_with(&dir, &cfg, &extras_with(&clock, &d, 0.0, store))?;
     let t = Instant::now();
     drv.run_untimed(e.as_ref(), stream.trace(), "trace days")?;
     clock.set(aspec.trace_end_ms());
@@ -1003,6 +1025,7 @@ pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
         "budget": d.budget,
         "budget_source": d.budget_source,
         "trace_records_exported": rows,
+        "store_times": a.store_times,
         "trace_seconds": trace_seconds,
     });
     eprintln!(
@@ -1029,6 +1052,13 @@ pub fn trace_cmd(a: &SalsmTraceArgs) -> Result<()> {
             .split_whitespace()
             .map(str::to_string)
             .collect();
+        if !eval_args.iter().any(|a| a.starts_with("--store-times")) {
+            // The models see the engine's store, cut at T_cut (see --store-times).
+            eval_args.extend([
+                "--store-times".to_string(),
+                engine_store_times().to_string(),
+            ]);
+        }
         if stream.paths.is_some() && !methods.iter().any(|m| m == "oracle") {
             // evaluate's held-out cold_fir ranks at T_cut = the trace's end - horizon.
             let h = (horizon * DAY_MS as f64) as u64;

@@ -57,6 +57,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="train even if the workload is not AWPI")
     p.add_argument("--max-samples", type=int, default=d.max_samples, help="fit on at most this many samples (0: all)")
     p.add_argument(
+        "--store-times",
+        type=int,
+        default=d.store_times,
+        metavar="N",
+        help="models see a query store of N access times per record, cut where evaluated (default 0: as exported)",
+    )
+    p.add_argument(
         "--events", choices=EVENT_KINDS, default=d.event_kinds, help="accesses that make tau-events (default reads)"
     )
 
@@ -91,6 +98,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         force=args.force,
         max_samples=args.max_samples,
         event_kinds=args.events,
+        store_times=args.store_times,
     )
 
 

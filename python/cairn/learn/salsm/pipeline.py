@@ -37,7 +37,7 @@ from .metrics import cold_fir, concordance_index, confusion, gains, kaplan_meier
 from .models import HEURISTICS, ColdModel, Oracle, canonical, make_model
 from .oracle import OracleError, OracleScores
 from .select import coldest_first, select_alpha, select_budget, select_count
-from .settings import Settings, cap_samples, train_split, window_samples
+from .settings import Settings, cap_samples, cut_view, store_view, train_split, window_samples
 from .tables import format_table
 from .trace import RecordTrace
 from .tune import choose_tau
@@ -92,6 +92,7 @@ def train(
     if trace.n_records == 0:
         raise ValueError("the trace holds no records")
     horizon = alpha_days if alpha_days is not None else s.horizon_days
+    trace = store_view(trace, s)
     s, tau_cv = _with_tau(trace, np.arange(trace.n_records), s) if kind not in NO_LABELS else (s, None)
     if kind == "oracle":
         model: ColdModel = _oracle_model(oracle, trace.keys, trace.end_ms, trace.day_ms, "the trace's end")
@@ -164,7 +165,7 @@ class Holdout:
 
 
 def _holdout(trace: RecordTrace, s: Settings, is_train: np.ndarray, cut: RecordTrace, kept: np.ndarray) -> Holdout:
-    samples = window_samples(trace, s)
+    samples = window_samples(store_view(trace, s), s)
     on_train = is_train[samples.rec]
     t_cut = cut.end_ms
     horizon_ms = s.horizon_days * trace.day_ms
@@ -350,7 +351,7 @@ def evaluate(
     # tau from the training records alone, over the window their c-index samples span;
     # the held-out records are never looked at.
     s, tau_cv = _with_tau(trace, np.flatnonzero(is_train), s)
-    cut, kept = trace.cut(int(t_cut))
+    cut, kept = cut_view(trace, t_cut, s)
     h = _holdout(trace, s, is_train, cut, kept)
     rows, scores, models = _fit_all(methods, s, h, oracle, alpha_days)
     alpha = _alpha_budget(models.get("rsf"), h, alpha_days)

@@ -32,12 +32,31 @@ class Settings:
     # tau by cross-validation on the training window (:mod:`.tune`) instead of tau_days.
     tau_auto: bool = False
     tau_candidates: tuple[float, ...] = TAU_CANDIDATES
+    # Access times per record of the query store the models see (0: the trace as exported).
+    # A trace exported with more times than the engine keeps (salsm-trace --store-times)
+    # can be cut at any earlier time and capped to this, which is what a store of that
+    # size would have held then; truths (reads in a horizon) always use every time.
+    store_times: int = 0
 
     def __post_init__(self) -> None:
         if self.event_kinds not in EVENT_KINDS:
             raise ValueError(f"event kinds must be one of {', '.join(EVENT_KINDS)}, got {self.event_kinds!r}")
+        if self.store_times < 0:
+            raise ValueError(f"store times must be >= 0 (0: as exported), got {self.store_times}")
         if not self.tau_candidates or min(self.tau_candidates) <= 0:
             raise ValueError(f"tau candidates must be > 0 days, got {list(self.tau_candidates)}")
+
+
+def store_view(trace: RecordTrace, s: Settings) -> RecordTrace:
+    """``trace`` as a query store of ``s.store_times`` times per record holds it."""
+    return trace.capped(s.store_times) if s.store_times else trace
+
+
+def cut_view(trace: RecordTrace, t_ms: float, s: Settings) -> tuple[RecordTrace, np.ndarray]:
+    """What the store held at ``t_ms`` (:meth:`RecordTrace.cut`, then the store's cap),
+    and the index in ``trace`` of each of its records."""
+    cut, kept = trace.cut(int(t_ms))
+    return store_view(cut, s), kept
 
 
 def cap_samples(samples: Samples, s: Settings) -> Samples:

@@ -19,7 +19,7 @@ from .features import Samples, build_features
 from .labels import sample_pivots, tau_labels
 from .metrics import concordance_index, gains, uno_c
 from .models import make_model
-from .settings import Settings, cap_samples, share_of, train_split, window_samples
+from .settings import Settings, cap_samples, cut_view, share_of, store_view, train_split, window_samples
 from .trace import RecordTrace
 
 SWEEP_KINDS = ("label-window", "sample-share")
@@ -91,10 +91,13 @@ def _label_windows(trace: RecordTrace, values, s: Settings, feature_days: float,
             raise ValueError(
                 f"label window {w:g} d: needs {feature_days:g} + {w:g} days of trace (and W > 0), it holds {span:.1f}"
             )
-    rec, piv = sample_pivots(trace, s.n_pivots, np.random.default_rng(s.seed), t_end=t_f)
+    # Pivots and features from what the store held at t_f; labels from every later time.
+    cut, kept = cut_view(trace, t_f, s)
+    rec, piv = sample_pivots(cut, s.n_pivots, np.random.default_rng(s.seed))
     if rec.size == 0:
         raise ValueError(f"no record is accessed in the first {feature_days:g} days")
-    x = build_features(trace, rec, piv)
+    x = build_features(cut, rec, piv)
+    rec = kept[rec]
     on = is_train[rec]
     rows = []
     for w in values:
@@ -111,7 +114,7 @@ def _sample_shares(trace: RecordTrace, values, s: Settings, is_train: np.ndarray
     for v in values:
         if not (0.0 < v <= 1.0):
             raise ValueError(f"sample shares must be in (0, 1], got {v:g}")
-    samples = window_samples(trace, s)
+    samples = window_samples(store_view(trace, s), s)
     on = is_train[samples.rec]
     train, test = samples.take(on), samples.take(~on)
     fit = cap_samples(train, s)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -222,10 +222,11 @@ class RecordTrace:
         holding ``t_cut`` may count later accesses), recomputes ``last_update_ms`` from
         the kept writes, and drops records not yet seen. Returns the trace and the
         original index of each kept record. Request counts stay those of the whole window
-        (they only feed the AWPI check). One gap to a real export at ``t_cut``: for a record
-        the cap truncated, the store would then have held the newest ``max_times`` times
-        before ``t_cut``, while the cut keeps only those that survived the later cap (it
-        loses history of the busiest records, never adds future).
+        (they only feed the AWPI check). Exact only where the cap truncated no record
+        after ``t_cut``: otherwise the cut keeps only the times that survived the later
+        cap (it loses the busiest records' history, never adds future). So the offline
+        trace is exported with room (``salsm-trace --store-times``) and :meth:`capped` to
+        the engine's size after the cut (``Settings.store_times``).
         """
         t_cut = int(t_cut)
         ms, w = self.access_ms, self.is_write
@@ -268,6 +269,29 @@ class RecordTrace:
             day_writes=self.day_writes[first_d],
         )
         return out.subset(kept), kept
+
+    def capped(self, max_times: int) -> RecordTrace:
+        """What a query store keeping only ``max_times`` access times per record would
+        have exported: each record's newest ``max_times`` times, ``FLAG_TRUNCATED`` where
+        older ones go (as the engine's store drops them). The per-day counts and the last
+        update time are kept whole, as the store keeps them apart from the times. A trace
+        already within the cap is returned as is.
+        """
+        if max_times < 1:
+            raise ValueError(f"max_times must be >= 1, got {max_times}")
+        n = self.n_times()
+        if self.max_times <= max_times or not np.any(n > max_times):
+            return self
+        pos = np.arange(self.times.size, dtype=np.int64) - np.repeat(self.time_off[:-1], n)
+        keep = pos >= np.repeat(n - max_times, n)
+        flags = np.where(n > max_times, self.flags | np.uint32(FLAG_TRUNCATED), self.flags)
+        return replace(
+            self,
+            max_times=max_times,
+            flags=flags,
+            time_off=np.concatenate([[0], np.cumsum(np.minimum(n, max_times))]),
+            times=self.times[keep],
+        )
 
 
 def _gather(off: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ from .labels import reads_between, sample_pivots, tau_labels
 from .metrics import cold_fir
 from .models import make_model
 from .select import select_budget
-from .settings import Settings, cap_samples, train_split
+from .settings import Settings, cap_samples, cut_view, train_split
 from .trace import RecordTrace
 
 CV_SHARES = tuple(round(0.1 * i, 1) for i in range(1, 10))
@@ -35,7 +35,7 @@ def choose_tau(trace: RecordTrace, records: np.ndarray, s: Settings) -> dict:
         raise ValueError("--tau-days auto: the training window is not longer than the horizon")
     records = np.asarray(records, dtype=np.int64)
     inner = train_split([trace.keys[i] for i in records], s.seed + 1)
-    cut, kept = trace.cut(int(t_cut))
+    cut, kept = cut_view(trace, t_cut, s)
     pos = np.full(trace.n_records, -1, dtype=np.int64)
     pos[kept] = np.arange(kept.size)
     fit_rec, val_rec = pos[records[inner]], pos[records[~inner]]
