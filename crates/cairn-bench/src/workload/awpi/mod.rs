@@ -152,15 +152,18 @@ pub struct AwpiOp {
     pub col: u8,
 }
 
+/// Records a scan covers, its start included: uniform in this range (both ends).
+pub const SCAN_LEN: (u64, u64) = (2, 10);
+
 impl AwpiOp {
-    /// A scan of 2-10 records from `rec` (both generators follow a read with one at the
-    /// profile's scan share); draws its length from `rng`.
+    /// A scan of `SCAN_LEN` records from `rec` (both generators follow a read with one at
+    /// the profile's scan share); draws its length from `rng`.
     pub fn scan(t_ms: u64, rec: u32, rng: &mut crate::rng::Rng) -> AwpiOp {
         AwpiOp {
             t_ms,
             rec,
             kind: AwpiKind::Scan,
-            len: rng.range_inclusive(2, 10) as u16,
+            len: rng.range_inclusive(SCAN_LEN.0, SCAN_LEN.1) as u16,
             col: 0,
         }
     }

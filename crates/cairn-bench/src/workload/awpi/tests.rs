@@ -228,3 +228,38 @@ fn dormant_records_get_status_writes_that_hide_their_next_read() {
         without.stats.censored_share
     );
 }
+
+/// The oracle is calibrated against what the query store counts as a read: a point read
+/// or a scan covering the record. Before it counted scans, its least likely half was read
+/// about twice as often as it said (a busy record's scans cover its successors).
+#[test]
+fn the_oracles_probabilities_match_the_read_shares() {
+    let s = generate(&spec("order", 3000, 7, 50)).unwrap();
+    let (at, h) = (20 * DAY_MS, 30 * DAY_MS);
+    let p = oracle::read_probability(&s, at, h).unwrap();
+    let n = p.len();
+    let mut read = vec![false; n];
+    for o in s.ops.iter().filter(|o| o.t_ms > at && o.t_ms <= at + h) {
+        let covered = match o.kind {
+            AwpiKind::Read => 1,
+            AwpiKind::Scan => o.len as usize,
+            _ => 0,
+        };
+        let start = o.rec as usize;
+        for r in start..(start + covered).min(n) {
+            read[r] = true;
+        }
+    }
+    let mut by_p: Vec<usize> = (0..n).collect();
+    by_p.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let (cold, warm) = by_p.split_at(n / 2);
+    for half in [cold, warm] {
+        let said = half.iter().map(|&r| p[r]).sum::<f64>() / half.len() as f64;
+        let was = half.iter().filter(|&&r| read[r]).count() as f64 / half.len() as f64;
+        assert!(
+            (said - was).abs() < 0.04,
+            "mean probability {said:.3} vs read share {was:.3} over {} records",
+            half.len()
+        );
+    }
+}
