@@ -245,10 +245,9 @@ fn the_oracles_probabilities_match_the_read_shares() {
             AwpiKind::Scan => o.len as usize,
             _ => 0,
         };
-        let start = o.rec as usize;
-        for r in start..(start + covered).min(n) {
-            read[r] = true;
-        }
+        let start = (o.rec as usize).min(n);
+        let end = (start + covered).min(n);
+        read[start..end].fill(true);
     }
     let mut by_p: Vec<usize> = (0..n).collect();
     by_p.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
