@@ -434,6 +434,9 @@ impl SaLsm<'_> {
             alpha.join("cold.cld").display().to_string(),
             "--report".into(),
             alpha.join("alpha.json").display().to_string(),
+            // The engine's store, as the replays' own service calls see it.
+            "--store-times".into(),
+            crate::salsm::run::engine_store_times().to_string(),
         ];
         args.extend(self.a.service_args.split_whitespace().map(str::to_string));
         self.service(&args)?;
