@@ -10,6 +10,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -31,6 +32,15 @@ use crate::types::ValueKind;
 use crate::version::{set::current_path, VersionEdit, VersionSet};
 use crate::{Error, Result};
 
+/// How long an open waits for a lock that looks held before it says `Locked`.
+///
+/// The lock is an `flock` on `LOCK`, which belongs to the open file, and a child process
+/// forked by any thread of this process shares the open files until its `exec` closes them.
+/// So a database closed while another thread spawns a process stays locked for that
+/// child's fork-to-exec window (milliseconds on a busy machine), and a reopen right after
+/// the close would fail. A lock held for this long is held by someone.
+const LOCK_GRACE: Duration = Duration::from_millis(250);
+
 pub(crate) fn lock_dir(path: &Path) -> Result<File> {
     let lock_path = path.join(filenames::LOCK);
     let f = OpenOptions::new()
@@ -39,10 +49,20 @@ pub(crate) fn lock_dir(path: &Path) -> Result<File> {
         .write(true)
         .open(&lock_path)
         .map_err(|e| Error::io(lock_path.display().to_string(), e))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(TryLockError::WouldBlock) => Err(Error::Locked(path.to_path_buf())),
-        Err(TryLockError::Error(e)) => Err(Error::io(lock_path.display().to_string(), e)),
+    let start = Instant::now();
+    let mut pause = Duration::from_micros(100);
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(TryLockError::WouldBlock) if start.elapsed() < LOCK_GRACE => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(10));
+            }
+            Err(TryLockError::WouldBlock) => return Err(Error::Locked(path.to_path_buf())),
+            Err(TryLockError::Error(e)) => {
+                return Err(Error::io(lock_path.display().to_string(), e))
+            }
+        }
     }
 }
 
