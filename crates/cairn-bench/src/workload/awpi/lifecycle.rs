@@ -226,7 +226,7 @@ const fn profile(
         status_per_day,
         burst_hours: 2.0,
         // Few scans: a scan also reads the records after its start, which no record's own
-        // life explains (the oracle leaves them out).
+        // life explains (the oracle adds them from its neighbours' simulated reads).
         scan_share: 0.002,
     }
 }
