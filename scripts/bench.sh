@@ -15,6 +15,8 @@
 #   COMPRESSION="lz4 none" scripts/bench.sh   # block compression of both (default lz4)
 #   WORKLOADS="readrandom ycsb-a" ENGINES=rocksdb,cairn,cairn:tiering scripts/bench.sh
 #   ENGINES=fjall,cairn scripts/bench.sh  # against fjall (the first engine is each ratio's base)
+#   PEER=rocksdb-latest scripts/bench.sh  # `rocksdb` is a current RocksDB (bundled build,
+#                                         # compiled once into target/rocksdb-latest)
 #   EXTRA="--value-size 1024" scripts/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,10 +38,18 @@ BUDGET=${BUDGET:-"--write-buffer-size 4M --memtables 2 --cache-bytes 4M --bloom-
 EXTRA=${EXTRA:-}
 if [ -n "${DIRECT:-}" ]; then EXTRA="$EXTRA --direct-io"; fi
 
-bash crates/cairn-bench/scripts/setup-rocksdb.sh
-export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
-cargo build --release -p cairn-bench --features rocksdb
-BIN=target/release/cairn-bench
+if [ "${PEER:-}" = rocksdb-latest ]; then
+  # `rocksdb` is then a current RocksDB, built from source once (peers/rocksdb-latest).
+  BIN=$(bash crates/cairn-bench/scripts/build-rocksdb-latest.sh)
+elif [ -n "${PEER:-}" ]; then
+  echo "PEER=$PEER: the only other peer build is rocksdb-latest" >&2
+  exit 2
+else
+  bash crates/cairn-bench/scripts/setup-rocksdb.sh
+  export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
+  cargo build --release -p cairn-bench --features rocksdb
+  BIN=target/release/cairn-bench
+fi
 
 mkdir -p "$OUT"
 dirs=()

@@ -689,7 +689,10 @@ impl EngineName {
     pub fn version(&self) -> String {
         match self {
             EngineName::Btree => "std BTreeMap (in memory)".into(),
-            EngineName::Rocksdb => "RocksDB 7.8.3 (Debian's librocksdb, crate rocksdb 0.20)".into(),
+            // peers/rocksdb-latest's build names the current RocksDB it links.
+            EngineName::Rocksdb => option_env!("CAIRN_ROCKSDB_PEER")
+                .unwrap_or("RocksDB 7.8.3 (Debian's librocksdb, crate rocksdb 0.20)")
+                .into(),
             EngineName::Fjall => format!("fjall {}", fjall::VERSION),
             EngineName::Cairn { .. } => format!("cairn {}", env!("CARGO_PKG_VERSION")),
         }
@@ -748,6 +751,30 @@ impl std::fmt::Display for EngineName {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A manifest's `[dependencies]` lines, comments and the `rocksdb` line left out.
+    fn dependencies_but_rocksdb(manifest: &str) -> Vec<&str> {
+        manifest
+            .lines()
+            .skip_while(|l| *l != "[dependencies]")
+            .skip(1)
+            .take_while(|l| !l.starts_with('['))
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("rocksdb "))
+            .map(|l| l.strip_prefix("cairn = ").map_or(l, |_| "cairn"))
+            .collect()
+    }
+
+    /// peers/rocksdb-latest builds these sources with a current RocksDB: any other
+    /// dependency that differs there would make its binary a different harness.
+    #[test]
+    fn the_current_rocksdb_build_has_the_same_dependencies() {
+        let ours = dependencies_but_rocksdb(include_str!("../../Cargo.toml"));
+        let peer =
+            dependencies_but_rocksdb(include_str!("../../../../peers/rocksdb-latest/Cargo.toml"));
+        assert!(ours.len() > 5, "{ours:?}");
+        assert_eq!(ours, peer);
+    }
 
     #[test]
     fn engine_names_parse_and_presets_are_checked() {

@@ -1,8 +1,9 @@
-//! RocksDB (Debian's librocksdb 7.8 through the `rocksdb` 0.20 crate), configured to the
-//! same budget as cairn. Timed runs keep no statistics (`BenchConfig::rocksdb_statistics`
-//! off): the gauges and the stall time then come from DB properties, and `compare` takes
-//! the I/O and cache counters from a separate untimed pass that keeps statistics (parsed
-//! from the ticker dump, because 0.20 exposes no per-ticker getter).
+//! RocksDB (Debian's librocksdb 7.8 through the `rocksdb` 0.20 crate, or with cfg
+//! `rocksdb_latest` a current one: peers/rocksdb-latest), configured to the same budget as
+//! cairn. Timed runs keep no statistics (`BenchConfig::rocksdb_statistics` off): the gauges
+//! and the stall time then come from DB properties, and `compare` takes the I/O and cache
+//! counters from a separate untimed pass that keeps statistics (parsed from the ticker
+//! dump, because 0.20 exposes no per-ticker getter).
 
 use super::{BenchConfig, Engine, EngineCounters};
 use anyhow::{Context, Result};
@@ -25,7 +26,7 @@ pub struct RocksEngine {
 
 impl Engine for RocksEngine {
     fn open(dir: &Path, cfg: &BenchConfig) -> Result<Self> {
-        let cache = Cache::new_lru_cache(cfg.cache_bytes).context("creating block cache")?;
+        let cache = lru_cache(cfg.cache_bytes)?;
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&cache);
         table.set_bloom_filter(cfg.bloom_bits, false);
@@ -209,6 +210,14 @@ impl Engine for RocksEngine {
         drop(self);
         Ok(())
     }
+}
+
+/// An LRU block cache of `bytes` (the 0.20 crate's constructor can fail, later ones not).
+fn lru_cache(bytes: usize) -> Result<Cache> {
+    #[cfg(not(rocksdb_latest))]
+    return Cache::new_lru_cache(bytes).context("creating block cache");
+    #[cfg(rocksdb_latest)]
+    return Ok(Cache::new_lru_cache(bytes));
 }
 
 /// `opts` with one block-based table option set that the C API cannot set: a first open

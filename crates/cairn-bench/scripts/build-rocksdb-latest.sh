@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds cairn-bench against a current RocksDB (peers/rocksdb-latest: the `rocksdb` crate's
+# bundled build, compiled from source) into target/rocksdb-latest, installing a C++
+# compiler and libclang (bindgen) when missing. The first build compiles RocksDB itself
+# (tens of minutes on two cores); later ones reuse it. Prints the binary's path last.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+
+packages=(g++ libclang-dev)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "build-rocksdb-latest: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q >&2
+  "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}" >&2
+fi
+
+# Point bindgen at one libclang, the same every time: a changed LIBCLANG_PATH rebuilds
+# bindgen and so RocksDB itself.
+if [ -z "${LIBCLANG_PATH:-}" ]; then
+  lib=$(find /usr/lib \( -name 'libclang.so*' -o -name 'libclang-[0-9]*.so*' \) 2>/dev/null |
+    sort | tail -n 1)
+  if [ -n "$lib" ]; then export LIBCLANG_PATH=$(dirname "$lib"); fi
+fi
+export CARGO_TARGET_DIR=target/rocksdb-latest
+cargo build --release --manifest-path peers/rocksdb-latest/Cargo.toml >&2
+echo "$CARGO_TARGET_DIR/release/cairn-bench"
