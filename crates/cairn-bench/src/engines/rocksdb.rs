@@ -215,9 +215,10 @@ impl Engine for RocksEngine {
 /// An LRU block cache of `bytes` (the 0.20 crate's constructor can fail, later ones not).
 fn lru_cache(bytes: usize) -> Result<Cache> {
     #[cfg(not(rocksdb_latest))]
-    return Cache::new_lru_cache(bytes).context("creating block cache");
+    let cache = Cache::new_lru_cache(bytes).context("creating block cache")?;
     #[cfg(rocksdb_latest)]
-    return Ok(Cache::new_lru_cache(bytes));
+    let cache = Cache::new_lru_cache(bytes);
+    Ok(cache)
 }
 
 /// `opts` with one block-based table option set that the C API cannot set: a first open
