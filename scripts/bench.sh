@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # cairn's main job: cairn against RocksDB on the same seeded operation streams.
-# Installs RocksDB (Debian's librocksdb) when missing, builds cairn-bench in release mode,
-# runs each workload REPEAT times per engine with the engine order alternated (RocksDB
-# timed without statistics; its counters from one more, untimed pass), both engines
-# settled after the load, prints the tables and writes
+# Installs RocksDB (Debian's librocksdb; PEER=rocksdb-latest builds a current one) when
+# missing, builds cairn-bench in release mode, runs each workload REPEAT times per engine
+# with the engine order alternated (RocksDB timed without statistics; its counters from
+# one more, untimed pass), both engines settled after the load, prints the tables and writes
 # bench-out/<workload>/{report.md,*.json,*.csv,*.png} and bench-out/summary.md (one row a
 # workload: median ops/s with the range, ratio, bytes read per op, write amplification,
 # disk size, peak RSS, stall time).
@@ -30,7 +30,8 @@ THREADS=${THREADS:-1}
 COMPRESSION=${COMPRESSION:-lz4}
 ENGINES=${ENGINES:-rocksdb,cairn}
 WORKLOADS=${WORKLOADS:-"fillrandom overwrite readrandom seekrandom ycsb-a ycsb-b ycsb-c ycsb-d ycsb-e ycsb-f"}
-OUT=${OUT:-bench-out}
+# A PEER build's results go apart from the default build's.
+OUT=${OUT:-bench-out${PEER:+/$PEER}}
 # The shared budget: both engines get the same memtable size and count (2, RocksDB's
 # default), block cache and bloom bits. The cache is small next to the data so reads
 # reach storage.
@@ -73,7 +74,7 @@ summary="$OUT/summary.md"
 {
   echo "# cairn-bench summary"
   echo
-  echo "records=$RECORDS ops=$OPS runs=$REPEAT threads=$THREADS engines=$ENGINES compression=$COMPRESSION"
+  echo "records=$RECORDS ops=$OPS runs=$REPEAT threads=$THREADS engines=$ENGINES compression=$COMPRESSION peer=${PEER:-default}"
   echo "budget: $BUDGET $EXTRA; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo
   "$BIN" summary "${dirs[@]}"

@@ -752,8 +752,9 @@ impl std::fmt::Display for EngineName {
 mod tests {
     use super::*;
 
-    /// A manifest's `[dependencies]` lines, comments and the `rocksdb` line left out.
-    fn dependencies_but_rocksdb(manifest: &str) -> Vec<&str> {
+    /// A manifest's `[dependencies]` lines, comments and the `rocksdb` line left out, and
+    /// the path to cairn written from the workspace root.
+    fn dependencies_but_rocksdb(manifest: &str) -> Vec<String> {
         manifest
             .lines()
             .skip_while(|l| *l != "[dependencies]")
@@ -761,7 +762,10 @@ mod tests {
             .take_while(|l| !l.starts_with('['))
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("rocksdb "))
-            .map(|l| l.strip_prefix("cairn = ").map_or(l, |_| "cairn"))
+            .map(|l| {
+                l.replace("\"../../crates/cairn\"", "\"crates/cairn\"")
+                    .replace("\"../cairn\"", "\"crates/cairn\"")
+            })
             .collect()
     }
 
@@ -774,6 +778,27 @@ mod tests {
             dependencies_but_rocksdb(include_str!("../../../../peers/rocksdb-latest/Cargo.toml"));
         assert!(ours.len() > 5, "{ours:?}");
         assert_eq!(ours, peer);
+    }
+
+    /// The version the current RocksDB build reports is the one its lock file holds.
+    #[test]
+    fn the_current_rocksdb_build_names_the_rocksdb_it_locks() {
+        let lock = include_str!("../../../../peers/rocksdb-latest/Cargo.lock");
+        let build = include_str!("../../../../peers/rocksdb-latest/build.rs");
+        let sys = lock
+            .split("[[package]]")
+            .find(|p| p.contains("name = \"librocksdb-sys\""))
+            .expect("the lock holds librocksdb-sys");
+        let version = sys
+            .lines()
+            .find_map(|l| l.strip_prefix("version = \""))
+            .and_then(|v| v.trim_end_matches('"').split_once('+'))
+            .map(|(_, rocksdb)| rocksdb)
+            .expect("librocksdb-sys's version names its RocksDB after a +");
+        assert!(
+            build.contains(&format!("RocksDB {version} ")),
+            "build.rs names another RocksDB than the locked {version}"
+        );
     }
 
     #[test]
