@@ -149,11 +149,7 @@ pub(crate) fn decompress(code: u8, payload: &[u8], file: &str, at: u64) -> Resul
             if len > body.len().saturating_mul(255) {
                 return Err(bad("length beyond what LZ4 can encode"));
             }
-            let mut out = vec![0u8; len];
-            // `len` <= MAX_UNCOMPRESSED fits an i32.
-            let n = lz4::block::decompress_to_buffer(body, Some(len as i32), &mut out)
-                .map_err(|e| bad(&format!("lz4: {e}")))?;
-            (n == len).then_some(out)
+            lz4_decompress(body, len)
         }
         CODE_ZSTD => {
             let framed = zstd::zstd_safe::get_frame_content_size(body).ok().flatten();
@@ -175,6 +171,33 @@ pub(crate) fn decompress(code: u8, payload: &[u8], file: &str, at: u64) -> Resul
         other => return Err(bad(&format!("unknown compression type {other}"))),
     };
     decoded.ok_or_else(|| bad("decoded to a different length than stored"))
+}
+
+/// LZ4 `body` decoded into a buffer of exactly `len` bytes, `None` when it does not decode
+/// to that length. The buffer is not zeroed first, as RocksDB's is not: zeroing a block's
+/// worth of bytes that LZ4 then overwrites was 4% of a cached-read profile.
+fn lz4_decompress(body: &[u8], len: usize) -> Option<Vec<u8>> {
+    // `len` <= MAX_UNCOMPRESSED fits an i32; a body that does not is damage.
+    let src_len = i32::try_from(body.len()).ok()?;
+    let mut out = Vec::<u8>::with_capacity(len);
+    // SAFETY: LZ4_decompress_safe reads `src_len` bytes of `body` and writes at most
+    // `len` bytes (its bound) into `out`'s spare capacity, which holds `len`; it returns
+    // the count written, or a negative number on malformed input, and never reads or
+    // writes outside these bounds whatever the input. Only when exactly `len` bytes were
+    // written, so all of them initialised, does `out` take that length.
+    unsafe {
+        let n = lz4::liblz4::LZ4_decompress_safe(
+            body.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            src_len,
+            len as i32,
+        );
+        if usize::try_from(n).ok() != Some(len) {
+            return None;
+        }
+        out.set_len(len);
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -298,7 +298,7 @@ impl StorageEnv {
             if let Some(align) = f.file_dio_align() {
                 f.set_direct_align(align);
             }
-            if f.read_direct(0, 1).is_err() {
+            if f.read_direct(0, 1, |_| Ok(())).is_err() {
                 self.inner.stats.record_direct_fallback();
                 return self.open_read(path, kind, tier, level, false);
             }
@@ -510,6 +510,40 @@ mod tests {
                     "{len} bytes at {at}, aligned to {align}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn read_with_hands_each_read_exactly_its_bytes_through_a_reused_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = StorageEnv::new(dir.path(), &[], 0.0).unwrap();
+        let p = dir.path().join("f");
+        // Past the largest buffer a thread keeps (256 KiB).
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 13 % 253) as u8).collect();
+        let mut w = env.create(&p, FileKind::Table, 0, Some(1)).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        let plain = env.open_read(&p, FileKind::Table, 0, None, false).unwrap();
+        let direct = env.open_read(&p, FileKind::Table, 0, None, true).unwrap();
+        let want = |at: u64, len: usize| &data[at as usize..at as usize + len];
+        for f in [&plain, &direct] {
+            // A long read, then shorter ones: each sees its own length, never the tail
+            // an earlier, longer read left in the buffer; then one past what is kept.
+            for (at, len) in [(5, 9_000), (100, 3), (7_000, 4_096), (0, 300_000), (1, 1)] {
+                let got = f.read_with(at, len, |b| Ok(b.to_vec())).unwrap();
+                assert!(got == want(at, len), "{len} bytes at {at}");
+            }
+            // A read inside another's callback gets a buffer of its own.
+            let (outer, inner) = f
+                .read_with(50, 5_000, |a| {
+                    let inner = f.read_with(60_000, 4_000, |b| Ok(b.to_vec()))?;
+                    Ok((a.to_vec(), inner))
+                })
+                .unwrap();
+            assert!(outer == want(50, 5_000) && inner == want(60_000, 4_000));
+            // A failed read leaves nothing behind that a later one could see.
+            assert!(f.read_with(299_990, 20, |_| Ok(())).is_err());
+            assert!(f.read_with(299_990, 10, |b| Ok(b.to_vec())).unwrap() == want(299_990, 10));
         }
     }
 

@@ -561,10 +561,15 @@ impl Table {
             .ok()
             .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
             .ok_or_else(|| Error::corruption(&self.name, format!("{ty:?} block size overflows")))?;
-        let raw = self.file.read_at(h.offset, len)?;
+        // Read into the thread's reused buffer: the block's one allocation is then its
+        // decompressed (or copied-out) contents.
+        let name = &self.name;
+        let contents = self.file.read_with(h.offset, len, |raw| {
+            block_contents_in(raw, ty, name, h.offset)
+        })?;
         trace.storage_reads += 1;
         trace.storage_bytes += len as u64;
-        block_contents(raw, ty, &self.name, h.offset)
+        Ok(contents)
     }
 
     pub(crate) fn index_ref(&self, trace: &mut ReadTrace) -> Result<MetaRef<'_, FenceIndex>> {
@@ -730,21 +735,18 @@ impl Table {
         readahead: Option<&mut Readahead>,
     ) -> Result<Block> {
         let handle = index.block(i).handle;
-        let len = usize::try_from(handle.size)
-            .ok()
-            .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
-            .ok_or_else(|| Error::corruption(&self.name, "block size overflows"))?;
-        let raw = match readahead {
-            Some(ra) => ra.read(&self.file, handle.offset, len, self.data_end(), trace)?,
-            None => {
-                let raw = self.file.read_at(handle.offset, len)?;
-                trace.storage_reads += 1;
-                trace.storage_bytes += len as u64;
-                raw
+        let contents = match readahead {
+            Some(ra) => {
+                let len = usize::try_from(handle.size)
+                    .ok()
+                    .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
+                    .ok_or_else(|| Error::corruption(&self.name, "block size overflows"))?;
+                let raw = ra.read(&self.file, handle.offset, len, self.data_end(), trace)?;
+                block_contents(raw, BlockType::Data, &self.name, handle.offset)?
             }
+            None => self.read_checked(handle, BlockType::Data, trace)?,
         };
         trace.data_misses += 1;
-        let contents = block_contents(raw, BlockType::Data, &self.name, handle.offset)?;
         let block = Block::decode(contents, &self.name)?;
         if block.fixed_layout() != index.block(i).fixed {
             return Err(Error::corruption(
