@@ -27,6 +27,9 @@ pub const DEFAULT_SHARDS: usize = 16;
 /// `high_pri_pool_ratio`).
 pub const DEFAULT_HOT_SHARE: f64 = 0.5;
 
+/// Blocks an insert pushed out, freed once the shard's lock is released.
+type Evicted = smallvec::SmallVec<[Entry; 2]>;
+
 struct Entry {
     value: CacheValue,
     kind: BlockKind,
@@ -46,12 +49,16 @@ struct Shard {
 }
 
 impl Shard {
-    fn remove(&mut self, key: &BlockKey) {
+    /// Takes a block out, if it is in.
+    fn take(&mut self, key: &BlockKey) -> Option<Entry> {
         if let Some(e) = self.hot.pop(key) {
             self.hot_usage -= e.charge;
             self.usage -= e.charge;
-        } else if let Some(e) = self.cold.pop(key) {
+            Some(e)
+        } else {
+            let e = self.cold.pop(key)?;
             self.usage -= e.charge;
+            Some(e)
         }
     }
 
@@ -77,14 +84,17 @@ impl Shard {
         self.hot.peek(key).or_else(|| self.cold.peek(key))
     }
 
-    /// Puts a block in at the head of the hot or the cold part, evicting to make room; the
-    /// hot part's overflow goes to the cold part's head. False if it alone exceeds the
-    /// shard's budget.
-    fn admit(&mut self, key: BlockKey, entry: Entry, hot: bool) -> bool {
-        self.remove(&key);
+    /// Puts a block in at the head of the hot or the cold part, evicting to make room into
+    /// `evicted`; the hot part's overflow goes to the cold part's head. False if it alone
+    /// exceeds the shard's budget.
+    fn admit(&mut self, key: BlockKey, entry: Entry, hot: bool, evicted: &mut Evicted) -> bool {
+        if let Some(old) = self.take(&key) {
+            evicted.push(old);
+        }
         let (kind, charge) = (entry.kind, entry.charge);
         if charge > self.capacity {
             self.stats.rejected += 1;
+            evicted.push(entry);
             return false;
         }
         while self.usage + charge > self.capacity {
@@ -93,6 +103,7 @@ impl Shard {
             };
             self.stats.evictions += 1;
             self.stats.by_kind[old.kind.index()].evictions += 1;
+            evicted.push(old);
         }
         self.usage += charge;
         if hot {
@@ -138,7 +149,7 @@ impl Shard {
             );
         }
         for p in &out {
-            self.remove(&p.key);
+            self.take(&p.key);
         }
         out
     }
@@ -280,10 +291,18 @@ impl BlockCache for LruBlockCache {
     }
 
     fn insert_with(&self, key: BlockKey, value: CacheValue, charge: usize, priority: Priority) {
+        let mut evicted = Evicted::new();
         let mut s = self.shard(&key).lock();
-        if s.admit(key, Self::entry(value, charge), false) && priority == Priority::Bottom {
+        if s.admit(key, Self::entry(value, charge), false, &mut evicted)
+            && priority == Priority::Bottom
+        {
             s.cold.demote(&key);
         }
+        // The evicted blocks are freed after the lock is released (as RocksDB's LRU
+        // cache does): freeing a block is a call into the allocator that other readers
+        // of the shard need not wait on.
+        drop(s);
+        drop(evicted);
     }
 
     /// Places are kept per part: the best staged block goes where the most recent of the
@@ -314,16 +333,19 @@ impl BlockCache for LruBlockCache {
             chosen.push((s.key, entry, place.hot));
         }
         // The least valuable place first, so that each part's best ends at its head.
+        let mut evicted = Evicted::new();
         for (key, entry, hot) in chosen.into_iter().rev() {
-            if self.shard(&key).lock().admit(key, entry, hot) {
+            if self.shard(&key).lock().admit(key, entry, hot, &mut evicted) {
                 out.inserted += 1;
             }
+            evicted.clear();
         }
         out
     }
 
     fn erase(&self, key: &BlockKey) {
-        self.shard(key).lock().remove(key);
+        let taken = self.shard(key).lock().take(key);
+        drop(taken);
     }
 
     fn erase_file(&self, file_no: FileNo) {
@@ -335,7 +357,7 @@ impl BlockCache for LruBlockCache {
                 .map(|(k, _)| *k)
                 .collect();
             for k in &keys {
-                s.remove(k);
+                s.take(k);
             }
         }
     }
