@@ -460,8 +460,14 @@ struct ReadScratch(Vec<u8>);
 
 impl ReadScratch {
     fn take(len: usize) -> Self {
-        let mut v = SCRATCH.take();
+        if len > SCRATCH_KEEP {
+            // Not kept afterwards: growing the spare one would only copy it first.
+            return ReadScratch(vec![0; len]);
+        }
+        // During the thread's teardown the slot may be gone: a fresh buffer then.
+        let mut v = SCRATCH.try_with(Cell::take).unwrap_or_default();
         if v.len() < len {
+            v.reserve_exact(len - v.len());
             v.resize(len, 0);
         }
         ReadScratch(v)
@@ -470,7 +476,7 @@ impl ReadScratch {
 
 impl Drop for ReadScratch {
     fn drop(&mut self) {
-        if self.0.len() <= SCRATCH_KEEP {
+        if self.0.capacity() <= SCRATCH_KEEP {
             let v = std::mem::take(&mut self.0);
             // At thread exit the slot may be gone already: the buffer is then just freed.
             let _ = SCRATCH.try_with(|s| s.set(v));

@@ -564,12 +564,12 @@ impl Table {
         // Read into the thread's reused buffer: the block's one allocation is then its
         // decompressed (or copied-out) contents.
         let name = &self.name;
-        let contents = self.file.read_with(h.offset, len, |raw| {
+        // Counted once read, before the checks, as the storage layer counts it.
+        self.file.read_with(h.offset, len, |raw| {
+            trace.storage_reads += 1;
+            trace.storage_bytes += len as u64;
             block_contents_in(raw, ty, name, h.offset)
-        })?;
-        trace.storage_reads += 1;
-        trace.storage_bytes += len as u64;
-        Ok(contents)
+        })
     }
 
     pub(crate) fn index_ref(&self, trace: &mut ReadTrace) -> Result<MetaRef<'_, FenceIndex>> {
