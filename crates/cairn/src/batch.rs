@@ -153,7 +153,7 @@ impl WriteBatch {
         }
     }
 
-    /// Appends the operations of `other` after this batch's (group commit).
+    /// Appends the operations of `other` after this batch's.
     ///
     /// # Panics
     /// If the combined batch would hold more than `u32::MAX` operations.
@@ -167,10 +167,26 @@ impl WriteBatch {
 
     /// Encodes the batch for the WAL, its operations numbered from `first_seq`.
     pub fn encode(&self, first_seq: SeqNo) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.approximate_size());
+        Self::encode_all(&[self], first_seq)
+    }
+
+    /// Encodes `batches` as one record, as [`encode`](Self::encode) encodes them appended
+    /// to each other (a commit group's record), without building that batch.
+    ///
+    /// # Panics
+    /// If they hold more than `u32::MAX` operations together.
+    pub(crate) fn encode_all(batches: &[&WriteBatch], first_seq: SeqNo) -> Vec<u8> {
+        let count = batches
+            .iter()
+            .try_fold(0u32, |n, b| n.checked_add(b.count))
+            .expect("write batches hold more than u32::MAX operations");
+        let size = BATCH_HEADER_LEN + batches.iter().map(|b| b.rep.len()).sum::<usize>();
+        let mut out = Vec::with_capacity(size);
         out.extend_from_slice(&first_seq.to_le_bytes());
-        out.extend_from_slice(&self.count.to_le_bytes());
-        out.extend_from_slice(&self.rep);
+        out.extend_from_slice(&count.to_le_bytes());
+        for b in batches {
+            out.extend_from_slice(&b.rep);
+        }
         out
     }
 

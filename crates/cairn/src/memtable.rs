@@ -1,9 +1,10 @@
 //! The memtable: recent writes in a skip list keyed by internal key, laid out in an arena
 //! (`skiplist.rs`).
 //!
-//! One writer at a time inserts (the DB serialises writers, and the list's own mutex
-//! makes sure); any number of readers get and iterate concurrently without locks. Entries
-//! are never removed: a memtable is dropped whole after it has been flushed.
+//! Writers insert concurrently (the members of a write group each insert their own
+//! batch) and readers get and iterate beside them, none taking a lock but the arena's
+//! for its allocation. Entries are never removed: a memtable is dropped whole after it
+//! has been flushed.
 //!
 //! Range deletions live beside the list (`range_del.rs`), one record each; readers take
 //! them fragmented, rebuilt after each new one.
@@ -66,8 +67,8 @@ impl Memtable {
         self.id
     }
 
-    /// Inserts an entry. Inserts are serialised (concurrent callers wait for each other),
-    /// and each `(user_key, seq)` must be new (sequence numbers are unique per write).
+    /// Inserts an entry; threads may insert at once. Each `(user_key, seq)` must be new
+    /// (sequence numbers are unique per write).
     ///
     /// # Panics
     ///

@@ -35,6 +35,10 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Memtables (active + immutable) allowed before writes stop and wait for flushes.
     pub max_write_buffers: usize,
+    /// The writers of a commit group each insert their own batch into the memtable, at
+    /// once, after the group's leader has logged them all (RocksDB's
+    /// `allow_concurrent_memtable_write`); off: the leader inserts every batch.
+    pub concurrent_memtable_writes: bool,
     /// Target size of a data block (before compression).
     pub block_size: usize,
     /// How data and index blocks are compressed at levels that
@@ -254,6 +258,7 @@ impl Default for Options {
             error_if_exists: false,
             write_buffer_size: 64 << 20,
             max_write_buffers: 3,
+            concurrent_memtable_writes: true,
             block_size: 4096,
             compression: Compression::Lz4,
             compression_per_level: vec![Compression::None, Compression::None],

@@ -125,6 +125,9 @@ pub(crate) struct Slot {
     /// Work that runs alone at the head of the queue, no write committing meanwhile
     /// (an ingest); taken by the leader that runs it.
     pub(crate) exclusive: Option<Mutex<Option<ExclusiveWork>>>,
+    /// This writer's share of its group's memtable inserts, handed over by the leader
+    /// once the group is logged (`Options::concurrent_memtable_writes`).
+    pub(crate) insert: Mutex<Option<write::MemberInsert>>,
     pub(crate) result: Mutex<Option<Result<()>>>,
 }
 

@@ -1,7 +1,9 @@
-//! The write path: group commit (the writer at the head of the queue logs and applies the
-//! batches queued behind it), memtable switching and write stalls.
+//! The write path: group commit (the writer at the head of the queue logs the batches
+//! queued behind it as one record; then each writer of the group inserts its own batch
+//! into the memtable, at once, or the leader inserts them all), memtable switching and
+//! write stalls.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +15,7 @@ use crate::ids::FileNo;
 use crate::log::LogWriter;
 use crate::options::WriteOptions;
 use crate::storage::FileKind;
-use crate::types::ValueKind;
+use crate::types::{SeqNo, ValueKind};
 use crate::{Error, Result};
 
 /// Largest group a leader commits at once.
@@ -23,6 +25,30 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 const WAIT_YIELDING: Duration = Duration::from_micros(50);
 
 pub(crate) use crate::filenames::wal_path;
+
+/// A group member's share of the group's memtable inserts (see `insert_in_parallel`).
+pub(crate) struct MemberInsert {
+    /// Its batch's first sequence number.
+    first: SeqNo,
+    /// Its place among the group's members.
+    index: usize,
+    group: Arc<GroupInserts>,
+}
+
+/// How a group's parallel inserts are going. A member's batch is inserted by whoever
+/// claims it first, the member or the leader; the leader waits for `left` to reach 0.
+struct GroupInserts {
+    claimed: Vec<AtomicBool>,
+    left: AtomicUsize,
+    /// A member panicked while inserting (the database has stopped).
+    panicked: AtomicBool,
+}
+
+impl GroupInserts {
+    fn claim(&self, index: usize) -> bool {
+        !self.claimed[index].swap(true, Ordering::AcqRel)
+    }
+}
 
 type Queue<'a> = MutexGuard<'a, std::collections::VecDeque<Arc<Slot>>>;
 
@@ -85,6 +111,7 @@ impl DbInner {
             disable_wal: wo.disable_wal,
             switch: false,
             exclusive: None,
+            insert: parking_lot::Mutex::new(None),
             result: parking_lot::Mutex::new(None),
         })
     }
@@ -99,6 +126,10 @@ impl DbInner {
         loop {
             if let Some(r) = slot.result.lock().take() {
                 return r;
+            }
+            if let Some(job) = slot.insert.lock().take() {
+                MutexGuard::unlocked(&mut q, || self.insert_as_member(&slot.batch, job));
+                continue;
             }
             if q.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
                 break;
@@ -192,18 +223,7 @@ impl DbInner {
 
     fn commit_group(&self, group: &[Arc<Slot>]) -> Result<()> {
         let sync = group.iter().any(|s| s.sync);
-        let merged;
-        let batch = if group.len() == 1 {
-            &group[0].batch
-        } else {
-            let mut b = WriteBatch::new();
-            for s in group {
-                b.append(&s.batch);
-            }
-            merged = b;
-            &merged
-        };
-        let n = batch.len() as u64;
+        let n: u64 = group.iter().map(|s| s.batch.len() as u64).sum();
         if n == 0 {
             // Nothing to log (an empty batch), but a synced write still promises that
             // every write acknowledged before it is durable.
@@ -214,7 +234,8 @@ impl DbInner {
             self.unlogged.store(true, Ordering::Release);
             Ok(())
         } else {
-            self.log(Some(&batch.encode(first)), sync)
+            let batches: Vec<&WriteBatch> = group.iter().map(|s| &s.batch).collect();
+            self.log(Some(&WriteBatch::encode_all(&batches, first)), sync)
         };
         if let Err(e) = logged {
             // Burn the sequence numbers: the record may survive in the abandoned log, and
@@ -222,13 +243,84 @@ impl DbInner {
             self.last_seq.store(first + n - 1, Ordering::Release);
             return Err(e);
         }
-        self.apply_to_memtables(batch, first)?;
+        if self.opts.concurrent_memtable_writes && group.len() > 1 {
+            self.insert_in_parallel(group, first)?;
+        } else {
+            let mut seq = first;
+            for s in group {
+                self.apply_to_memtables(&s.batch, seq)?;
+                seq += s.batch.len() as u64;
+            }
+        }
+        // Readers see the group's writes from here on, all at once.
         self.last_seq.store(first + n - 1, Ordering::Release);
         self.note_seq_time(first + n - 1);
         self.stats
             .writes
             .fetch_add(group.len() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Hands each member of a logged group its batch's first sequence number, inserts the
+    /// leader's own batch, then every member's batch that no member has claimed, and waits
+    /// for those members that did. No reader sees any of them meanwhile: the group's
+    /// sequence numbers are published after.
+    ///
+    /// A member inserts its own batch only when it runs while the leader does: one that
+    /// waits off the CPU is not woken for it (a wake-up costs more than the insert), and
+    /// the leader never waits for one to be scheduled.
+    fn insert_in_parallel(&self, group: &[Arc<Slot>], first: SeqNo) -> Result<()> {
+        let members = &group[1..];
+        let progress = Arc::new(GroupInserts {
+            claimed: members.iter().map(|_| AtomicBool::new(false)).collect(),
+            left: AtomicUsize::new(members.len()),
+            panicked: AtomicBool::new(false),
+        });
+        let mut seq = first + group[0].batch.len() as u64;
+        let mut firsts = Vec::with_capacity(members.len());
+        for (index, s) in members.iter().enumerate() {
+            firsts.push(seq);
+            *s.insert.lock() = Some(MemberInsert {
+                first: seq,
+                index,
+                group: progress.clone(),
+            });
+            seq += s.batch.len() as u64;
+        }
+        let mut result = self.apply_to_memtables(&group[0].batch, first);
+        for (index, s) in members.iter().enumerate() {
+            if progress.claim(index) {
+                let r = self.apply_to_memtables(&s.batch, firsts[index]);
+                result = result.and(r);
+                progress.left.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        while progress.left.load(Ordering::Acquire) > 0 {
+            std::thread::yield_now();
+        }
+        if progress.panicked.load(Ordering::Acquire) {
+            // The database stopped (`panicked`); the group stays unpublished.
+            return self.check_open();
+        }
+        result
+    }
+
+    /// A group member's share, unless the leader has claimed it: its own batch into the
+    /// memtables, at the sequence numbers the leader gave it. A panic here stops the
+    /// database, as a leader's does.
+    fn insert_as_member(&self, batch: &WriteBatch, job: MemberInsert) {
+        if !job.group.claim(job.index) {
+            return;
+        }
+        let inserted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.apply_to_memtables(batch, job.first)
+        }));
+        if let Err(panic) = &inserted {
+            self.panicked("a write group member", panic.as_ref());
+            job.group.panicked.store(true, Ordering::Release);
+        }
+        // `apply_to_memtables` fails in no other way; the leader reports for the group.
+        job.group.left.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Appends `record` to the WAL, then fsyncs it if `sync`. A failed write poisons the
@@ -428,6 +520,7 @@ impl DbInner {
             disable_wal: false,
             switch: false,
             exclusive: Some(parking_lot::Mutex::new(Some(work))),
+            insert: parking_lot::Mutex::new(None),
             result: parking_lot::Mutex::new(None),
         })
     }
@@ -441,6 +534,7 @@ impl DbInner {
             disable_wal: false,
             switch: true,
             exclusive: None,
+            insert: parking_lot::Mutex::new(None),
             result: parking_lot::Mutex::new(None),
         })?;
         if !self.opts.background_work {

@@ -1,5 +1,6 @@
-//! The memtable's skip list, laid out in an arena as LevelDB's and RocksDB's are: one
-//! writer at a time (a mutex makes that so), any number of readers without locks.
+//! The memtable's skip list, laid out in an arena as LevelDB's and RocksDB's are: any
+//! number of writers and readers at once, none waiting for another but for the arena's
+//! bump allocation (a mutex held for a few instructions).
 //!
 //! A node is `[key length | height << 24: u32][value length: u32][next: height
 //! pointers][key][value]`, padded to 8 bytes, inside an arena chunk. It costs its key and
@@ -7,9 +8,11 @@
 //! bytes, where a node of a general-purpose concurrent map with a key and a value of their
 //! own cost about 95.
 //!
-//! A writer fills a node completely, then links it bottom up with release stores; a reader
-//! loads links with acquire, so every node it reaches is whole. Nodes are never changed
-//! (but for their links), moved or freed before the list is dropped.
+//! A writer fills a node completely, then links it bottom up, each level with a
+//! compare-and-swap (release) on its predecessor's link, as RocksDB's `InsertConcurrently`
+//! does: a swap that loses to another writer's finds the level's new neighbours and tries
+//! again. A reader loads links with acquire, so every node it reaches is whole. Nodes are
+//! never changed (but for their links), moved or freed before the list is dropped.
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cmp::Ordering;
@@ -37,15 +40,15 @@ const MAX_KEY_LEN: usize = (1 << 24) - 1;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) struct Node(NonNull<u8>);
 
-/// The writer's side: the arena and the height generator.
-struct Writer {
+/// The arena and the height generator, shared by the writers under a mutex.
+struct Arena {
     chunks: Vec<(NonNull<u8>, Layout)>,
     cur: *mut u8,
     left: usize,
     rng: u64,
 }
 
-impl Writer {
+impl Arena {
     /// `size` bytes, 8-aligned, that nothing else uses.
     fn alloc(&mut self, size: usize) -> *mut u8 {
         let size = size.next_multiple_of(8);
@@ -91,33 +94,43 @@ impl Writer {
         h
     }
 
-    /// A node of `height` levels holding `key_parts` (concatenated) and `value`, its links
-    /// empty; and its size in bytes.
-    fn node(&mut self, height: usize, key_parts: &[&[u8]], value: &[u8]) -> (Node, usize) {
-        let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
-        assert!(key_len <= MAX_KEY_LEN, "memtable key of {key_len} bytes");
-        let value_len = u32::try_from(value.len()).expect("memtable value below 4 GiB");
-        let size = (HEADER + height * LINK + key_len + value.len()).next_multiple_of(8);
+    /// Room for a node of a random height holding a key of `key_len` and a value of
+    /// `value_len` bytes: its address, height and size in bytes.
+    fn reserve(&mut self, key_len: usize, value_len: usize) -> (NonNull<u8>, usize, usize) {
+        let height = self.random_height();
+        let size = (HEADER + height * LINK + key_len + value_len).next_multiple_of(8);
         let p = self.alloc(size);
-        // SAFETY: `p` holds `size` writable bytes no one else sees, 8-aligned; everything
-        // written stays inside them.
-        unsafe {
-            p.cast::<u32>()
-                .write(key_len as u32 | ((height as u32) << 24));
-            p.add(4).cast::<u32>().write(value_len);
-            for l in 0..height {
-                p.add(HEADER + l * LINK)
-                    .cast::<AtomicPtr<u8>>()
-                    .write(AtomicPtr::new(ptr::null_mut()));
-            }
-            let mut at = p.add(HEADER + height * LINK);
-            for part in key_parts {
-                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
-                at = at.add(part.len());
-            }
-            ptr::copy_nonoverlapping(value.as_ptr(), at, value.len());
-            (Node(NonNull::new_unchecked(p)), size)
+        // SAFETY: `alloc` never returns null (it panics on a failed allocation).
+        (unsafe { NonNull::new_unchecked(p) }, height, size)
+    }
+}
+
+/// Writes a node of `height` levels holding `key_parts` (concatenated) and `value`, its
+/// links empty, into `p`.
+///
+/// # Safety
+/// `p` holds the node's bytes (as [`Arena::reserve`] sized them), 8-aligned, and no one
+/// else reads or writes them until the node is linked.
+unsafe fn fill(p: NonNull<u8>, height: usize, key_parts: &[&[u8]], value: &[u8]) -> Node {
+    let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
+    let p = p.as_ptr();
+    // SAFETY: the caller's promise; everything written stays inside the node's bytes.
+    unsafe {
+        p.cast::<u32>()
+            .write(key_len as u32 | ((height as u32) << 24));
+        p.add(4).cast::<u32>().write(value.len() as u32);
+        for l in 0..height {
+            p.add(HEADER + l * LINK)
+                .cast::<AtomicPtr<u8>>()
+                .write(AtomicPtr::new(ptr::null_mut()));
         }
+        let mut at = p.add(HEADER + height * LINK);
+        for part in key_parts {
+            ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+            at = at.add(part.len());
+        }
+        ptr::copy_nonoverlapping(value.as_ptr(), at, value.len());
+        Node(NonNull::new_unchecked(p))
     }
 }
 
@@ -125,28 +138,39 @@ impl Writer {
 pub(super) struct SkipList {
     head: Node,
     height: AtomicUsize,
-    writer: Mutex<Writer>,
+    arena: Mutex<Arena>,
 }
 
 // SAFETY: the raw pointers are into chunks the list owns and frees only when dropped.
 // Shared access reads links through atomics and reads only nodes already linked, which no
-// one writes again; new nodes are written under the writer mutex before they are linked.
+// one writes again; a new node is written by its one writer, in bytes the arena handed it
+// alone, before it is linked.
 unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 impl SkipList {
     pub(super) fn new(seed: u64) -> SkipList {
-        let mut w = Writer {
+        let mut arena = Arena {
             chunks: Vec::new(),
             cur: ptr::null_mut(),
             left: 0,
             rng: seed | 1,
         };
-        let (head, _) = w.node(MAX_HEIGHT, &[], &[]);
+        let size = HEADER + MAX_HEIGHT * LINK;
+        // SAFETY: `alloc` returns `size` fresh bytes, never null; the head is filled
+        // before the list exists.
+        let head = unsafe {
+            fill(
+                NonNull::new_unchecked(arena.alloc(size)),
+                MAX_HEIGHT,
+                &[],
+                &[],
+            )
+        };
         SkipList {
             head,
             height: AtomicUsize::new(1),
-            writer: Mutex::new(w),
+            arena: Mutex::new(arena),
         }
     }
 
@@ -201,36 +225,71 @@ impl SkipList {
     }
 
     /// Inserts a pair (the key given in parts, concatenated); returns the bytes it took.
+    /// Any number of threads may insert at once; no key may be inserted twice.
+    ///
+    /// # Panics
+    /// On a key of 16 MiB or more, or a value of 4 GiB or more.
     pub(super) fn insert(&self, key_parts: &[&[u8]], value: &[u8]) -> usize {
-        let mut w = self.writer.lock();
-        let height = w.random_height();
-        let (node, size) = w.node(height, key_parts, value);
+        let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
+        assert!(key_len <= MAX_KEY_LEN, "memtable key of {key_len} bytes");
+        assert!(
+            u32::try_from(value.len()).is_ok(),
+            "memtable value of 4 GiB or more"
+        );
+        let (p, height, size) = self.arena.lock().reserve(key_len, value.len());
+        // SAFETY: the arena handed these bytes to this call alone, sized for this node.
+        let node = unsafe { fill(p, height, key_parts, value) };
         let key = self.key(node);
-        // The last node before `key` at every level (the head where none is).
+        // Readers that see the new height before the links find empty head links there
+        // and go down: correct either way.
+        let top = self.height.fetch_max(height, Relaxed).max(height);
+        // The last node before `key` at every level (the head where none is) and the link
+        // after it, as the search from the top saw them.
         let mut prev = [self.head; MAX_HEIGHT];
-        let top = self.height.load(Relaxed);
+        let mut next = [ptr::null_mut(); MAX_HEIGHT];
         let mut x = self.head;
         for level in (0..top).rev() {
-            while let Some(n) = self.next(x, level) {
-                if cmp_internal(self.key(n), key) != Ordering::Less {
+            (prev[level], next[level]) = self.splice(x, level, key);
+            x = prev[level];
+        }
+        for level in 0..height {
+            loop {
+                self.link(node, level).store(next[level], Relaxed);
+                // Publishes the node, whole, at this level, unless another writer linked
+                // a node after `prev` since the search.
+                let linked = self.link(prev[level], level).compare_exchange(
+                    next[level],
+                    node.0.as_ptr(),
+                    Release,
+                    Acquire,
+                );
+                if linked.is_ok() {
                     break;
                 }
-                x = n;
+                // Nodes are never unlinked, so the place is still after `prev`.
+                (prev[level], next[level]) = self.splice(prev[level], level, key);
             }
-            prev[level] = x;
-        }
-        if height > top {
-            // Readers that see the new height before the links find empty head links
-            // there and go down: correct either way.
-            self.height.store(height, Relaxed);
-        }
-        for (level, p) in prev.iter().enumerate().take(height) {
-            let succ = self.link(*p, level).load(Relaxed);
-            self.link(node, level).store(succ, Relaxed);
-            // Publishes the node, whole, at this level.
-            self.link(*p, level).store(node.0.as_ptr(), Release);
         }
         size
+    }
+
+    /// From `start` (a node whose key is below `key`, or the head), the last node at
+    /// `level` whose key is below `key`, and its link there.
+    fn splice(&self, start: Node, level: usize, key: &[u8]) -> (Node, *mut u8) {
+        let mut x = start;
+        loop {
+            let n = self.link(x, level).load(Acquire);
+            match NonNull::new(n) {
+                Some(nn) if cmp_internal(self.key(Node(nn)), key) == Ordering::Less => x = Node(nn),
+                _ => return (x, n),
+            }
+        }
+    }
+
+    /// The first node at `level` (tests walk each level).
+    #[cfg(test)]
+    pub(super) fn first_at(&self, level: usize) -> Option<Node> {
+        self.next(self.head, level)
     }
 
     /// The first node.
@@ -290,7 +349,7 @@ impl SkipList {
 
 impl Drop for SkipList {
     fn drop(&mut self) {
-        for (p, layout) in self.writer.get_mut().chunks.drain(..) {
+        for (p, layout) in self.arena.get_mut().chunks.drain(..) {
             // SAFETY: allocated in `Writer::chunk` with this layout, freed once; no node
             // outlives the list (iterators hold the memtable that owns it).
             unsafe { dealloc(p.as_ptr(), layout) };

@@ -319,6 +319,95 @@ fn concurrent_writer_and_readers() {
     assert_eq!(mem.num_entries() as u64, N);
 }
 
+/// Writers insert at once (as a write group's members do), into neighbouring places of
+/// the list, beside readers: no insert is lost, every level stays sorted, and each key's
+/// newest version is found.
+#[test]
+fn concurrent_writers_lose_no_insert_and_keep_every_level_sorted() {
+    const WRITERS: u64 = 4;
+    const PER_WRITER: u64 = 40_000;
+    const KEYS: u64 = 61;
+    // The writers' i-th inserts share a key, and a key's newest version goes before its
+    // others: inserts made at once race for the same link.
+    let key = |seq: u64| format!("key{:03}", (seq - 1) / WRITERS % KEYS).into_bytes();
+    let mem = Arc::new(Memtable::new(7));
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (mem, done) = (mem.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut passes = 0;
+            while !done.load(Ordering::Acquire) || passes < 3 {
+                let mut it = mem.iter();
+                it.seek_to_first();
+                let mut prev: Option<Vec<u8>> = None;
+                while it.valid() {
+                    let p = parse_internal_key(it.key()).unwrap();
+                    assert_eq!(it.value(), format!("v{}", p.seq).as_bytes());
+                    if let Some(prev) = &prev {
+                        assert_eq!(cmp_internal(prev, it.key()), CmpOrdering::Less);
+                    }
+                    prev = Some(it.key().to_vec());
+                    it.next();
+                }
+                passes += 1;
+            }
+        })
+    };
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let mem = mem.clone();
+            std::thread::spawn(move || {
+                // Writer w owns the sequence numbers w+1, w+1+WRITERS, ...
+                for i in 0..PER_WRITER {
+                    let seq = 1 + w + i * WRITERS;
+                    mem.add(
+                        seq,
+                        ValueKind::Value,
+                        &key(seq),
+                        format!("v{seq}").as_bytes(),
+                    );
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, Ordering::Release);
+    reader.join().unwrap();
+
+    let n = WRITERS * PER_WRITER;
+    assert_eq!(mem.num_entries() as u64, n);
+    let mut level_sizes = Vec::new();
+    for level in 0..skiplist::MAX_HEIGHT {
+        let mut count = 0u64;
+        let mut prev: Option<Vec<u8>> = None;
+        let mut x = mem.list.first_at(level);
+        while let Some(node) = x {
+            let k = mem.list.key(node);
+            if let Some(prev) = &prev {
+                assert_eq!(cmp_internal(prev, k), CmpOrdering::Less, "level {level}");
+            }
+            prev = Some(k.to_vec());
+            count += 1;
+            x = mem.list.next(node, level);
+        }
+        level_sizes.push(count);
+    }
+    assert_eq!(level_sizes[0], n, "level 0 lost inserts");
+    assert!(
+        level_sizes[1] > n / 8,
+        "too few nodes rose a level: {level_sizes:?}"
+    );
+    let newest: BTreeMap<Vec<u8>, u64> = (1..=n).map(|seq| (key(seq), seq)).collect();
+    for (k, seq) in newest {
+        assert_eq!(
+            kv(&mem, &k, MAX_SEQ),
+            Some((ValueKind::Value, format!("v{seq}").into_bytes())),
+        );
+    }
+}
+
 #[test]
 fn entries_cost_little_beyond_their_bytes_and_large_values_fit() {
     let mem = Arc::new(Memtable::new(1));

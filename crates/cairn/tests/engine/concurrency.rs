@@ -587,3 +587,93 @@ fn set_policy_is_not_lost_to_background_bookkeeping() {
         "K changes lost (level, set, found): {lost:?}"
     );
 }
+
+/// Writers commit batches at once, so they commit in groups whose members insert their
+/// own batches into the memtable in parallel (or, with `concurrent_memtable_writes` off,
+/// the leader inserts them all): a reader at any snapshot sees each batch whole, and a
+/// writer's batches in order, across memtable switches and flushes.
+#[test]
+fn group_members_insert_at_once_and_readers_see_whole_batches() {
+    for concurrent in [true, false] {
+        whole_batches(Options {
+            concurrent_memtable_writes: concurrent,
+            ..options()
+        });
+    }
+}
+
+fn whole_batches(opts: Options) {
+    const WRITERS: usize = 4;
+    const BATCH: u32 = 8;
+    let secs = env_u64("CAIRN_CONC_SECS", 8).div_ceil(4);
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(dir.path(), opts).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (db, stop) = (db.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut version = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    version += 1;
+                    let mut b = WriteBatch::new();
+                    for j in 0..BATCH {
+                        let k = wkey(w, j);
+                        b.put(&k, &value(&k, version, 40)).unwrap();
+                    }
+                    db.write(&WriteOptions::default(), b).unwrap();
+                }
+                version
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2u64)
+        .map(|r| {
+            let (db, stop) = (db.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(r);
+                let cf = db.default_cf();
+                let mut seen = [0u64; WRITERS];
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let w = rng.random_range(0..WRITERS);
+                    let ro = ReadOptions {
+                        snapshot: Some(db.snapshot()),
+                        ..Default::default()
+                    };
+                    let versions: Vec<u64> = (0..BATCH)
+                        .map(|j| {
+                            let k = wkey(w, j);
+                            db.get_opt(&ro, &cf, &k)
+                                .unwrap()
+                                .map_or(0, |v| parse(&k, &v))
+                        })
+                        .collect();
+                    assert!(
+                        versions.iter().all(|&v| v == versions[0]),
+                        "writer {w}'s batch seen in part: {versions:?}"
+                    );
+                    assert!(versions[0] >= seen[w], "writer {w} went back in time");
+                    seen[w] = versions[0];
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_secs(secs));
+    stop.store(true, Ordering::Relaxed);
+    let written: Vec<u64> = writers.into_iter().map(|t| t.join().unwrap()).collect();
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    for (w, &version) in written.iter().enumerate() {
+        for j in 0..BATCH {
+            let k = wkey(w, j);
+            let v = db.get(&k).unwrap().expect("acknowledged write");
+            assert_eq!(parse(&k, &v), version);
+        }
+    }
+    let stats = db.stats();
+    assert!(stats.flushes > 0, "the memtables never switched");
+}
