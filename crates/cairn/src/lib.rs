@@ -32,6 +32,7 @@ pub mod events;
 pub mod filenames;
 #[doc(hidden)]
 pub mod fuzzing;
+mod heap;
 pub mod ids;
 pub mod iter;
 pub mod key_text;

@@ -180,6 +180,10 @@ pub struct Options {
     /// Start background flush and compaction threads (off only in tests that drive
     /// flushes and compactions by hand).
     pub background_work: bool,
+    /// After a run of flushes, and after a compaction pass that compacted, hand the
+    /// allocator's free pages back to the operating system (glibc's `malloc_trim`; Linux
+    /// only): the background threads' arenas otherwise keep the memory their jobs freed.
+    pub release_memory_after_jobs: bool,
     /// The index tables use for point reads (fence pointers or Bourbon's learned index).
     pub index: IndexPolicy,
     /// How the read-cache budget (`block_cache_bytes`) is split between KV, KP and block
@@ -293,6 +297,7 @@ impl Default for Options {
             keep_log_file_num: 10,
             stats_dump_period_ms: 0,
             background_work: true,
+            release_memory_after_jobs: true,
             index: IndexPolicy::Fence,
             read_cache: ReadCachePolicy::Block,
             value_threshold: None,

@@ -88,10 +88,12 @@ impl DbInner {
     }
 
     pub(crate) fn flush_loop(self: Arc<Self>) {
+        let mut flushed = false;
         while !self.stopping() {
             match self.flush_one() {
                 Ok(true) => {
                     self.bg.lock().flush_error = None;
+                    flushed = true;
                     continue;
                 }
                 Ok(false) => {}
@@ -99,6 +101,9 @@ impl DbInner {
                     self.background_error(e, true);
                     continue;
                 }
+            }
+            if std::mem::take(&mut flushed) && self.opts.release_memory_after_jobs {
+                crate::heap::release_free_memory();
             }
             let mut bg = self.bg.lock();
             if !bg.flush_requested && !self.stopping() {
@@ -117,7 +122,12 @@ impl DbInner {
                 }
                 // Only a pass that compacted shows the failure is over: with jobs side by
                 // side, one that found nothing to pick says nothing of another's error.
-                Ok(true) => self.bg.lock().compaction_error = None,
+                Ok(true) => {
+                    self.bg.lock().compaction_error = None;
+                    if self.opts.release_memory_after_jobs {
+                        crate::heap::release_free_memory();
+                    }
+                }
                 Ok(false) => {}
             }
             self.prefetch
