@@ -597,6 +597,8 @@ fn group_members_insert_at_once_and_readers_see_whole_batches() {
     for concurrent in [true, false] {
         whole_batches(Options {
             concurrent_memtable_writes: concurrent,
+            // Background jobs also hand freed memory back while everything runs.
+            release_memory_after_jobs: concurrent,
             ..options()
         });
     }
