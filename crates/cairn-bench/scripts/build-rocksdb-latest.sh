@@ -6,21 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.." >/dev/null
 
-packages=(g++ libclang-dev)
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "build-rocksdb-latest: installing ${missing[*]}" >&2
-  sudo_cmd=()
-  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -q >&2
-  "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}" >&2
-fi
+bash crates/cairn-bench/scripts/apt-install.sh build-rocksdb-latest g++ libclang-dev
 
 # Point bindgen at one libclang, the same every time: a changed LIBCLANG_PATH rebuilds
 # bindgen and so RocksDB itself.

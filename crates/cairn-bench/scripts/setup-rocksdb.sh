@@ -6,24 +6,7 @@
 #   ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu cargo build --release -p cairn-bench --features rocksdb
 set -euo pipefail
 
-packages=(librocksdb-dev libclang-dev rocksdb-tools)
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup-rocksdb: already installed: ${packages[*]}"
-else
-  echo "setup-rocksdb: installing ${missing[*]}"
-  sudo_cmd=()
-  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -q
-  "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}"
-fi
+bash "$(dirname "$0")/apt-install.sh" setup-rocksdb librocksdb-dev libclang-dev rocksdb-tools
 
 libdir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 if ! ls "$libdir"/librocksdb.so* >/dev/null 2>&1; then
