@@ -215,6 +215,12 @@ fn background(f: &mut Family<'_>, s: &DbStats) {
         s.slowdowns as f64,
     );
     f.one(
+        "member_inserts_total",
+        Counter,
+        "Commit-group batches their own writers inserted into the memtable.",
+        s.member_inserts as f64,
+    );
+    f.one(
         "background_errors_total",
         Counter,
         "Flush or compaction failures.",

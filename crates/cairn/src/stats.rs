@@ -157,6 +157,7 @@ pub(crate) struct StatsInner {
     pub compactions_running: AtomicU64,
     pub stall_micros: AtomicU64,
     pub slowdowns: AtomicU64,
+    pub member_inserts: AtomicU64,
     pub wal_skipped_records: AtomicU64,
     pub wal_truncated_bytes: AtomicU64,
     pub background_errors: AtomicU64,
@@ -206,6 +207,7 @@ impl Default for StatsInner {
             compactions_running: AtomicU64::new(0),
             stall_micros: AtomicU64::new(0),
             slowdowns: AtomicU64::new(0),
+            member_inserts: AtomicU64::new(0),
             wal_skipped_records: AtomicU64::new(0),
             wal_truncated_bytes: AtomicU64::new(0),
             background_errors: AtomicU64::new(0),
@@ -463,6 +465,9 @@ pub struct DbStats {
     pub stall_micros: u64,
     /// Writes delayed by the level-0 slowdown.
     pub slowdowns: u64,
+    /// Batches of commit groups that their own writers inserted into the memtable, beside
+    /// the group's leader (`Options::concurrent_memtable_writes`).
+    pub member_inserts: u64,
     /// Corrupt WAL records skipped at recovery (`WalRecovery::SkipCorrupt`).
     pub wal_skipped_records: u64,
     /// Bytes of torn WAL tail dropped at recovery.
@@ -613,6 +618,7 @@ impl DbStats {
             compactions_running: s.compactions_running.load(Relaxed),
             stall_micros: s.stall_micros.load(Relaxed),
             slowdowns: s.slowdowns.load(Relaxed),
+            member_inserts: s.member_inserts.load(Relaxed),
             wal_skipped_records: s.wal_skipped_records.load(Relaxed),
             wal_truncated_bytes: s.wal_truncated_bytes.load(Relaxed),
             background_errors: s.background_errors.load(Relaxed),

@@ -290,6 +290,7 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
     opts.tuner.mission_ops = cfg.mission_ops();
     apply_tuner_seed(opts, cfg);
     opts.stats_dump_period_ms = cfg.stats_dump_ms.unwrap_or(0);
+    opts.release_memory_after_jobs = cfg.release_memory_after_jobs;
 }
 
 /// `--tuner-seed`: a learned tuner's seed, so repeats of one preset differ only by it;

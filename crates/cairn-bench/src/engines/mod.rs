@@ -132,6 +132,9 @@ pub struct BenchConfig {
     /// cairn's `Options::stats_dump_period_ms` (None: off).
     #[serde(default)]
     pub stats_dump_ms: Option<u64>,
+    /// cairn's `Options::release_memory_after_jobs`.
+    #[serde(default)]
+    pub release_memory_after_jobs: bool,
 }
 
 /// Which clock a run is timed on.
@@ -284,6 +287,7 @@ impl Default for BenchConfig {
             cpu_prices: None,
             tuner_seed: None,
             stats_dump_ms: None,
+            release_memory_after_jobs: false,
         }
     }
 }

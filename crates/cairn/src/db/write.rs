@@ -50,6 +50,19 @@ impl GroupInserts {
     }
 }
 
+/// Claims, when the leader unwinds, every batch of the group no one has claimed.
+struct ClaimRest<'a>(&'a GroupInserts);
+
+impl Drop for ClaimRest<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for index in 0..self.0.claimed.len() {
+                self.0.claim(index);
+            }
+        }
+    }
+}
+
 type Queue<'a> = MutexGuard<'a, std::collections::VecDeque<Arc<Slot>>>;
 
 /// Logs a write stall's beginning and, however the wait ends, its end and length.
@@ -248,7 +261,7 @@ impl DbInner {
         } else {
             let mut seq = first;
             for s in group {
-                self.apply_to_memtables(&s.batch, seq)?;
+                self.apply_to_memtables(&s.batch, seq);
                 seq += s.batch.len() as u64;
             }
         }
@@ -287,27 +300,32 @@ impl DbInner {
             });
             seq += s.batch.len() as u64;
         }
-        let mut result = self.apply_to_memtables(&group[0].batch, first);
+        // Should the leader panic, the batches no member took stay claimed: nobody
+        // inserts them into a database that has stopped.
+        let claim_rest = ClaimRest(&progress);
+        self.apply_to_memtables(&group[0].batch, first);
         for (index, s) in members.iter().enumerate() {
             if progress.claim(index) {
-                let r = self.apply_to_memtables(&s.batch, firsts[index]);
-                result = result.and(r);
+                self.apply_to_memtables(&s.batch, firsts[index]);
                 progress.left.fetch_sub(1, Ordering::AcqRel);
             }
         }
+        drop(claim_rest);
+        // Only members mid-insert are left: a few microseconds, unless one lost its core.
         while progress.left.load(Ordering::Acquire) > 0 {
             std::thread::yield_now();
         }
         if progress.panicked.load(Ordering::Acquire) {
             // The database stopped (`panicked`); the group stays unpublished.
-            return self.check_open();
+            self.check_open()?;
         }
-        result
+        Ok(())
     }
 
     /// A group member's share, unless the leader has claimed it: its own batch into the
     /// memtables, at the sequence numbers the leader gave it. A panic here stops the
-    /// database, as a leader's does.
+    /// database, as a leader's does; the member's write then fails with the error the
+    /// leader reports for the group rather than unwinding.
     fn insert_as_member(&self, batch: &WriteBatch, job: MemberInsert) {
         if !job.group.claim(job.index) {
             return;
@@ -315,11 +333,15 @@ impl DbInner {
         let inserted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.apply_to_memtables(batch, job.first)
         }));
-        if let Err(panic) = &inserted {
-            self.panicked("a write group member", panic.as_ref());
-            job.group.panicked.store(true, Ordering::Release);
+        match &inserted {
+            Ok(()) => {
+                self.stats.member_inserts.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(panic) => {
+                self.panicked("a write group member", panic.as_ref());
+                job.group.panicked.store(true, Ordering::Release);
+            }
         }
-        // `apply_to_memtables` fails in no other way; the leader reports for the group.
         job.group.left.fetch_sub(1, Ordering::AcqRel);
     }
 
@@ -352,7 +374,7 @@ impl DbInner {
         })
     }
 
-    pub(crate) fn apply_to_memtables(&self, batch: &WriteBatch, first: u64) -> Result<()> {
+    pub(crate) fn apply_to_memtables(&self, batch: &WriteBatch, first: u64) {
         let cfs = self.cfs.read();
         let mut bytes = 0u64;
         let mut entries = 0u64;
@@ -374,7 +396,6 @@ impl DbInner {
         self.stats
             .entries_written
             .fetch_add(entries, Ordering::Relaxed);
-        Ok(())
     }
 
     /// Waits while the tree is too far behind, and switches full memtables.

@@ -100,7 +100,7 @@ impl Arena {
         let height = self.random_height();
         let size = (HEADER + height * LINK + key_len + value_len).next_multiple_of(8);
         let p = self.alloc(size);
-        // SAFETY: `alloc` never returns null (it panics on a failed allocation).
+        // SAFETY: `alloc` never returns null (`handle_alloc_error` does not return).
         (unsafe { NonNull::new_unchecked(p) }, height, size)
     }
 }
@@ -142,9 +142,11 @@ pub(super) struct SkipList {
 }
 
 // SAFETY: the raw pointers are into chunks the list owns and frees only when dropped.
-// Shared access reads links through atomics and reads only nodes already linked, which no
-// one writes again; a new node is written by its one writer, in bytes the arena handed it
-// alone, before it is linked.
+// Shared access reads only nodes already linked, whose header, key and value no one writes
+// again; their links are atomics, changed by compare-and-swap (and a node's own links
+// above the levels it is published at, by its writer, before it is published there). A
+// new node is written by its one writer, in bytes the arena handed it alone, before it is
+// linked.
 unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
@@ -350,7 +352,7 @@ impl SkipList {
 impl Drop for SkipList {
     fn drop(&mut self) {
         for (p, layout) in self.arena.get_mut().chunks.drain(..) {
-            // SAFETY: allocated in `Writer::chunk` with this layout, freed once; no node
+            // SAFETY: allocated in `Arena::chunk` with this layout, freed once; no node
             // outlives the list (iterators hold the memtable that owns it).
             unsafe { dealloc(p.as_ptr(), layout) };
         }

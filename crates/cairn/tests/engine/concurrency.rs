@@ -605,6 +605,7 @@ fn group_members_insert_at_once_and_readers_see_whole_batches() {
 }
 
 fn whole_batches(opts: Options) {
+    let concurrent = opts.concurrent_memtable_writes;
     const WRITERS: usize = 4;
     const BATCH: u32 = 8;
     let secs = env_u64("CAIRN_CONC_SECS", 8).div_ceil(4);
@@ -678,4 +679,9 @@ fn whole_batches(opts: Options) {
     }
     let stats = db.stats();
     assert!(stats.flushes > 0, "the memtables never switched");
+    if concurrent {
+        assert!(stats.member_inserts > 0, "no writer inserted its own batch");
+    } else {
+        assert_eq!(stats.member_inserts, 0);
+    }
 }
