@@ -289,10 +289,9 @@ impl DbInner {
             left: AtomicUsize::new(members.len()),
             panicked: AtomicBool::new(false),
         });
-        let mut seq = first + group[0].batch.len() as u64;
-        let mut firsts = Vec::with_capacity(members.len());
+        let after_leader = first + group[0].batch.len() as u64;
+        let mut seq = after_leader;
         for (index, s) in members.iter().enumerate() {
-            firsts.push(seq);
             *s.insert.lock() = Some(MemberInsert {
                 first: seq,
                 index,
@@ -304,11 +303,13 @@ impl DbInner {
         // inserts them into a database that has stopped.
         let claim_rest = ClaimRest(&progress);
         self.apply_to_memtables(&group[0].batch, first);
+        let mut seq = after_leader;
         for (index, s) in members.iter().enumerate() {
             if progress.claim(index) {
-                self.apply_to_memtables(&s.batch, firsts[index]);
+                self.apply_to_memtables(&s.batch, seq);
                 progress.left.fetch_sub(1, Ordering::AcqRel);
             }
+            seq += s.batch.len() as u64;
         }
         drop(claim_rest);
         // Only members mid-insert are left: a few microseconds, unless one lost its core.
