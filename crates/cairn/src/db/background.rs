@@ -258,6 +258,8 @@ impl DbInner {
             target_file_size,
             snapshots: &snapshots,
             bottommost: false,
+            zero_seqs: false,
+            version_dels: None,
             new_file: &mut new_file,
             should_stop: &|| false,
             block_sink: sink,
@@ -773,14 +775,17 @@ impl DbInner {
         // A failed range stops its siblings: their work would be thrown away.
         let failed = AtomicBool::new(false);
         let stop = || self.stopping() || failed.load(Ordering::Relaxed);
+        let version = cf.sv.load().version.clone();
+        let version_dels = self.version_range_dels(&version)?;
         let into = MergeInto {
             db: self,
             cf,
             level: to,
-            deepest: cf.sv.load().version.deepest_nonempty().max(to),
+            deepest: version.deepest_nonempty().max(to),
             snapshots: &snapshots,
             bottommost,
             range_dels: dels.as_deref(),
+            version_dels: version_dels.as_deref(),
             sinks: &sinks,
             stop: &stop,
         };

@@ -198,6 +198,11 @@ pub(crate) fn read_table_whole(
             any = true;
         }
     }
+    // A last-level merge wrote entries at 0 and kept the newest number they had in the
+    // properties (`TableBuilder::note_renumbered`).
+    if any && min_seq == 0 {
+        max_seq = max_seq.max(table.properties().max_seq);
+    }
     Ok(TableScan {
         table,
         cf,

@@ -64,6 +64,9 @@ pub(super) struct MergeInto<'a> {
     /// Nothing below the output holds its keys: tombstones may go.
     pub(super) bottommost: bool,
     pub(super) range_dels: Option<&'a RangeDels>,
+    /// Every range deletion of the version the merge reads (see
+    /// `MergeParams::version_dels`).
+    pub(super) version_dels: Option<&'a RangeDels>,
     pub(super) sinks: &'a BlockSinks,
     /// Checked between entries: true ends the merge with an error.
     pub(super) stop: &'a (dyn Fn() -> bool + Sync),
@@ -72,6 +75,14 @@ pub(super) struct MergeInto<'a> {
 impl MergeInto<'_> {
     fn tier(&self) -> usize {
         self.db.env.tier_for_level(self.level)
+    }
+
+    /// Whether the merge may write its old values at sequence number 0 (see
+    /// `MergeParams::zero_seqs`): not into level 0, and not where placement's age rule reads
+    /// the numbers back to date the keys (RocksDB keeps them for its time-aware tiering
+    /// too).
+    fn zero_seqs(&self) -> bool {
+        self.level > 0 && self.db.placement.seq_times.is_none()
     }
 
     /// An input run read a file at a time (`Options::max_open_files`).
@@ -115,6 +126,8 @@ impl MergeInto<'_> {
             target_file_size: cf.opts.target_file_size,
             snapshots: self.snapshots,
             bottommost: self.bottommost,
+            zero_seqs: self.zero_seqs(),
+            version_dels: self.version_dels,
             new_file: &mut new_file,
             should_stop: self.stop,
             block_sink: self

@@ -527,6 +527,7 @@ impl DbInner {
         let (mlo, mhi) = picker::merged_range(&job.upper, &job.dest);
         let snapshots = self.snapshots.all();
         let stop = || self.shutdown.load(Ordering::Acquire);
+        let version_dels = self.version_range_dels(v)?;
         let side = |level, bottommost, range_dels| MergeInto {
             db: self,
             cf: state,
@@ -535,6 +536,7 @@ impl DbInner {
             snapshots: &snapshots,
             bottommost,
             range_dels,
+            version_dels: version_dels.as_deref(),
             sinks,
             stop: &stop,
         };

@@ -100,8 +100,10 @@ impl DbInner {
         }
         let (ikey, value) = block.entry(pos);
         let kind = ikey.value_kind();
+        // A bottommost compaction may have written the cached version at number 0.
+        let same_version = ikey.seq() == ptr.seq || ikey.seq() == 0;
         if !ikey.user_key_eq(key)
-            || ikey.seq() != ptr.seq
+            || !same_version
             || !matches!(kind, Some(ValueKind::Value | ValueKind::ValuePointer))
         {
             rc.forget_pointer(cf, key, ptr); // cannot happen while the entry is kept in sync

@@ -387,6 +387,8 @@ fn write_family(
         // merge (a stale table or log whose unlink was not durable, found by a later
         // repair), and without the tombstone it would come back.
         bottommost: false,
+        zero_seqs: false,
+        version_dels: None,
         new_file: &mut new_file,
         should_stop: &|| false,
         block_sink: None,

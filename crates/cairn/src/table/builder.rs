@@ -15,8 +15,8 @@ use crate::ids::CfId;
 use crate::range_del::RangeDels;
 use crate::storage::WritableFile;
 use crate::types::{
-    check_key, check_value, cmp_internal, parse_internal_key, range_bound_key, user_key, ValueKind,
-    TRAILER_LEN,
+    check_key, check_value, cmp_internal, parse_internal_key, range_bound_key, user_key, SeqNo,
+    ValueKind, TRAILER_LEN,
 };
 use crate::{Error, Result};
 
@@ -89,7 +89,8 @@ pub struct TableSummary {
     pub largest: Vec<u8>,
     /// Smallest sequence number (0 if no entries).
     pub min_seq: u64,
-    /// Largest sequence number (0 if no entries).
+    /// Largest sequence number (0 if no entries); for an entry written at 0 by a
+    /// last-level merge, the number it had (see [`TableBuilder::note_renumbered`]).
     pub max_seq: u64,
     /// Range tombstones held (one per fragment and sequence number).
     pub range_dels: u64,
@@ -150,6 +151,14 @@ impl TableBuilder {
             any_compressed: false,
             range_dels: RangeDels::default(),
         }
+    }
+
+    /// Says that the entry just added had sequence number `seq` before a last-level merge
+    /// wrote it at 0: the table's largest sequence number stays that of the newest write
+    /// it holds, which repair weighs logs left behind against (a log entry at or below it
+    /// was flushed).
+    pub fn note_renumbered(&mut self, seq: SeqNo) {
+        self.props.max_seq = self.props.max_seq.max(seq);
     }
 
     /// Adds range deletions to the table (stored fragmented in their own block; the

@@ -7,6 +7,7 @@
 mod support;
 
 mod basic;
+mod bottom_seqs;
 mod cf_options;
 mod checkpoint;
 mod compression;

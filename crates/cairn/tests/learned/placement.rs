@@ -254,6 +254,84 @@ fn age_tier_moves_old_writes_only() {
     assert_eq!(db.get(&key(7)).unwrap().as_deref(), Some(&b"rewritten"[..]));
 }
 
+/// A proactive compaction leaves a range deletion in the hot level (its hot side keeps a
+/// copy) while the values written after it go down as cold: the last level must keep
+/// their numbers, which reads weigh against the deletion's (at number 0 they would read
+/// as deleted).
+#[test]
+fn a_deletion_left_in_the_hot_level_never_hides_newer_cold_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(DAY);
+    let db = Db::open(dir.path(), opts(PlacementPolicy::ColdSet, &clock)).unwrap();
+    let cf = db.default_cf();
+    let wo = WriteOptions::default();
+    for i in 0..100 {
+        db.put(&wo, &key(i), b"before").unwrap();
+    }
+    db.flush().unwrap();
+    db.delete_range(&wo, &key(0), &key(100)).unwrap();
+    for i in 0..100 {
+        db.put(&wo, &key(i), b"after").unwrap();
+    }
+    db.flush().unwrap();
+    let cold: Vec<Vec<u8>> = (0..100).map(key).collect();
+    db.install_cold_set(&cf, ColdSet::new(cf.id(), DAY, 1.0, "test", cold))
+        .unwrap();
+    let r = db.proactive_compact(&cf).unwrap();
+    assert_eq!((r.cold_records, r.hot_records), (100, 0), "{r:?}");
+    let info = db.level_info(&cf).unwrap();
+    assert_eq!(info[1].runs.len(), 1, "the deletion's hot copy: {info:?}");
+    for i in 0..100 {
+        assert_eq!(
+            db.get(&key(i)).unwrap().as_deref(),
+            Some(&b"after"[..]),
+            "{i}"
+        );
+    }
+    db.compact_range(None, None).unwrap();
+    for i in 0..100 {
+        assert_eq!(
+            db.get(&key(i)).unwrap().as_deref(),
+            Some(&b"after"[..]),
+            "{i}"
+        );
+    }
+}
+
+/// The age rule dates keys by their sequence numbers, so a merge into the last level
+/// with data keeps them (elsewhere it writes old values at number 0).
+#[test]
+fn age_tier_dates_keys_a_bottommost_merge_rewrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(DAY);
+    let policy = PlacementPolicy::AgeTier {
+        max_age_ms: 7 * DAY,
+    };
+    let db = Db::open(dir.path(), opts(policy, &clock)).unwrap();
+    let cf = db.default_cf();
+    let wo = WriteOptions::default();
+    let put_flushed = |keys: std::ops::Range<u32>, v: &[u8]| {
+        for i in keys {
+            db.put(&wo, &key(i), v).unwrap();
+        }
+        db.flush().unwrap();
+    };
+    put_flushed(0..250, b"old");
+    put_flushed(250..500, b"old");
+    clock.advance(10 * DAY);
+    put_flushed(500..650, b"new");
+    db.put(&wo, &key(7), b"rewritten").unwrap();
+    put_flushed(650..800, b"new");
+    // Level 0's four tables merge into level 1, the last level holding data.
+    db.run_background_work().unwrap();
+    let info = db.level_info(&cf).unwrap();
+    assert_eq!(info[0].runs.len(), 0, "{info:?}");
+    assert!(info[2..].iter().all(|l| l.runs.is_empty()), "{info:?}");
+    let r = db.proactive_compact(&cf).unwrap();
+    assert_eq!(r.skipped, None, "{r:?}");
+    assert_eq!((r.cold_records, r.hot_records), (499, 301));
+}
+
 #[test]
 fn passive_compaction_waits_for_the_slack_while_placement_is_on() {
     let clock = ManualClock::new(0);
