@@ -665,6 +665,13 @@ fn whole_batches(opts: Options) {
         })
         .collect();
     thread::sleep(Duration::from_secs(secs));
+    // Whether a member is awake to insert its own batch is up to the scheduler: on a
+    // loaded machine the leader may take every batch for a while. Give the members up to
+    // a minute more before calling the feature broken.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while concurrent && db.stats().member_inserts == 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(50));
+    }
     stop.store(true, Ordering::Relaxed);
     let written: Vec<u64> = writers.into_iter().map(|t| t.join().unwrap()).collect();
     for r in readers {
