@@ -53,6 +53,10 @@ pub struct MergeParams<'a> {
     /// placement's moves can leave an older deletion above a newer entry: an entry that a
     /// deletion older than itself covers keeps its number.
     pub version_dels: Option<&'a RangeDels>,
+    /// The newest number the inputs' entries at 0 had: the largest `max_seq` of the input
+    /// tables holding one (0 if none). An output that copies such an entry keeps it as its
+    /// own `max_seq`, so that repair still knows the writes the table reflects.
+    pub renumbered_max: SeqNo,
     /// Allocates a file number and its path.
     pub new_file: &'a mut dyn FnMut() -> (FileNo, PathBuf),
     /// Checked between entries; a stop request ends the merge with an error.
@@ -285,7 +289,6 @@ fn add_entry(
         Some(ptr) => {
             let k = make_internal_key(parsed.user_key, seq, ValueKind::ValuePointer);
             o.builder.add(&k, ptr)?;
-            o.builder.note_renumbered(parsed.seq);
             Some(ptr.as_slice())
         }
         None if seq != parsed.seq => {
@@ -295,7 +298,6 @@ fn add_entry(
             o.key
                 .extend_from_slice(&pack_trailer(seq, kind as u8).to_le_bytes());
             o.builder.add(&o.key, value)?;
-            o.builder.note_renumbered(parsed.seq);
             (kind == ValueKind::ValuePointer).then_some(value)
         }
         None => {
@@ -303,6 +305,10 @@ fn add_entry(
             (kind == ValueKind::ValuePointer).then_some(value)
         }
     };
+    if seq == 0 {
+        // Renumbered now (its number is `parsed.seq`) or before (an input's `max_seq`).
+        o.builder.note_renumbered(parsed.seq.max(p.renumbered_max));
+    }
     if let Some(ptr) = pointer {
         let ptr = ValuePointer::decode(ptr)?;
         *o.vlog_refs.entry(ptr.file_no).or_default() += ptr.len as u64;

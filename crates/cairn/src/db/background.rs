@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::iter::sorted_chains;
-use super::merge_job::{delete_inputs, file_nos, BlockSinks, MergeInto};
+use super::merge_job::{delete_inputs, file_nos, renumbered_max, BlockSinks, MergeInto};
 use super::table_cache::table_path;
 use super::write::wal_path;
 use super::{CfState, DbInner, SuperVersion};
@@ -260,6 +260,7 @@ impl DbInner {
             bottommost: false,
             zero_seqs: false,
             version_dels: None,
+            renumbered_max: 0,
             new_file: &mut new_file,
             should_stop: &|| false,
             block_sink: sink,
@@ -786,6 +787,7 @@ impl DbInner {
             bottommost,
             range_dels: dels.as_deref(),
             version_dels: version_dels.as_deref(),
+            renumbered_max: renumbered_max(all()),
             sinks: &sinks,
             stop: &stop,
         };

@@ -537,6 +537,7 @@ impl DbInner {
             bottommost,
             range_dels,
             version_dels: version_dels.as_deref(),
+            renumbered_max: super::merge_job::renumbered_max(job.upper.iter().chain(&job.dest)),
             sinks,
             stop: &stop,
         };

@@ -34,7 +34,11 @@
 //! one: a compaction's input, or a log already flushed, left behind by a crash before its
 //! unlink is merged too, and where a compaction since dropped a tombstone at the bottom
 //! level the key it deleted comes back (as with RocksDB's `RepairDB`); tables do not
-//! record which tables they replaced.
+//! record which tables they replaced. Likewise where the last level holds a value at
+//! sequence number 0 (a bottommost merge renumbers the values every snapshot sees, as
+//! RocksDB's does), an older version of that key in such a left-behind file wins the
+//! merge. A log left behind is still recognised: a renumbered table keeps the newest
+//! number it reflects as its largest sequence number.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -389,6 +393,16 @@ fn write_family(
         bottommost: false,
         zero_seqs: false,
         version_dels: None,
+        // The tables' entries at 0 keep the newest number they had (see
+        // `TableBuilder::note_renumbered`).
+        renumbered_max: plan
+            .tables
+            .iter()
+            .map(|t| t.properties())
+            .filter(|p| p.min_seq == 0 && p.num_entries > 0)
+            .map(|p| p.max_seq)
+            .max()
+            .unwrap_or(0),
         new_file: &mut new_file,
         should_stop: &|| false,
         block_sink: None,

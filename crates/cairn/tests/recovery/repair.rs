@@ -601,6 +601,45 @@ fn rebuilt_tables_do_not_reuse_the_number_of_a_lost_one() {
     db.close().unwrap();
 }
 
+/// As below, with the last level rewritten twice after the log: the second rewrite
+/// copies values the first wrote at sequence number 0, and its table must still say which
+/// writes it reflects, or repair replays the old log over it.
+#[test]
+fn an_old_log_left_behind_stays_old_after_two_last_level_rewrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        background_work: false,
+        ..opts()
+    };
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..20u32 {
+        db.put(&wo, format!("k{i:02}").as_bytes(), b"old").unwrap();
+    }
+    let logs = copies_of(dir.path(), ".log");
+    db.flush().unwrap();
+    db.put(&wo, b"k00", b"newer").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.delete_range(&wo, b"k10", b"k20").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    for (p, bytes) in &logs {
+        std::fs::write(p, bytes).unwrap();
+    }
+    remove_matching(dir.path(), |n| n == "CURRENT" || n.starts_with("MANIFEST-"));
+    let r = Db::repair(dir.path(), o.clone()).unwrap();
+    assert!(r.lost.is_empty(), "{r:?}");
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_eq!(db.get(b"k00").unwrap().as_deref(), Some(&b"newer"[..]));
+    assert_eq!(db.get(b"k05").unwrap().as_deref(), Some(&b"old"[..]));
+    for i in 10..20u32 {
+        let k = format!("k{i:02}");
+        assert_eq!(db.get(k.as_bytes()).unwrap(), None, "{k} came back");
+    }
+}
+
 /// A log already flushed and compacted away, left behind by a crash (its unlink not
 /// durable), reaches a repair with every table intact: its entries are older than the
 /// tables', so they must not bring back a key a compaction has since dropped with its
