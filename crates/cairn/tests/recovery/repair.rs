@@ -601,6 +601,22 @@ fn rebuilt_tables_do_not_reuse_the_number_of_a_lost_one() {
     db.close().unwrap();
 }
 
+/// Puts `logs` back (a crash left them behind, their unlinks not durable), loses the
+/// manifest, repairs with every table intact, and reopens.
+fn repair_with_logs_left_behind(
+    dir: &Path,
+    logs: &[(std::path::PathBuf, Vec<u8>)],
+    o: Options,
+) -> Db {
+    for (p, bytes) in logs {
+        std::fs::write(p, bytes).unwrap();
+    }
+    remove_matching(dir, |n| n == "CURRENT" || n.starts_with("MANIFEST-"));
+    let r = Db::repair(dir, o.clone()).unwrap();
+    assert!(r.lost.is_empty(), "{r:?}");
+    Db::open(dir, o).unwrap()
+}
+
 /// As below, with the last level rewritten twice after the log: the second rewrite
 /// copies values the first wrote at sequence number 0, and its table must still say which
 /// writes it reflects, or repair replays the old log over it.
@@ -625,13 +641,7 @@ fn an_old_log_left_behind_stays_old_after_two_last_level_rewrites() {
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     db.close().unwrap();
-    for (p, bytes) in &logs {
-        std::fs::write(p, bytes).unwrap();
-    }
-    remove_matching(dir.path(), |n| n == "CURRENT" || n.starts_with("MANIFEST-"));
-    let r = Db::repair(dir.path(), o.clone()).unwrap();
-    assert!(r.lost.is_empty(), "{r:?}");
-    let db = Db::open(dir.path(), o).unwrap();
+    let db = repair_with_logs_left_behind(dir.path(), &logs, o);
     assert_eq!(db.get(b"k00").unwrap().as_deref(), Some(&b"newer"[..]));
     assert_eq!(db.get(b"k05").unwrap().as_deref(), Some(&b"old"[..]));
     for i in 10..20u32 {
@@ -662,13 +672,7 @@ fn an_old_log_left_behind_does_not_resurrect_a_compacted_delete() {
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     db.close().unwrap();
-    for (p, bytes) in &logs {
-        std::fs::write(p, bytes).unwrap();
-    }
-    remove_matching(dir.path(), |n| n == "CURRENT" || n.starts_with("MANIFEST-"));
-    let r = Db::repair(dir.path(), o.clone()).unwrap();
-    assert!(r.lost.is_empty(), "{r:?}");
-    let db = Db::open(dir.path(), o).unwrap();
+    let db = repair_with_logs_left_behind(dir.path(), &logs, o);
     assert_eq!(
         db.get(b"doomed").unwrap(),
         None,
