@@ -23,7 +23,7 @@ fn options() -> Options {
 }
 
 /// Every entry of every table of the database: (user key, sequence number, value).
-fn entries(dir: &Path, opts: &Options) -> Vec<(Vec<u8>, u64, Vec<u8>)> {
+pub(crate) fn entries(dir: &Path, opts: &Options) -> Vec<(Vec<u8>, u64, Vec<u8>)> {
     let info = Db::inspect(dir, opts).unwrap();
     let mut out = Vec::new();
     for t in &info.column_families[0].tables {

@@ -81,6 +81,13 @@ fn split_merges_keep_every_version_a_reader_can_see() {
     assert!(report.is_ok(), "{:?}", report.problems);
     let db = Db::open(dir.path().join("split"), Options::small()).unwrap();
     assert!(contents(&db, None) == model, "after reopen");
+    // Split merges into the last level write its old values at number 0 too.
+    drop(db);
+    let zeroed = crate::bottom_seqs::entries(&dir.path().join("split"), &Options::small())
+        .iter()
+        .filter(|e| e.1 == 0)
+        .count();
+    assert!(zeroed > 0, "no value in the last level was renumbered");
 }
 
 fn tables_in(dir: &std::path::Path) -> usize {
