@@ -176,10 +176,12 @@ pub(crate) fn decompress(code: u8, payload: &[u8], file: &str, at: u64) -> Resul
 /// LZ4 `body` decoded into a buffer of exactly `len` bytes, `None` when it does not decode
 /// to that length. The buffer is not zeroed first, as RocksDB's is not: zeroing a block's
 /// worth of bytes that LZ4 then overwrites was 4% of a cached-read profile.
+/// `take(len)` returns an empty buffer with capacity >= `len`.
 fn lz4_decompress(body: &[u8], len: usize) -> Option<Vec<u8>> {
     // `len` <= MAX_UNCOMPRESSED fits an i32; a body that does not is damage.
     let src_len = i32::try_from(body.len()).ok()?;
-    let mut out = Vec::<u8>::with_capacity(len);
+    // A dropped block's buffer when this thread kept one (`block_buffers`).
+    let mut out = crate::table::block_buffers::take(len);
     // SAFETY: LZ4_decompress_safe reads `src_len` bytes of `body` and writes at most
     // `len` bytes (its bound) into `out`'s spare capacity, which holds `len`; it returns
     // the count written, or a negative number on malformed input, and never reads or

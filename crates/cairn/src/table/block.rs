@@ -479,6 +479,14 @@ pub struct Block {
     fixed: Option<FixedView>,
 }
 
+impl Drop for Block {
+    /// The buffer goes back to this thread's spares for the next block read
+    /// (`block_buffers`).
+    fn drop(&mut self) {
+        super::block_buffers::give(std::mem::take(&mut self.data));
+    }
+}
+
 /// How a fixed-width block (or part of one) is laid out in `Block::data`.
 #[derive(Clone, Copy, Debug)]
 struct FixedView {

@@ -175,7 +175,9 @@ pub(crate) fn block_contents(
 pub(crate) fn block_contents_in(raw: &[u8], ty: BlockType, file: &str, at: u64) -> Result<Vec<u8>> {
     let (n, codec) = verify_block(raw, ty, file, at)?;
     if codec == CODE_NONE {
-        return Ok(raw[..n].to_vec());
+        let mut out = super::block_buffers::take(n);
+        out.extend_from_slice(&raw[..n]);
+        return Ok(out);
     }
     decompress(codec, &raw[..n], file, at)
 }

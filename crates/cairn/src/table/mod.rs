@@ -43,6 +43,7 @@
 //! so arbitrary bytes yield errors, never panics or huge allocations.
 
 pub mod block;
+pub(crate) mod block_buffers;
 pub mod bloom;
 mod builder;
 pub mod format;
