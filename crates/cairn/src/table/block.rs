@@ -479,6 +479,40 @@ pub struct Block {
     fixed: Option<FixedView>,
 }
 
+/// The entry at byte `off` of a layout-1/2 block's entry area `area` as (key suffix,
+/// value), if it lies whole inside the area. Entries share the block's first
+/// `prefix_len` bytes as their user-key prefix.
+#[inline(always)]
+fn parse_at(area: &[u8], off: usize, prefix_len: usize) -> Option<(&[u8], &[u8])> {
+    if off < prefix_len {
+        return None;
+    }
+    let mut pos = off;
+    // The whole key's length: only `klen - prefix_len` bytes follow (bounded below).
+    let klen = usize::try_from(get_varint(area, &mut pos)?).ok()?;
+    let vlen = get_len(area, &mut pos)?;
+    let slen = klen.checked_sub(prefix_len).filter(|&s| s >= TRAILER_LEN)?;
+    let vpos = pos.checked_add(slen)?;
+    let suffix = area.get(pos..vpos)?;
+    let value = area.get(vpos..vpos.checked_add(vlen)?)?;
+    Some((suffix, value))
+}
+
+/// Whether [`parse_at`] finds an entry at `off`, answered without decoding it where both
+/// lengths take one byte each (keys and values under 128 bytes, the common case).
+#[inline(always)]
+fn entry_fits(area: &[u8], off: usize, prefix_len: usize) -> bool {
+    if off >= prefix_len && off + 2 <= area.len() {
+        let (k, v) = (area[off], area[off + 1]);
+        if (k | v) < 0x80 {
+            let (k, v) = (usize::from(k), usize::from(v));
+            // The suffix then the value end inside the area (which implies each lies in it).
+            return k >= prefix_len + TRAILER_LEN && off + 2 + (k - prefix_len) + v <= area.len();
+        }
+    }
+    parse_at(area, off, prefix_len).is_some()
+}
+
 impl Drop for Block {
     /// The buffer goes back to this thread's spares for the next block read
     /// (`block_buffers`).
@@ -583,7 +617,11 @@ impl Block {
             offsets_at,
             fixed: None,
         };
-        block.validate(0..count, file)?;
+        if !block.all_entries_parse() {
+            // The slow pass names the entry.
+            block.validate(0..count, file)?;
+            return Err(bad("block entries are malformed".into()));
+        }
         Ok(block)
     }
 
@@ -721,21 +759,30 @@ impl Block {
         } else {
             get_u32(&self.data, at)? as usize
         };
-        if off < self.prefix_len {
-            return None;
-        }
         let area = self.data.get(..self.offsets_at)?;
-        let mut pos = off;
-        // The whole key's length: only `klen - prefix_len` bytes follow (bounded below).
-        let klen = usize::try_from(get_varint(area, &mut pos)?).ok()?;
-        let vlen = get_len(area, &mut pos)?;
-        let slen = klen
-            .checked_sub(self.prefix_len)
-            .filter(|&s| s >= TRAILER_LEN)?;
-        let vpos = pos.checked_add(slen)?;
-        let suffix = area.get(pos..vpos)?;
-        let value = area.get(vpos..vpos.checked_add(vlen)?)?;
-        Some((suffix, value))
+        parse_at(area, off, self.prefix_len)
+    }
+
+    /// Whether every entry of a layout-1/2 block parses: [`parse`](Self::parse) of each,
+    /// with the offsets read in one pass and the bounds derived once (checking entry by
+    /// entry through `parse` was 16% of a cached readrandom's instructions).
+    fn all_entries_parse(&self) -> bool {
+        let Some(area) = self.data.get(..self.offsets_at) else {
+            return false;
+        };
+        let end = self.offsets_at + self.count * self.offset_width;
+        let Some(offsets) = self.data.get(self.offsets_at..end) else {
+            return false;
+        };
+        let ok = |off: usize| entry_fits(area, off, self.prefix_len);
+        match self.offset_width {
+            2 => offsets
+                .chunks_exact(2)
+                .all(|c| ok(usize::from(u16::from_le_bytes([c[0], c[1]])))),
+            _ => offsets
+                .chunks_exact(4)
+                .all(|c| ok(u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)),
+        }
     }
 
     /// Entry `i` of a layout-3 block, if held and well formed.

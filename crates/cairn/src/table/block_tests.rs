@@ -620,3 +620,27 @@ fn fixed_width_garbage_never_panics() {
         }
     }
 }
+
+/// The one-pass check at decode accepts exactly the entries `parse` reads: random entry
+/// areas, offsets and prefix lengths, near the one-byte lengths' edges (0x7f, 0x80).
+#[test]
+fn the_decode_check_agrees_with_parse_on_any_bytes() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let edge = [0u8, 1, 7, 8, 9, 20, 0x7f, 0x80, 0x81, 0xff];
+    for _ in 0..200_000 {
+        let len = rng.random_range(0..40);
+        let area: Vec<u8> = (0..len)
+            .map(|_| match rng.random_bool(0.5) {
+                true => edge[rng.random_range(0..edge.len())],
+                false => rng.random(),
+            })
+            .collect();
+        let off = rng.random_range(0..=len + 2);
+        let prefix_len = rng.random_range(0..12);
+        assert_eq!(
+            entry_fits(&area, off, prefix_len),
+            parse_at(&area, off, prefix_len).is_some(),
+            "area {area:?} off {off} prefix {prefix_len}"
+        );
+    }
+}
