@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 use crate::iter::InternalIterator;
 use crate::range_del::{RangeDels, RangeTombstone};
-use crate::types::{make_lookup_key, pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQ};
+use crate::types::{lookup_key, pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQ};
 use crate::Result;
 
 mod skiplist;
@@ -135,7 +135,12 @@ impl Memtable {
     /// kind, value and sequence number (a `Deletion` is returned as such, for the caller
     /// to interpret; range deletions are not applied).
     pub fn get(&self, user_key: &[u8], snapshot_seq: SeqNo) -> Option<(ValueKind, Vec<u8>, SeqNo)> {
-        let lookup = make_lookup_key(user_key, snapshot_seq.min(MAX_SEQ));
+        // As RocksDB's memtable, an empty one answers at once. Every entry a read at
+        // `snapshot_seq` may see was counted before its number was published.
+        if self.num_entries() == 0 {
+            return None;
+        }
+        let lookup = lookup_key(user_key, snapshot_seq.min(MAX_SEQ));
         let node = self.list.seek(&lookup)?;
         let parsed = parse_internal_key(self.list.key(node))?;
         if parsed.user_key != user_key {

@@ -55,7 +55,7 @@ use crate::options::{Options, ReadCachePolicy, ReadOptions, Transition, WriteOpt
 use crate::policy::prefetch::Prefetcher;
 use crate::stats::{DbStats, OpKind, ReadCacheStats, StatsInner};
 use crate::storage::StorageEnv;
-use crate::types::{check_key, make_lookup_key, parse_internal_key, SeqNo, ValueKind};
+use crate::types::{check_key, lookup_key, SeqNo, ValueKind};
 use crate::version::{CfVersion, FileMeta, VersionSet};
 use crate::{Error, Result};
 use get_observer::GetObserver;
@@ -1216,7 +1216,7 @@ impl DbInner {
         p: &Probe<'_>,
         obs: &mut GetObserver<'_>,
     ) -> Result<Option<Vec<u8>>> {
-        let lookup = make_lookup_key(p.key, p.seq);
+        let lookup = lookup_key(p.key, p.seq);
         let mut probed = 0u32;
         for (level, l) in version.levels.iter().enumerate() {
             if l.runs.is_empty() {
@@ -1253,19 +1253,16 @@ impl DbInner {
     ) -> Result<Option<Option<Vec<u8>>>> {
         let table = self.tables.get(f, level)?;
         let mut trace = obs.table_trace(p.ro.fill_cache);
-        let r = table.get(lookup, &mut trace);
+        let r = table.get_position(lookup, &mut trace);
         obs.table_read(level, f.file_no(), &trace);
-        let Some((ikey, value)) = r? else {
+        let Some(at) = r? else {
             return Ok(None);
         };
-        let (same_key, kind, found_seq) = parse_internal_key(&ikey)
-            .and_then(|e| e.value_kind().map(|k| (e.user_key == p.key, k, e.seq)))
-            .ok_or_else(|| {
-                Error::corruption(format!("table {}", f.file_no()), "malformed internal key")
-            })?;
-        if !same_key {
-            return Ok(None);
-        }
+        let (ikey, value) = at.block.entry(at.pos);
+        let (kind, found_seq) = ikey.value_kind().map(|k| (k, ikey.seq())).ok_or_else(|| {
+            Error::corruption(format!("table {}", f.file_no()), "malformed internal key")
+        })?;
+        let value = value.to_vec();
         if found_seq < p.table_cover {
             return Ok(Some(None));
         }

@@ -9,7 +9,7 @@ use super::{DbInner, SuperVersion};
 use crate::cache::{KpPointer, PointLookup, ReadCache};
 use crate::ids::CfId;
 use crate::table::ReadTrace;
-use crate::types::{make_lookup_key, ValueKind};
+use crate::types::{lookup_key, ValueKind};
 use crate::Result;
 
 pub(crate) enum Cached {
@@ -93,7 +93,7 @@ impl DbInner {
         let block = table.read_block_at(ptr.block, &mut trace);
         counters.record(&trace);
         let block = block?;
-        let lookup = make_lookup_key(key, seq);
+        let lookup = lookup_key(key, seq);
         let pos = block.seek(&lookup);
         if pos >= block.entry_count() {
             return Ok(None);

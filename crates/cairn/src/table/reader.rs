@@ -375,6 +375,16 @@ impl Table {
         lookup_ikey: &[u8],
         trace: &mut ReadTrace,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        Ok(self.get_position(lookup_ikey, trace)?.map(|p| p.to_entry()))
+    }
+
+    /// As [`get`](Self::get), the entry left where it lies in its block: a point read
+    /// copies out only the value (copying the key too was 1.4% of a cached get).
+    pub(crate) fn get_position(
+        &self,
+        lookup_ikey: &[u8],
+        trace: &mut ReadTrace,
+    ) -> Result<Option<Position>> {
         let ukey = user_key(lookup_ikey);
         let t = trace.time_steps.then(Instant::now);
         if let Some(f) = self.filter_ref(trace)? {
@@ -422,14 +432,11 @@ impl Table {
                 trace.sampled_model = learned.is_some();
             }
         }
-        let r = r?.and_then(|p| {
-            let e = p.to_entry();
-            (user_key(&e.0) == ukey).then(|| {
-                let handle = index.block(p.block_no).handle;
-                trace.found_block = u32::try_from(p.block_no).ok().map(|b| (b, handle));
-                e
-            })
-        });
+        let r = r?.filter(|p| p.block.key(p.pos).user_key_eq(ukey));
+        if let Some(p) = &r {
+            let handle = index.block(p.block_no).handle;
+            trace.found_block = u32::try_from(p.block_no).ok().map(|b| (b, handle));
+        }
         if r.is_some() {
             self.usage.positive();
         }
