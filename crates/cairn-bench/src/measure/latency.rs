@@ -9,7 +9,12 @@ use std::time::Instant;
 const MAX_NANOS: u64 = 3_600_000_000_000;
 
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_NANOS, 3).expect("valid bounds")
+    new_histogram_digits(3)
+}
+
+/// As [`new_histogram`], to `digits` significant digits (1 to 5).
+pub fn new_histogram_digits(digits: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NANOS, digits).expect("valid bounds")
 }
 
 /// One phase of a phased workload: its latencies and when it ran (earliest start and

@@ -66,7 +66,37 @@ pub struct TimelineRow {
     /// The interval's latencies (in memory only: merged over job windows for their p95
     /// and p99; not in the CSV).
     #[serde(skip)]
-    pub latencies: Option<Box<Histogram<u64>>>,
+    pub latencies: Option<Box<RowLatencies>>,
+}
+
+/// One interval's latencies, kept sparse at two significant digits: the values recorded
+/// and their counts. A dense three-digit histogram per 100 ms row was 270 KB, so the
+/// harness's memory grew 2.7 MB a second of any run, and every engine's peak RSS (the
+/// whole process's) with it, more for a slower engine.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowLatencies(Vec<(u64, u64)>);
+
+impl RowLatencies {
+    /// `h`'s values, each rounded to two significant digits (1%).
+    pub fn of(h: &Histogram<u64>) -> RowLatencies {
+        let mut coarse = crate::measure::latency::new_histogram_digits(2);
+        for v in h.iter_recorded() {
+            let _ = coarse.record_n(v.value_iterated_to(), v.count_at_value());
+        }
+        RowLatencies(
+            coarse
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        )
+    }
+
+    /// Records these latencies into `h`.
+    pub fn add_to(&self, h: &mut Histogram<u64>) {
+        for &(v, n) in &self.0 {
+            let _ = h.record_n(v, n);
+        }
+    }
 }
 
 /// Bytes held by each read-cache component (AC-Key's Fig. 12).
@@ -166,7 +196,7 @@ impl Sampler {
                 &c.since(&self.last_c),
             );
             r.cache_sizes = engine.read_cache().as_ref().map(CacheSizes::of);
-            r.latencies = Some(Box::new(hist));
+            r.latencies = Some(Box::new(RowLatencies::of(&hist)));
             r.io = match (&v, &self.last_v) {
                 (Some(v), Some(l)) => Some(v.since(l)),
                 _ => None,
@@ -293,6 +323,31 @@ pub fn from_csv(s: &str) -> anyhow::Result<Vec<TimelineRow>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_latencies_are_small_and_keep_quantiles_to_one_percent() {
+        let mut h = crate::measure::latency::new_histogram();
+        let mut x: u64 = 12345;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            h.record(2_000 + (x >> 33) % 60_000).unwrap();
+        }
+        h.record(5_000_000).unwrap();
+        let row = RowLatencies::of(&h);
+        assert!(row.0.len() < 1000, "{} values kept", row.0.len());
+        let mut back = crate::measure::latency::new_histogram();
+        row.add_to(&mut back);
+        assert_eq!(back.len(), h.len());
+        for q in [0.5, 0.95, 0.99, 1.0] {
+            let (a, b) = (
+                h.value_at_quantile(q) as f64,
+                back.value_at_quantile(q) as f64,
+            );
+            assert!((a - b).abs() <= a * 0.01, "q {q}: {a} against {b}");
+        }
+    }
 
     #[test]
     fn csv_round_trips() {

@@ -265,7 +265,7 @@ pub fn stats(rows: &[TimelineRow], windows: &[(f64, f64)]) -> WindowStats {
         }
         if inw {
             if let Some(h) = &r.latencies {
-                let _ = lat_in.add(h.as_ref());
+                h.add_to(&mut lat_in);
             }
             s.inside_s += dt;
             s.ops_in += r.ops;
@@ -375,7 +375,7 @@ mod tests {
             for i in 0..100u64 {
                 h.record(if i < slow { 1_000_000 } else { 10_000 }).unwrap();
             }
-            Some(Box::new(h))
+            Some(Box::new(crate::measure::timeline::RowLatencies::of(&h)))
         };
         let mut rows: Vec<TimelineRow> = (1..=10).map(|i| row(i as f64, 90, 10, 10.0)).collect();
         for (i, r) in rows.iter_mut().enumerate() {
