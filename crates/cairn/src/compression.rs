@@ -136,6 +136,18 @@ pub(crate) fn compress(c: Compression, raw: &[u8]) -> Option<Vec<u8>> {
 /// length that cannot be, a stream that does not decode to exactly that length) is a
 /// corruption error naming `file` and `at`.
 pub(crate) fn decompress(code: u8, payload: &[u8], file: &str, at: u64) -> Result<Vec<u8>> {
+    decompress_to(code, payload, file, at, false)
+}
+
+/// As [`decompress`]; with `spare`, LZ4 writes into a dropped data block's buffer when
+/// this thread kept one (`block_buffers`: only data blocks, which give theirs back).
+pub(crate) fn decompress_to(
+    code: u8,
+    payload: &[u8],
+    file: &str,
+    at: u64,
+    spare: bool,
+) -> Result<Vec<u8>> {
     let bad = |what: &str| Error::corruption(file, format!("compressed block at {at}: {what}"));
     let mut pos = 0;
     let len = get_varint(payload, &mut pos)
@@ -149,7 +161,7 @@ pub(crate) fn decompress(code: u8, payload: &[u8], file: &str, at: u64) -> Resul
             if len > body.len().saturating_mul(255) {
                 return Err(bad("length beyond what LZ4 can encode"));
             }
-            lz4_decompress(body, len)
+            lz4_decompress(body, len, spare)
         }
         CODE_ZSTD => {
             let framed = zstd::zstd_safe::get_frame_content_size(body).ok().flatten();
@@ -177,11 +189,13 @@ pub(crate) fn decompress(code: u8, payload: &[u8], file: &str, at: u64) -> Resul
 /// to that length. The buffer is not zeroed first, as RocksDB's is not: zeroing a block's
 /// worth of bytes that LZ4 then overwrites was 4% of a cached-read profile.
 /// `take(len)` returns an empty buffer with capacity >= `len`.
-fn lz4_decompress(body: &[u8], len: usize) -> Option<Vec<u8>> {
+fn lz4_decompress(body: &[u8], len: usize, spare: bool) -> Option<Vec<u8>> {
     // `len` <= MAX_UNCOMPRESSED fits an i32; a body that does not is damage.
     let src_len = i32::try_from(body.len()).ok()?;
-    // A dropped block's buffer when this thread kept one (`block_buffers`).
-    let mut out = crate::table::block_buffers::take(len);
+    let mut out = match spare {
+        true => crate::table::block_buffers::take(len),
+        false => Vec::with_capacity(len),
+    };
     // SAFETY: LZ4_decompress_safe reads `src_len` bytes of `body` and writes at most
     // `len` bytes (its bound) into `out`'s spare capacity, which holds `len`; it returns
     // the count written, or a negative number on malformed input, and never reads or

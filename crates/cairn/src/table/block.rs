@@ -502,7 +502,7 @@ fn parse_at(area: &[u8], off: usize, prefix_len: usize) -> Option<(&[u8], &[u8])
 /// lengths take one byte each (keys and values under 128 bytes, the common case).
 #[inline(always)]
 fn entry_fits(area: &[u8], off: usize, prefix_len: usize) -> bool {
-    if off >= prefix_len && off + 2 <= area.len() {
+    if off >= prefix_len && off.checked_add(2).is_some_and(|e| e <= area.len()) {
         let (k, v) = (area[off], area[off + 1]);
         if (k | v) < 0x80 {
             let (k, v) = (usize::from(k), usize::from(v));

@@ -89,6 +89,30 @@ mod tests {
         assert_eq!(kept_bytes(), 0);
     }
 
+    /// A filter or index block keeps its buffer (and is charged by its length): it must
+    /// not take a spare larger than itself.
+    #[test]
+    fn only_data_blocks_take_a_spare() {
+        use crate::compression::CODE_NONE;
+        use crate::table::format::{block_contents_in, block_trailer, BlockType};
+        let contents = vec![5u8; 4096];
+        let stored = |ty| {
+            [
+                contents.as_slice(),
+                &block_trailer(&contents, ty, CODE_NONE),
+            ]
+            .concat()
+        };
+        give(Vec::with_capacity(4400));
+        let filter = block_contents_in(&stored(BlockType::Filter), BlockType::Filter, "t", 0);
+        assert_eq!(filter.unwrap().capacity(), 4096);
+        let data = block_contents_in(&stored(BlockType::Data), BlockType::Data, "t", 0).unwrap();
+        assert_eq!(
+            (data.capacity(), data.as_slice()),
+            (4400, contents.as_slice())
+        );
+    }
+
     #[test]
     fn the_pool_stays_within_its_bound() {
         for _ in 0..100 {

@@ -1,7 +1,7 @@
 //! Low-level encodings shared by every part of a table: varints, block handles, the block
 //! trailer (type + checksum) and the footer.
 
-use crate::compression::{decompress, CODE_NONE};
+use crate::compression::{decompress_to, CODE_NONE};
 use crate::{Error, Result};
 
 /// Bytes after every block on disk: 1 type byte + 4-byte CRC32C of contents and type.
@@ -168,18 +168,23 @@ pub(crate) fn block_contents(
         raw.truncate(n);
         return Ok(raw);
     }
-    decompress(codec, &raw[..n], file, at)
+    decompress_to(codec, &raw[..n], file, at, ty == BlockType::Data)
 }
 
 /// As [`block_contents`] for a block inside a larger buffer (copied out).
 pub(crate) fn block_contents_in(raw: &[u8], ty: BlockType, file: &str, at: u64) -> Result<Vec<u8>> {
     let (n, codec) = verify_block(raw, ty, file, at)?;
     if codec == CODE_NONE {
+        // Only a data block gives its buffer back (`Block`'s drop); a filter kept in a
+        // spare's capacity would be charged for less than it holds.
+        if ty != BlockType::Data {
+            return Ok(raw[..n].to_vec());
+        }
         let mut out = super::block_buffers::take(n);
         out.extend_from_slice(&raw[..n]);
         return Ok(out);
     }
-    decompress(codec, &raw[..n], file, at)
+    decompress_to(codec, &raw[..n], file, at, ty == BlockType::Data)
 }
 
 /// The fixed-size last bytes of a table file.
