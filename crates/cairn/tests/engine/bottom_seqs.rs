@@ -22,6 +22,14 @@ fn options() -> Options {
     }
 }
 
+/// Entries the last level holds at sequence number 0 (written there renumbered).
+pub(crate) fn renumbered(dir: &Path) -> usize {
+    entries(dir, &Options::small())
+        .iter()
+        .filter(|e| e.1 == 0)
+        .count()
+}
+
 /// Every entry of every table of the database: (user key, sequence number, value).
 pub(crate) fn entries(dir: &Path, opts: &Options) -> Vec<(Vec<u8>, u64, Vec<u8>)> {
     let info = Db::inspect(dir, opts).unwrap();
