@@ -13,8 +13,14 @@
 //! does: a swap that loses to another writer's finds the level's new neighbours and tries
 //! again. A reader loads links with acquire, so every node it reaches is whole. Nodes are
 //! never changed (but for their links), moved or freed before the list is dropped.
+//!
+//! Chunks are mapped from the operating system, not taken from the allocator, so a
+//! flushed memtable's memory leaves the process when the list is dropped. glibc keeps
+//! freed blocks of this size (below its mmap threshold) in the arena that made them, where
+//! any later allocation above them pins them: a database done writing held its memtables'
+//! bytes resident (8 MiB more peak RSS on the bench's reads at two 4 MiB memtables).
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::alloc::{handle_alloc_error, Layout};
 use std::cmp::Ordering;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::AtomicPtr;
@@ -29,7 +35,8 @@ use crate::types::cmp_internal;
 pub(super) const MAX_HEIGHT: usize = 12;
 /// One node in this many rises a level.
 const BRANCHING: u64 = 4;
-/// Bytes of one arena chunk; a node larger than a quarter of it gets a chunk of its own.
+/// Bytes of one arena chunk (a mapping of its own); a node larger than a quarter of it gets
+/// a chunk of its own.
 const CHUNK: usize = 64 << 10;
 const HEADER: usize = 8;
 const LINK: usize = std::mem::size_of::<AtomicPtr<u8>>();
@@ -42,7 +49,9 @@ pub(super) struct Node(NonNull<u8>);
 
 /// The arena and the height generator, shared by the writers under a mutex.
 struct Arena {
-    chunks: Vec<(NonNull<u8>, Layout)>,
+    /// Unmapped when the list drops (nodes hold raw pointers into them; the mappings do
+    /// not move when the vector grows).
+    chunks: Vec<memmap2::MmapMut>,
     cur: *mut u8,
     left: usize,
     rng: u64,
@@ -68,14 +77,13 @@ impl Arena {
     }
 
     fn chunk(&mut self, size: usize) -> *mut u8 {
-        let layout = Layout::from_size_align(size, 8).expect("chunk size below isize::MAX");
-        // SAFETY: the layout's size is not zero (every node has a header).
-        let p = unsafe { alloc(layout) };
-        let Some(p) = NonNull::new(p) else {
-            handle_alloc_error(layout)
+        let Ok(mut map) = memmap2::MmapOptions::new().len(size).map_anon() else {
+            // As an allocation that fails: the list has no way to report it.
+            handle_alloc_error(Layout::from_size_align(size, 8).expect("a chunk's size"))
         };
-        self.chunks.push((p, layout));
-        p.as_ptr()
+        let p = map.as_mut_ptr();
+        self.chunks.push(map);
+        p
     }
 
     /// 1 + the number of times in a row a draw falls in one of `BRANCHING`.
@@ -346,15 +354,5 @@ impl SkipList {
             }
         }
         (x != self.head).then_some(x)
-    }
-}
-
-impl Drop for SkipList {
-    fn drop(&mut self) {
-        for (p, layout) in self.arena.get_mut().chunks.drain(..) {
-            // SAFETY: allocated in `Arena::chunk` with this layout, freed once; no node
-            // outlives the list (iterators hold the memtable that owns it).
-            unsafe { dealloc(p.as_ptr(), layout) };
-        }
     }
 }
