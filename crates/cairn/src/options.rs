@@ -183,9 +183,9 @@ pub struct Options {
     /// After a run of flushes, and after a compaction pass that compacted, hand the
     /// allocator's free pages back to the operating system (glibc's `malloc_trim`; Linux
     /// only): the background threads' arenas otherwise keep the memory their jobs freed.
-    /// Off by default: measured, it lowers peak RSS by 3-7 MiB on the bench's workloads
-    /// and costs about 4% of fillrandom's throughput (pages handed back are faulted in
-    /// again).
+    /// Off by default: measured (memtables mapped apart from the allocator), it lowers
+    /// peak RSS by 0.3-2.3 MiB on the bench's workloads and costs about 9% of fillrandom's
+    /// throughput at one thread (pages handed back are faulted in again).
     pub release_memory_after_jobs: bool,
     /// The index tables use for point reads (fence pointers or Bourbon's learned index).
     pub index: IndexPolicy,
