@@ -54,7 +54,6 @@ pub struct BloomBuilder {
     /// vector doubling to a table's 200k keys reallocates up to 2 MiB and leaves the blocks
     /// it outgrew free in the background thread's arena.
     hashes: Vec<Vec<u64>>,
-    len: usize,
 }
 
 /// Hashes per chunk (32 KiB: below glibc's mmap threshold, reused from job to job).
@@ -67,7 +66,6 @@ impl BloomBuilder {
             bits_per_key: bits_per_key.min(MAX_BITS_PER_KEY),
             cache_local,
             hashes: Vec::new(),
-            len: 0,
         }
     }
 
@@ -81,7 +79,6 @@ impl BloomBuilder {
                 self.hashes.push(c);
             }
         }
-        self.len += 1;
     }
 
     /// Whether the filter is written in the cache-local layout.
@@ -91,7 +88,8 @@ impl BloomBuilder {
 
     /// Encodes the filter block.
     pub fn finish(&self) -> Vec<u8> {
-        let bits = ((self.len as f64 * self.bits_per_key).ceil() as usize).max(MIN_BITS);
+        let keys: usize = self.hashes.iter().map(Vec::len).sum();
+        let bits = ((keys as f64 * self.bits_per_key).ceil() as usize).max(MIN_BITS);
         let k = num_probes(self.bits_per_key);
         if self.cache_local {
             let lines = bits.div_ceil(LINE_BYTES * 8);
