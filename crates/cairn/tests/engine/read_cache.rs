@@ -240,6 +240,7 @@ fn hot_keys_are_never_read_stale_under_concurrency() {
         ReadCachePolicy::PureKv,
     ] {
         const HOT: u32 = 16;
+        const COLD_PER_HOT: usize = 24;
         let dir = tempfile::tempdir().unwrap();
         // The control caches nothing: that is where the engine's own race shows.
         let budget = if policy == ReadCachePolicy::Block {
@@ -262,11 +263,18 @@ fn hot_keys_are_never_read_stale_under_concurrency() {
                     v.resize(100, b'.');
                     db.put(&WriteOptions::default(), &key(i), &v).unwrap();
                     acked[i as usize].store(version, Ordering::SeqCst);
-                    // Cold keys fill memtables so that flushes and compactions keep coming.
-                    let cold = key(1000 + rng.random_range(0..5000));
-                    db.put(&WriteOptions::default(), &cold, &[b'c'; 100])
-                        .unwrap();
+                    // Cold keys fill memtables so that flushes and compactions keep coming,
+                    // and so many of them that a hot key is rewritten about once every
+                    // second memtable: between writes it lies in the tables, where the
+                    // caches serve it. (With one cold key a write, every hot key sat in the
+                    // memtables whenever flushes fell behind, and the caches went unused.)
+                    for _ in 0..COLD_PER_HOT {
+                        let cold = key(1000 + rng.random_range(0..5000));
+                        db.put(&WriteOptions::default(), &cold, &[b'c'; 100])
+                            .unwrap();
+                    }
                 }
+                version
             })
         };
         let readers: Vec<_> = (0..2)
@@ -300,11 +308,11 @@ fn hot_keys_are_never_read_stale_under_concurrency() {
             thread::sleep(Duration::from_millis(50));
         }
         stop.store(true, Ordering::Relaxed);
-        writer.join().unwrap();
+        let hot_writes = writer.join().unwrap();
         let reads: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
         let s = db.stats();
         eprintln!(
-            "{policy:?}: {reads} reads, {} flushes, {} compactions, {:?}",
+            "{policy:?}: {hot_writes} hot writes, {reads} reads, {} flushes, {} compactions, {:?}",
             s.flushes, s.compactions, s.read_cache
         );
         assert!(s.flushes > 0);
