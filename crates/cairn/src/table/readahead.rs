@@ -62,26 +62,29 @@ impl Readahead {
         self.last = None;
     }
 
-    /// The `len` bytes at `offset` (a block the cache did not hold): from the readahead
-    /// buffer, or from storage, reading ahead up to `data_end` once the reads run in
-    /// sequence.
-    pub fn read(
+    /// Hands the `len` bytes at `offset` (a block the cache did not hold) to `then`: in
+    /// the readahead buffer, in place, or read from storage, reading ahead up to
+    /// `data_end` once the reads run in sequence. In place, a block is checked and
+    /// decompressed straight out of the buffer, with no copy of it made first.
+    pub fn read<T>(
         &mut self,
         file: &RandomAccessFile,
         offset: u64,
         len: usize,
         data_end: u64,
         trace: &mut ReadTrace,
-    ) -> Result<Vec<u8>> {
+        then: impl FnOnce(RawBlock<'_>) -> Result<T>,
+    ) -> Result<T> {
         let end = offset + len as u64;
         if let Some((at, buf)) = &self.buf {
             if offset >= *at && end <= at + buf.len() as u64 {
                 let from = (offset - at) as usize;
-                let out = buf[from..from + len].to_vec();
-                if end == at + buf.len() as u64 {
-                    self.buf = None; // used up: no memory held until the next read
+                let used_up = end == at + buf.len() as u64;
+                let out = then(RawBlock::InBuffer(&buf[from..from + len]));
+                if used_up {
+                    self.buf = None; // no memory held until the next read
                 }
-                return Ok(out);
+                return out;
             }
         }
         self.misses_in_row += 1;
@@ -101,10 +104,18 @@ impl Readahead {
         trace.storage_reads += 1;
         trace.storage_bytes += span as u64;
         if span == len {
-            return Ok(bytes);
+            return then(RawBlock::Owned(bytes));
         }
-        let out = bytes[..len].to_vec();
+        let out = then(RawBlock::InBuffer(&bytes[..len]));
         self.buf = Some((offset, bytes));
-        Ok(out)
+        out
     }
+}
+
+/// A block's bytes as [`Readahead::read`] hands them over.
+pub enum RawBlock<'a> {
+    /// Read for this block alone: the decoder may keep the buffer.
+    Owned(Vec<u8>),
+    /// Part of the readahead buffer.
+    InBuffer(&'a [u8]),
 }

@@ -17,7 +17,7 @@ use super::index::FenceIndex;
 use super::learned_index::{LearnedIndex, LearnedLookup, Position};
 use super::properties::TableProperties;
 use super::read_trace::ReadTrace;
-use super::readahead::Readahead;
+use super::readahead::{RawBlock, Readahead};
 use super::usage::TableUsage;
 use crate::cache::{BlockCache, BlockKey, CacheValue};
 use crate::ids::FileNo;
@@ -748,8 +748,20 @@ impl Table {
                     .ok()
                     .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
                     .ok_or_else(|| Error::corruption(&self.name, "block size overflows"))?;
-                let raw = ra.read(&self.file, handle.offset, len, self.data_end(), trace)?;
-                block_contents(raw, BlockType::Data, &self.name, handle.offset)?
+                let (name, at) = (&self.name, handle.offset);
+                ra.read(
+                    &self.file,
+                    at,
+                    len,
+                    self.data_end(),
+                    trace,
+                    |raw| match raw {
+                        RawBlock::Owned(raw) => block_contents(raw, BlockType::Data, name, at),
+                        RawBlock::InBuffer(raw) => {
+                            block_contents_in(raw, BlockType::Data, name, at)
+                        }
+                    },
+                )?
             }
             None => self.read_checked(handle, BlockType::Data, trace)?,
         };

@@ -1021,6 +1021,32 @@ fn plain_entries(n: u32) -> Vec<Entry> {
         .collect()
 }
 
+/// Compressed blocks read ahead are checked and decompressed out of the readahead
+/// buffer: a scan returns the same entries as a read block by block, with every codec.
+#[test]
+fn compressed_blocks_decode_out_of_the_readahead_buffer() {
+    let fx = fixture();
+    let model = plain_entries(8000);
+    for compression in [Compression::Lz4, Compression::ZSTD] {
+        let opts = TableBuildOptions {
+            compression,
+            ..TableBuildOptions::default()
+        };
+        let (path, _) = fx.build(&format!("ra-{compression:?}.sst"), &model, opts);
+        let t = fx.open(&path, None).unwrap();
+        let blocks = t.index().unwrap().num_blocks() as u32;
+        let mut it = t.iter();
+        assert!(collect_forward(&mut it) == model, "{compression:?}");
+        assert_eq!(it.trace().data_misses, blocks);
+        assert!(
+            it.trace().storage_reads < blocks / 4,
+            "{compression:?} read ahead"
+        );
+        let mut it = t.iter();
+        assert!(collect_backward(&mut it).len() == model.len());
+    }
+}
+
 #[test]
 fn sequential_scans_read_ahead_and_return_the_same_entries() {
     let fx = fixture();
