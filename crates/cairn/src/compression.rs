@@ -139,8 +139,9 @@ pub(crate) fn decompress(code: u8, payload: &[u8], file: &str, at: u64) -> Resul
     decompress_to(code, payload, file, at, false)
 }
 
-/// As [`decompress`]; with `spare`, LZ4 writes into a dropped data block's buffer when
-/// this thread kept one (`block_buffers`: only data blocks, which give theirs back).
+/// As [`decompress`]; with `spare`, the block is decoded into a dropped data block's
+/// buffer when this thread kept one, else into a new buffer of the block's size class
+/// (`block_buffers`: only data blocks, which give theirs back).
 pub(crate) fn decompress_to(
     code: u8,
     payload: &[u8],
@@ -168,7 +169,10 @@ pub(crate) fn decompress_to(
             if framed != Some(len as u64) {
                 return Err(bad("zstd frame size differs from the stored length"));
             }
-            let mut out = Vec::with_capacity(len);
+            let mut out = match spare {
+                true => crate::table::block_buffers::take(len),
+                false => Vec::with_capacity(len),
+            };
             let n = ZSTD_DECOMPRESSOR.with(|cell| {
                 let mut cell = cell.borrow_mut();
                 if cell.is_none() {

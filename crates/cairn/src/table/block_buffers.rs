@@ -8,6 +8,13 @@
 //! Bounded: at most [`MAX_KEPT_BYTES`] of spare capacity per thread, and a buffer is only
 //! handed out for a block it fits closely, so that a block's cache charge (its capacity)
 //! stays what an exact allocation would charge, within an eighth.
+//!
+//! A new buffer is allocated at the block's size class, not its exact size. The cache
+//! frees blocks in its own order, and glibc reuses a freed 4 KiB hole only for a request
+//! it holds whole: with every block allocated at its own size, the reader's arena grew
+//! holes too small for the next blocks, 3.5 MiB free of 8.7 on a 4 MiB cache after 15 s
+//! of random reads, and kept growing. In classes a freed block fits the next of its class
+//! exactly: 0.02 MiB free of 5.0, steady.
 
 use std::cell::RefCell;
 
@@ -25,7 +32,7 @@ thread_local! {
 }
 
 /// An empty buffer with room for `len` bytes: a kept one whose capacity is at most an
-/// eighth above `len`, or a new one of exactly `len`.
+/// eighth above `len`, or a new one of `len`'s [`size_class`].
 pub(crate) fn take(len: usize) -> Vec<u8> {
     let fits = |cap: usize| cap >= len && cap - len <= len / 8;
     let kept = KEPT
@@ -38,7 +45,16 @@ pub(crate) fn take(len: usize) -> Vec<u8> {
         })
         .ok()
         .flatten();
-    kept.unwrap_or_else(|| Vec::with_capacity(len))
+    kept.unwrap_or_else(|| Vec::with_capacity(size_class(len)))
+}
+
+/// `len` rounded up to its size class: 16 classes per doubling (steps of 128 bytes from
+/// 2 to 4 KiB), so a block is charged at most a 16th more than its bytes. Finer classes
+/// fragment again: at steps of 64 bytes the reader's arena held 1.6 MiB free of 6.6.
+pub(crate) fn size_class(len: usize) -> usize {
+    let floor_pow2 = 1usize << len.max(1).ilog2();
+    let step = (floor_pow2 / 16).max(64);
+    len.div_ceil(step) * step
 }
 
 /// Keeps `buf` for a later [`take`] on this thread if it fits the bound; frees it
@@ -80,9 +96,10 @@ mod tests {
         let ptr = b.as_ptr();
         give(b);
         assert_eq!(kept_bytes(), 4096);
-        // Far larger or far smaller blocks get buffers of their own.
+        // Far larger or far smaller blocks get buffers of their own, of their class.
         assert_eq!(take(8192).capacity(), 8192);
-        assert_eq!(take(1000).capacity(), 1000);
+        assert_eq!(take(1000).capacity(), 1024);
+        assert_eq!(take(8000).capacity(), 8192);
         let again = take(4000);
         assert_eq!(again.as_ptr(), ptr, "the kept buffer was not reused");
         assert!(again.is_empty());
@@ -111,6 +128,24 @@ mod tests {
             (data.capacity(), data.as_slice()),
             (4400, contents.as_slice())
         );
+    }
+
+    /// Blocks of nearby sizes share a class, so a hole one leaves in the allocator fits
+    /// the next; no class adds more than a 16th to the block.
+    #[test]
+    fn new_buffers_come_in_size_classes() {
+        let (a, b) = (take(3841), take(3968));
+        assert_eq!((a.capacity(), b.capacity()), (3968, 3968));
+        assert_eq!(take(3840).capacity(), 3840);
+        assert_eq!(take(4097).capacity(), 4352);
+        for len in (1..70_000).step_by(7) {
+            let class = size_class(len);
+            assert!(
+                class >= len && class - len <= (len / 16).max(63),
+                "{len} -> {class}"
+            );
+            assert_eq!(size_class(class), class, "a class is its own class");
+        }
     }
 
     #[test]
