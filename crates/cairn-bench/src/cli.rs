@@ -509,10 +509,11 @@ pub struct BudgetArgs {
     /// database). Other engines ignore it.
     #[arg(long, value_name = "MS")]
     pub stats_dump_ms: Option<u64>,
-    /// cairn: hand the allocator's free pages back to the OS after flushes and compaction
-    /// passes (`Options::release_memory_after_jobs`). Other engines ignore it.
-    #[arg(long)]
-    pub release_memory_after_jobs: bool,
+    /// cairn: hand the allocator's free pages back to the OS after flushes and compactions
+    /// (`Options::release_memory_after_jobs`; default: the option's default, on). Other
+    /// engines ignore it.
+    #[arg(long, value_name = "BOOL")]
+    pub release_memory_after_jobs: Option<bool>,
 }
 
 impl BudgetArgs {
@@ -559,7 +560,9 @@ impl BudgetArgs {
             rocksdb_prepopulate: self.rocksdb_prepopulate,
             tuner_seed: self.tuner_seed,
             stats_dump_ms: self.stats_dump_ms,
-            release_memory_after_jobs: self.release_memory_after_jobs,
+            release_memory_after_jobs: self
+                .release_memory_after_jobs
+                .unwrap_or(BenchConfig::default().release_memory_after_jobs),
             ..BenchConfig::default()
         }
     }

@@ -133,8 +133,13 @@ pub struct BenchConfig {
     #[serde(default)]
     pub stats_dump_ms: Option<u64>,
     /// cairn's `Options::release_memory_after_jobs`.
-    #[serde(default)]
+    #[serde(default = "default_release_memory")]
     pub release_memory_after_jobs: bool,
+}
+
+/// cairn's own default for `release_memory_after_jobs`.
+fn default_release_memory() -> bool {
+    ::cairn::Options::default().release_memory_after_jobs
 }
 
 /// Which clock a run is timed on.
@@ -287,7 +292,7 @@ impl Default for BenchConfig {
             cpu_prices: None,
             tuner_seed: None,
             stats_dump_ms: None,
-            release_memory_after_jobs: false,
+            release_memory_after_jobs: default_release_memory(),
         }
     }
 }

@@ -102,14 +102,33 @@ impl DbInner {
                     continue;
                 }
             }
-            if std::mem::take(&mut flushed) && self.opts.release_memory_after_jobs {
-                crate::heap::release_free_memory();
+            if std::mem::take(&mut flushed) {
+                self.release_memory(true);
             }
             let mut bg = self.bg.lock();
             if !bg.flush_requested && !self.stopping() {
                 self.bg_cv.wait_for(&mut bg, Duration::from_millis(500));
             }
             bg.flush_requested = false;
+        }
+    }
+
+    /// Hands the allocator's free memory back when jobs freed some and the last release
+    /// is far enough behind (`Options::release_memory_after_jobs`); `jobs_done` notes
+    /// that a run of jobs just ended.
+    fn release_memory(&self, jobs_done: bool) {
+        if !self.opts.release_memory_after_jobs {
+            return;
+        }
+        let now = {
+            let mut bg = self.bg.lock();
+            if jobs_done {
+                bg.release.jobs_done();
+            }
+            bg.release.take_due(std::time::Instant::now())
+        };
+        if now {
+            crate::heap::release_free_memory();
         }
     }
 
@@ -124,11 +143,10 @@ impl DbInner {
                 // side, one that found nothing to pick says nothing of another's error.
                 Ok(true) => {
                     self.bg.lock().compaction_error = None;
-                    if self.opts.release_memory_after_jobs {
-                        crate::heap::release_free_memory();
-                    }
+                    self.release_memory(true);
                 }
-                Ok(false) => {}
+                // Idle: a release that jobs ending too close together left due.
+                Ok(false) => self.release_memory(false),
             }
             self.prefetch
                 .sample_reads(self.stats.gets.load(Ordering::Relaxed));
@@ -140,7 +158,15 @@ impl DbInner {
             }
             let mut bg = self.bg.lock();
             if !bg.compaction_requested && !self.stopping() {
-                self.bg_cv.wait_for(&mut bg, Duration::from_millis(500));
+                // A release left due wakes the loop when its interval has passed.
+                let due = self
+                    .opts
+                    .release_memory_after_jobs
+                    .then(|| bg.release.due_in(std::time::Instant::now()))
+                    .flatten();
+                let wait = Duration::from_millis(500);
+                self.bg_cv
+                    .wait_for(&mut bg, due.map_or(wait, |d| d.min(wait)));
             }
             bg.compaction_requested = false;
         }

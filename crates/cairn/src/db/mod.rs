@@ -170,6 +170,8 @@ pub(crate) struct BgState {
     pub(crate) compaction_error: Option<Error>,
     pub(crate) compaction_requested: bool,
     pub(crate) flush_requested: bool,
+    /// When background threads hand freed memory back (`release_memory_after_jobs`).
+    pub(crate) release: crate::heap::ReleasePacer,
 }
 
 pub(crate) struct DbInner {
