@@ -167,6 +167,12 @@ fn background(f: &mut Family<'_>, s: &DbStats) {
         s.trivial_moves as f64,
     );
     f.one(
+        "memory_releases_total",
+        Counter,
+        "Times background work handed the allocator's free memory back.",
+        s.memory_releases as f64,
+    );
+    f.one(
         "subcompactions_total",
         Counter,
         "Key ranges of split compactions.",

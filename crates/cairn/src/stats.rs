@@ -150,6 +150,7 @@ pub(crate) struct StatsInner {
     pub flushes: AtomicU64,
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
+    pub memory_releases: AtomicU64,
     pub read_triggered_compactions: AtomicU64,
     pub subcompactions: AtomicU64,
     pub compaction_jobs_peak: AtomicU64,
@@ -200,6 +201,7 @@ impl Default for StatsInner {
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             trivial_moves: AtomicU64::new(0),
+            memory_releases: AtomicU64::new(0),
             read_triggered_compactions: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
             compaction_jobs_peak: AtomicU64::new(0),
@@ -449,6 +451,9 @@ pub struct DbStats {
     pub compactions: u64,
     /// Files moved down without rewriting.
     pub trivial_moves: u64,
+    /// Times background work handed the allocator's free memory back to the operating
+    /// system (`Options::release_memory_after_jobs`).
+    pub memory_releases: u64,
     /// Level-0 compactions (merges and moves) that seeks asked for, below the run trigger.
     pub read_triggered_compactions: u64,
     /// Key ranges merged by compactions that were split into more than one
@@ -611,6 +616,7 @@ impl DbStats {
             flushes: s.flushes.load(Relaxed),
             compactions: s.compactions.load(Relaxed),
             trivial_moves: s.trivial_moves.load(Relaxed),
+            memory_releases: s.memory_releases.load(Relaxed),
             read_triggered_compactions: s.read_triggered_compactions.load(Relaxed),
             subcompactions: s.subcompactions.load(Relaxed),
             compaction_jobs_peak: s.compaction_jobs_peak.load(Relaxed),

@@ -128,6 +128,7 @@ impl DbInner {
             bg.release.take_due(std::time::Instant::now())
         };
         if now {
+            self.stats.memory_releases.fetch_add(1, Ordering::Relaxed);
             crate::heap::release_free_memory();
         }
     }

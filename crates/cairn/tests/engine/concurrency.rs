@@ -692,3 +692,43 @@ fn whole_batches(opts: Options) {
         assert_eq!(stats.member_inserts, 0);
     }
 }
+
+/// Background work hands its freed memory back (the default): after flushes and
+/// compactions, at most once per 200 ms however many jobs end, and once more when it goes
+/// quiet; with the option off, never.
+#[test]
+fn background_work_releases_memory_at_most_once_per_interval() {
+    for on in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            release_memory_after_jobs: on,
+            ..options()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        let t = Instant::now();
+        let mut i = 0u32;
+        while t.elapsed() < Duration::from_millis(1000) {
+            let key = format!("k{:08}", i % 20_000);
+            db.put(&WriteOptions::default(), key.as_bytes(), &[7; 100])
+                .unwrap();
+            i += 1;
+        }
+        // Quiet now: a release left due runs within the interval (or the loop's wait).
+        thread::sleep(Duration::from_millis(800));
+        let s = db.stats();
+        let elapsed = t.elapsed();
+        assert!(s.flushes > 5, "{} flushes", s.flushes);
+        if !on {
+            assert_eq!(s.memory_releases, 0);
+            continue;
+        }
+        let bound = elapsed.as_millis() as u64 / 200 + 1;
+        assert!(
+            (1..=bound).contains(&s.memory_releases),
+            "{} releases in {elapsed:?} after {} flushes and {} compactions",
+            s.memory_releases,
+            s.flushes,
+            s.compactions
+        );
+    }
+}
