@@ -120,14 +120,14 @@ impl DbInner {
         if !self.opts.release_memory_after_jobs {
             return;
         }
-        let now = {
+        let release = {
             let mut bg = self.bg.lock();
             if jobs_done {
                 bg.release.jobs_done();
             }
             bg.release.take_due(std::time::Instant::now())
         };
-        if now {
+        if release {
             self.stats.memory_releases.fetch_add(1, Ordering::Relaxed);
             crate::heap::release_free_memory();
         }
@@ -159,12 +159,9 @@ impl DbInner {
             }
             let mut bg = self.bg.lock();
             if !bg.compaction_requested && !self.stopping() {
-                // A release left due wakes the loop when its interval has passed.
-                let due = self
-                    .opts
-                    .release_memory_after_jobs
-                    .then(|| bg.release.due_in(std::time::Instant::now()))
-                    .flatten();
+                // A release left due wakes the loop when its interval has passed (none is
+                // ever due with the option off).
+                let due = bg.release.due_in(std::time::Instant::now());
                 let wait = Duration::from_millis(500);
                 self.bg_cv
                     .wait_for(&mut bg, due.map_or(wait, |d| d.min(wait)));
