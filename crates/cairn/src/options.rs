@@ -88,13 +88,11 @@ pub struct Options {
     /// Target size of table files written by flushes and compactions.
     pub target_file_size: u64,
     /// Read-triggered compaction (LevelDB's seek compaction): a seek that must position
-    /// in a level-0 table and in another run is charged to the newest such table, as is a
-    /// point read that searched a level-0 table's data block in vain (its filter let the
-    /// key through; LevelDB charges gets the same way), and once the charges outnumber the
-    /// merge's cost (one seek per 16 KiB of level 0 and the level-1 files it overlaps, at
-    /// least 100 seeks), level 0 merges into level 1 below its run trigger, when no other
-    /// compaction is due. Scans then merge fewer runs, and gets probe fewer filters. On by
-    /// default.
+    /// in a level-0 table and in another run is charged to the newest such table, and once
+    /// the charges outnumber the merge's cost (one seek per 16 KiB of level 0 and the
+    /// level-1 files it overlaps, at least 100 seeks), level 0 merges into level 1 below
+    /// its run trigger, when no other compaction is due. Scans then merge fewer runs. On
+    /// by default.
     pub read_triggered_compaction: bool,
     /// Threads one level-0 compaction may use (RocksDB's `max_subcompactions`): its key
     /// range is cut at data-block boundaries into up to this many ranges of about equal

@@ -20,9 +20,8 @@
 //! - Bookkeeping comes first: sealing an active run past C_i / K_i, entering or leaving the
 //!   draining state, applying a lazily requested K when the level is empty.
 //! - Read-triggered compaction comes last, when nothing else is due: level 0 merges into
-//!   level 1 below its trigger once seeks that had to merge it with other runs, and gets
-//!   that searched its tables in vain, are worth more than the merge costs (LevelDB's
-//!   seek compaction).
+//!   level 1 below its trigger once seeks that had to merge it with other runs are worth
+//!   more than the merge costs (LevelDB's seek compaction).
 //! - Parallel jobs ([`pick_free`]): a task holds the levels from its source to its
 //!   destination; a second job may take only tasks whose levels no running job holds.
 //!   Data moves only downward, so jobs on disjoint level spans never meet: none adds data

@@ -55,7 +55,6 @@ use crate::options::{Options, ReadCachePolicy, ReadOptions, Transition, WriteOpt
 use crate::policy::prefetch::Prefetcher;
 use crate::stats::{DbStats, OpKind, ReadCacheStats, StatsInner};
 use crate::storage::StorageEnv;
-use crate::table::ReadTrace;
 use crate::types::{check_key, lookup_key, SeqNo, ValueKind};
 use crate::version::{CfVersion, FileMeta, VersionSet};
 use crate::{Error, Result};
@@ -1259,7 +1258,6 @@ impl DbInner {
         let r = table.get_position(lookup, &mut trace);
         obs.table_read(level, f.file_no(), &trace);
         let Some(at) = r? else {
-            self.charge_wasted_read(f, level, &trace);
             return Ok(None);
         };
         let (ikey, value) = at.block.entry(at.pos);
@@ -1289,19 +1287,6 @@ impl DbInner {
             );
         }
         Ok(Some(found))
-    }
-
-    /// LevelDB's seek charge for point reads: a level-0 table whose filter let the key
-    /// through and whose data block then did not hold it cost the read a block search
-    /// (and, outside the cache, a block read) that level 0 merged down would have saved.
-    /// The picker weighs these charges with the scans' against the merge's bytes.
-    fn charge_wasted_read(&self, f: &FileMeta, level: usize, trace: &ReadTrace) {
-        if level == 0
-            && self.opts.read_triggered_compaction
-            && trace.data_hits + trace.data_misses + trace.chunk_reads > 0
-        {
-            f.charge_read();
-        }
     }
 
     /// The one place a table or memtable entry of `user_key` becomes the user's answer:

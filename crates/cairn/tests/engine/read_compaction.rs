@@ -1,7 +1,6 @@
 //! Read-triggered compaction (LevelDB's seek compaction): seeks that must position in a
-//! level-0 file and in another run, and gets that search a level-0 file's data block in
-//! vain, use up that file's allowance, and level 0 then merges into level 1 below its run
-//! trigger.
+//! level-0 file and in another run use up that file's allowance, and level 0 then merges
+//! into level 1 below its run trigger.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -185,72 +184,6 @@ fn seeks_merge_level0_below_its_trigger() {
 fn without_read_triggers_level0_waits_for_its_trigger() {
     let (db, _, _dir) = three_runs_then_seeks(false);
     // The compaction thread wakes at least every 500 ms.
-    std::thread::sleep(Duration::from_millis(1200));
-    assert_eq!(level0_runs(&db), 3);
-    assert_eq!(db.stats().read_triggered_compactions, 0);
-}
-
-/// Point reads charge level 0 too, as LevelDB's gets do: without filters, a get of a key
-/// the oldest level-0 run holds searches a data block of each newer run in vain.
-#[test]
-fn point_reads_that_search_level0_in_vain_merge_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        bloom_bits_per_key: 0.0,
-        ..Options::small()
-    };
-    let db = Db::open(dir.path().join("db"), opts).unwrap();
-    for round in 0..3u32 {
-        for i in (round..3000).step_by(3) {
-            let v = format!("value{round}-{i}").into_bytes();
-            db.put(&WriteOptions::default(), &key(i), &v).unwrap();
-        }
-        db.flush().unwrap();
-    }
-    assert_eq!(level0_runs(&db), 3);
-    // Keys of the first flush (i % 3 == 0): two newer runs searched in vain per get.
-    for s in 0..120u32 {
-        let i = (s * 7919) % 1000 * 3;
-        let got = db.get(&key(i)).unwrap();
-        assert_eq!(got, Some(format!("value0-{i}").into_bytes()));
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while level0_runs(&db) > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "level 0 still holds {} runs after gets that searched it in vain",
-            level0_runs(&db)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(db.stats().read_triggered_compactions >= 1);
-    for i in 0..3000u32 {
-        let want = format!("value{}-{i}", i % 3).into_bytes();
-        assert_eq!(db.get(&key(i)).unwrap(), Some(want));
-    }
-}
-
-/// Gets that the newest level-0 run answers search nothing in vain: no charge, and level
-/// 0 waits for its trigger.
-#[test]
-fn point_reads_answered_by_the_newest_run_charge_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        bloom_bits_per_key: 0.0,
-        ..Options::small()
-    };
-    let db = Db::open(dir.path().join("db"), opts).unwrap();
-    for round in 0..3u32 {
-        for i in (round..3000).step_by(3) {
-            db.put(&WriteOptions::default(), &key(i), b"v").unwrap();
-        }
-        db.flush().unwrap();
-    }
-    // Keys of the last flush (i % 3 == 2) sit in the newest run.
-    for s in 0..400u32 {
-        let i = (s * 7919) % 1000 * 3 + 2;
-        assert!(db.get(&key(i)).unwrap().is_some());
-    }
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(level0_runs(&db), 3);
     assert_eq!(db.stats().read_triggered_compactions, 0);
