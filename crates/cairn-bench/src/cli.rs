@@ -514,6 +514,11 @@ pub struct BudgetArgs {
     /// engines ignore it.
     #[arg(long, value_name = "BOOL")]
     pub release_memory_after_jobs: Option<bool>,
+    /// cairn: merge level 0 below its trigger once scans that had to merge it with other
+    /// runs are worth the merge (`Options::read_triggered_compaction`, LevelDB's seek
+    /// compaction; default: the option's default, on). Other engines ignore it.
+    #[arg(long, value_name = "BOOL")]
+    pub read_triggered_compaction: Option<bool>,
 }
 
 impl BudgetArgs {
@@ -563,6 +568,9 @@ impl BudgetArgs {
             release_memory_after_jobs: self
                 .release_memory_after_jobs
                 .unwrap_or(BenchConfig::default().release_memory_after_jobs),
+            read_triggered_compaction: self
+                .read_triggered_compaction
+                .unwrap_or(BenchConfig::default().read_triggered_compaction),
             ..BenchConfig::default()
         }
     }

@@ -291,6 +291,7 @@ fn apply_shape(opts: &mut Options, cfg: &BenchConfig) {
     apply_tuner_seed(opts, cfg);
     opts.stats_dump_period_ms = cfg.stats_dump_ms.unwrap_or(0);
     opts.release_memory_after_jobs = cfg.release_memory_after_jobs;
+    opts.read_triggered_compaction &= cfg.read_triggered_compaction;
 }
 
 /// `--tuner-seed`: a learned tuner's seed, so repeats of one preset differ only by it;
@@ -742,6 +743,22 @@ mod tests {
         assert_eq!(shaped("tiering", &four).level_runs, vec![10, 10, 10]);
         assert_eq!(shaped("k-3", &four).level_runs, vec![3, 3, 3]);
         assert_eq!(shaped("default", &four).num_levels, 4);
+    }
+
+    /// The flag turns read-triggered compaction off; left at its default it keeps the
+    /// preset's (on by default, so `flush_only`'s off is not turned back on).
+    #[test]
+    fn read_triggered_flag_only_turns_it_off() {
+        let off = BenchConfig {
+            read_triggered_compaction: false,
+            ..Default::default()
+        };
+        assert!(shaped("default", &BenchConfig::default()).read_triggered_compaction);
+        assert!(!shaped("default", &off).read_triggered_compaction);
+        let mut o = cairn::presets::by_name("default").unwrap();
+        o.read_triggered_compaction = false;
+        apply_shape(&mut o, &BenchConfig::default());
+        assert!(!o.read_triggered_compaction);
     }
 
     #[test]

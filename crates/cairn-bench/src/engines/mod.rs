@@ -135,11 +135,19 @@ pub struct BenchConfig {
     /// cairn's `Options::release_memory_after_jobs`.
     #[serde(default = "default_release_memory")]
     pub release_memory_after_jobs: bool,
+    /// cairn's `Options::read_triggered_compaction`.
+    #[serde(default = "default_read_triggered")]
+    pub read_triggered_compaction: bool,
 }
 
 /// cairn's own default for `release_memory_after_jobs`.
 fn default_release_memory() -> bool {
     ::cairn::Options::default().release_memory_after_jobs
+}
+
+/// cairn's own default for `read_triggered_compaction`.
+fn default_read_triggered() -> bool {
+    ::cairn::Options::default().read_triggered_compaction
 }
 
 /// Which clock a run is timed on.
@@ -293,6 +301,7 @@ impl Default for BenchConfig {
             tuner_seed: None,
             stats_dump_ms: None,
             release_memory_after_jobs: default_release_memory(),
+            read_triggered_compaction: default_read_triggered(),
         }
     }
 }
